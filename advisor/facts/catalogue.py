@@ -1,0 +1,109 @@
+"""The facts catalogue: every fact id the advisor can derive, its unit, meaning and provenance.
+
+This is the public contract rules and users rely on. Ids are fixed once published; a fact that
+cannot be computed is reported as missing with the reason, never as a made-up zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Combine(StrEnum):
+    """How a job-level fact is formed from the ranks' facts in a cluster profile."""
+
+    MAX = "max"  # the slowest / biggest rank sets the pace (step time, memory peaks)
+    MEDIAN = "median"  # a typical rank (ratios, per-step counts)
+    FIRST = "first"  # identical on every rank (versions, level, environment)
+    REPRESENTATIVE = "representative"  # structured values: the rank with the median step time
+    JOB = "job"  # only defined for the job (cluster facts)
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    id: str
+    unit: str
+    area: str
+    doc: str
+    combine: Combine
+    collect: str  # how to get the data when the fact is missing
+
+
+_LEVEL1 = "profile with training.profile_level: level1 (adds communication files and PMU columns)"
+_TRACE = "keep trace_view.json (profile_export_type: text) and profile with CPU activity"
+_MEMORY = "profile with training.profile_with_memory: true (writes memory_record.csv)"
+_KERNELS = "keep kernel_details.csv (profile_export_type: text)"
+_STEPS = "profile whole steps (profile_step_start/end) so step_trace_time.csv is written"
+
+CATALOGUE: tuple[FactSpec, ...] = (
+    # profile
+    FactSpec("profile.framework", "", "profile", "torch_npu or mindspore (from the directory suffix).", Combine.FIRST, ""),
+    FactSpec("profile.level", "", "profile", "Profiler level: Level0, Level1, Level2 (profiler_info, or inferred).", Combine.FIRST, "keep profiler_info_<rank>.json"),
+    FactSpec("profile.has_communication", "bool", "profile", "communication.json is present (Level1 and above).", Combine.FIRST, _LEVEL1),
+    FactSpec("profile.ranks", "count", "profile", "Profiled ranks (rank directories read).", Combine.JOB, ""),
+    FactSpec("profile.steps", "count", "profile", "Profiled steps of one rank.", Combine.MEDIAN, _STEPS),
+    FactSpec("profile.torch_npu_version", "", "profile", "torch_npu version recorded by the profiler.", Combine.FIRST, "keep profiler_info_<rank>.json"),
+    FactSpec("profile.cann_version", "", "profile", "CANN version recorded by the profiler.", Combine.FIRST, "keep profiler_info_<rank>.json"),
+    FactSpec("profile.framework_version", "", "profile", "MindSpore version recorded by the profiler.", Combine.FIRST, "keep profiler_info_<rank>.json"),
+    # step time model
+    FactSpec("step.time_ms", "ms", "step", "Median wall time of the steady steps (preparing + computing + exposed communication + free).", Combine.MAX, _STEPS),
+    FactSpec("step.compute_ratio", "ratio", "step", "Device computing time / step time.", Combine.MEDIAN, _STEPS),
+    FactSpec("step.comm_total_ratio", "ratio", "step", "All communication time (overlapped or not) / step time.", Combine.MEDIAN, _STEPS),
+    FactSpec("step.comm_exposed_ratio", "ratio", "step", "Communication NOT overlapped by compute / step time (not / communication time).", Combine.MEDIAN, _STEPS),
+    FactSpec("step.comm_overlapped_ratio", "ratio", "step", "Communication hidden under compute / step time.", Combine.MEDIAN, _STEPS),
+    FactSpec("step.free_ratio", "ratio", "step", "Device idle time (neither computing nor communicating) / step time.", Combine.MEDIAN, _STEPS),
+    FactSpec("step.preparing_ratio", "ratio", "step", "Host time before the step's first device task (data loading...) / step time.", Combine.MEDIAN, "a torch_npu version whose step_trace_time.csv has the Preparing column"),
+    FactSpec("step.bubble_ratio", "ratio", "step", "Pipeline-parallel bubble / step time.", Combine.MEDIAN, "a torch_npu version whose step_trace_time.csv has the Bubble column"),
+    # operators
+    FactSpec("ops.device_compute_ms_per_step", "ms", "ops", "Sum of compute kernel durations per steady step (communication kernels excluded).", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.kernels_per_step", "count", "ops", "Compute kernels launched per steady step.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.top", "list", "ops", "Operator types by total time: time, share of device compute, count, mean, bound type (from AI Core pipe ratios).", Combine.REPRESENTATIVE, _KERNELS),
+    FactSpec("ops.attention_share", "ratio", "ops", "Attention kernels (fused, or the unfused chain when no fused kernel runs) / device compute.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.unfused_attention_share", "ratio", "ops", "BatchMatMul + Softmax + mask/dropout kernels / device compute, when no FlashAttention kernel runs (0 when one does).", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.small_vector_ops_share", "ratio", "ops", "Small Norm/RoPE/Cast/Transpose/elementwise kernels (under the taxonomy's small_op_max_us) / device compute.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.small_ops_per_step", "count", "ops", "Small Norm/RoPE/Cast/Transpose/elementwise kernels per steady step.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.matmul_share", "ratio", "ops", "Dense matmul kernels / device compute.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.moe_gemm_share", "ratio", "ops", "Grouped expert GEMM kernels / device compute.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.aicpu_share", "ratio", "ops", "AI-CPU kernels / device compute.", Combine.MEDIAN, _KERNELS),
+    FactSpec("ops.mte2_bound_share", "ratio", "ops", "Kernels whose mte2 (memory-load) pipe ratio exceeds their compute pipe ratio / device compute.", Combine.MEDIAN, _LEVEL1 + " with aic_metrics PipeUtilization"),
+    # host dispatch
+    FactSpec("host.launch_gap_ms_per_step", "ms", "host", "Device idle time between kernels where the next kernel was launched only after the device ran dry.", Combine.MEDIAN, _TRACE),
+    FactSpec("host.dispatch_bound_ratio", "ratio", "host", "host.launch_gap / step time (trace step windows).", Combine.MEDIAN, _TRACE),
+    FactSpec("host.sync_calls_per_step", "count", "host", "aclrtSynchronizeStream/Device/Event calls per steady step.", Combine.MEDIAN, _TRACE),
+    FactSpec("trace.step_cross_check", "ratio", "step", "Largest relative difference between step_trace_time.csv and the trace's Overlap Analysis lanes.", Combine.MEDIAN, _TRACE),
+    # communication
+    FactSpec("comm.time_ms_by_op", "ms", "comm", "Communication elapse time per steady step by op kind (allgather, reducescatter, allreduce, alltoall, send, recv...).", Combine.REPRESENTATIVE, _LEVEL1),
+    FactSpec("comm.time_ms_per_step", "ms", "comm", "All communication elapse time per steady step (communication.json).", Combine.MEDIAN, _LEVEL1),
+    FactSpec("comm.bandwidth_gbps_by_link", "GB/s", "comm", "Transit size / transit time by link type (HCCS, RDMA, PCIE, SDMA).", Combine.REPRESENTATIVE, _LEVEL1),
+    FactSpec("comm.wait_ratio", "ratio", "comm", "Wait time / elapse time of communication ops (waiting for peers: a slow rank elsewhere).", Combine.MEDIAN, _LEVEL1),
+    # data
+    FactSpec("data.loader_ms_per_step", "ms", "data", "Host time in DataLoader __next__ per steady step.", Combine.MEDIAN, _TRACE),
+    FactSpec("data.loader_ratio", "ratio", "data", "DataLoader time / step time (trace step windows).", Combine.MEDIAN, _TRACE),
+    # memory
+    FactSpec("memory.allocated_peak_bytes", "bytes", "memory", "Peak memory held by live tensors (allocator's allocated).", Combine.MAX, _MEMORY),
+    FactSpec("memory.reserved_peak_bytes", "bytes", "memory", "Peak memory reserved by the caching allocator.", Combine.MAX, _MEMORY),
+    FactSpec("memory.fragmentation_ratio", "ratio", "memory", "1 - allocated/reserved at the reserved peak.", Combine.MAX, _MEMORY),
+    FactSpec("memory.malloc_calls_per_step", "count", "memory", "Device malloc calls (aclrtMalloc...) per steady step: the caching allocator growing.", Combine.MEDIAN, _TRACE),
+    FactSpec("memory.free_calls_per_step", "count", "memory", "Device free calls (aclrtFree) per steady step: the allocator releasing cache.", Combine.MEDIAN, _TRACE),
+    # cluster
+    FactSpec("ranks.count", "count", "cluster", "Ranks with step data (rank directories or cluster_step_trace_time.csv rows).", Combine.JOB, "profile several ranks (training.profile_ranks)"),
+    FactSpec("ranks.step_time_spread_ratio", "ratio", "cluster", "(slowest rank's step time - median) / median.", Combine.JOB, "profile several ranks (training.profile_ranks)"),
+    FactSpec("ranks.busy_spread_ratio", "ratio", "cluster", "(largest per-rank busy time - median) / median; busy = step time minus exposed communication, which is where the others wait.", Combine.JOB, "profile several ranks (training.profile_ranks)"),
+    FactSpec("ranks.slowest", "rank", "cluster", "The rank with the largest busy time: the one the others wait for.", Combine.JOB, "profile several ranks (training.profile_ranks)"),
+)
+
+SPECS: dict[str, FactSpec] = {spec.id: spec for spec in CATALOGUE}
+ENV_PREFIX = "env."
+AREAS = ("profile", "step", "ops", "host", "comm", "data", "memory", "cluster", "env")
+
+
+def spec_for(fact_id: str) -> FactSpec:
+    """The catalogue entry of a fact id; `env.<NAME>` facts share one generic entry."""
+    if fact_id.startswith(ENV_PREFIX):
+        return FactSpec(fact_id, "", "env", "Environment variable recorded by the profiler.", Combine.FIRST, "profile with torch_npu >= 2.1 (profiler_metadata.json)")
+    return SPECS[fact_id]
+
+
+def is_known(fact_id: str) -> bool:
+    return fact_id in SPECS or (fact_id.startswith(ENV_PREFIX) and len(fact_id) > len(ENV_PREFIX))

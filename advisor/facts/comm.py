@@ -1,0 +1,63 @@
+"""Communication facts from communication.json (Level1 and above)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from advisor.facts.base import Recorder, SteadySteps
+from advisor.parsers.profile_data import CommStep, RankProfile
+
+COMM = "communication.json"
+COMM_FACTS = ("comm.time_ms_by_op", "comm.time_ms_per_step", "comm.bandwidth_gbps_by_link", "comm.wait_ratio")
+
+
+def _steady(steps: list[CommStep], steady: SteadySteps) -> tuple[list[CommStep], str]:
+    wanted = {int(label) for label in steady.labels if label.isdigit()}
+    matched = [s for s in steps if s.step in wanted]
+    if matched:
+        return matched, f"{COMM} {steady.note}"
+    if len(steps) > 1:
+        ordered = sorted(steps, key=lambda s: (s.step is None, s.step or 0))
+        return ordered[1:], f"{COMM}: {len(ordered) - 1} step(s), first dropped (warm-up)"
+    return steps, f"{COMM}: single step"
+
+
+def derive(rank: RankProfile, steady: SteadySteps, out: Recorder) -> None:
+    if rank.comm is None:
+        reason = rank.absent.get(COMM, "not in the profile")
+        if reason == "not in the profile" and (rank.level or "").startswith("Level0"):
+            reason = "not in the profile (Level0 writes no communication files)"
+        for fact_id in COMM_FACTS:
+            out.miss(fact_id, f"{COMM} {reason}")
+        return
+    steps, note = _steady(rank.comm, steady)
+    n = len(steps)
+    by_op: dict[str, float] = defaultdict(float)
+    wait = elapse = 0.0
+    size: dict[str, float] = defaultdict(float)
+    time: dict[str, float] = defaultdict(float)
+    for s in steps:
+        for kind, ms in s.elapse_ms.items():
+            by_op[kind] += ms
+            elapse += ms
+        wait += sum(s.wait_ms.values())
+        for link, mb in s.link_size_mb.items():
+            size[link] += mb
+            time[link] += s.link_time_ms.get(link, 0.0)
+    out.add(
+        "comm.time_ms_by_op", {k: round(v / n, 3) for k, v in sorted(by_op.items())},
+        f"{COMM}:Elapse Time(ms)", f"mean per step over {note}; 'Total Op Info' excluded",
+    )
+    out.add("comm.time_ms_per_step", elapse / n, f"{COMM}:Elapse Time(ms)", f"mean per step over {note}")
+    bandwidth = {link: round(size[link] / time[link], 3) for link in sorted(size) if time[link] > 0}
+    if bandwidth:
+        out.add(
+            "comm.bandwidth_gbps_by_link", bandwidth, f"{COMM}:Communication Bandwidth Info",
+            f"sum of Transit Size(MB) / sum of Transit Time(ms) per link over {note}",
+        )
+    else:
+        out.miss("comm.bandwidth_gbps_by_link", f"{COMM} records no transit time on any link")
+    if elapse > 0:
+        out.add("comm.wait_ratio", wait / elapse, f"{COMM}:Wait Time(ms)", f"sum of wait / sum of elapse over {note}")
+    else:
+        out.miss("comm.wait_ratio", f"{COMM} records no communication time")

@@ -1,0 +1,158 @@
+"""Derive the facts of a whole profile: per rank, then combined into job-level facts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from advisor.facts import comm, host, memory, ops, steps
+from advisor.facts import profile as profile_facts
+from advisor.facts.base import Recorder
+from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
+from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
+from advisor.parsers.profile_data import ProfileData, RankProfile
+from advisor.taxonomy import Taxonomy
+
+CLUSTER_FACTS = ("ranks.count", "ranks.step_time_spread_ratio", "ranks.busy_spread_ratio", "ranks.slowest")
+
+
+def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
+    out = Recorder(scope)
+    profile_facts.derive(rank, out)
+    steps.derive(rank, taxonomy, out)
+    _, steady, _ = steps.steady_rows(rank, taxonomy)
+    ops.derive(rank, steady, taxonomy, out)
+    host.derive(rank, taxonomy, out)
+    comm.derive(rank, steady, out)
+    memory.derive(rank, out)
+    return out
+
+
+def _label(rank: RankProfile, index: int) -> str:
+    return str(rank.rank) if rank.rank is not None else f"#{index}"
+
+
+def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | None) -> Fact:
+    spec = spec_for(fact_id)
+    first = facts[0][1]
+    n = len(facts)
+    if spec.combine is Combine.MAX and all(isinstance(f.value, int | float) for _, f in facts):
+        label, best = max(facts, key=lambda lf: lf[1].value)
+        return Fact(fact_id, best.value, spec.unit, JOB_SCOPE, best.source, f"max over {n} ranks (rank {label}); {best.note}")
+    if spec.combine is Combine.MEDIAN and all(
+        isinstance(f.value, int | float) and not isinstance(f.value, bool) for _, f in facts
+    ):
+        values = [f.value for _, f in facts]
+        value = median(values)
+        note = f"median over {n} ranks (min {min(values):.4g}, max {max(values):.4g}); per rank: {first.note}"
+        return Fact(fact_id, round(value, 6), spec.unit, JOB_SCOPE, first.source, note)
+    if spec.combine is Combine.REPRESENTATIVE and representative is not None:
+        for label, fact in facts:
+            if label == representative:
+                return Fact(fact_id, fact.value, spec.unit, JOB_SCOPE, fact.source, f"rank {label} (median step time); {fact.note}")
+    differing = sorted({str(f.value) for _, f in facts})
+    note = first.note if len(differing) == 1 else f"differs across ranks ({', '.join(differing[:4])}); rank {facts[0][0]}'s value"
+    return Fact(fact_id, first.value, spec.unit, JOB_SCOPE, first.source, note)
+
+
+def _representative(recorders: list[tuple[str, Recorder]]) -> str | None:
+    timed = [(r.facts["step.time_ms"].value, label) for label, r in recorders if "step.time_ms" in r.facts]
+    if not timed:
+        return None
+    timed.sort()
+    return timed[(len(timed) - 1) // 2][1]
+
+
+def _cluster_facts(recorders: list[tuple[str, Recorder]], job: Recorder, source: str) -> None:
+    timed = [(label, r.facts) for label, r in recorders if "step.time_ms" in r.facts]
+    if len(timed) < 2:
+        for fact_id in CLUSTER_FACTS:
+            job.miss(fact_id, "fewer than two ranks with step data")
+        return
+    times = {label: f["step.time_ms"].value for label, f in timed}
+    busy = {
+        label: f["step.time_ms"].value * (1.0 - (f["step.comm_exposed_ratio"].value if "step.comm_exposed_ratio" in f else 0.0))
+        for label, f in timed
+    }
+    mid_time, mid_busy = median(times.values()), median(busy.values())
+    slow_time = max(times, key=lambda k: times[k])
+    slow_busy = max(busy, key=lambda k: busy[k])
+    job.add("ranks.count", len(timed), source, f"ranks: {', '.join(times)}")
+    job.add(
+        "ranks.step_time_spread_ratio", (times[slow_time] - mid_time) / mid_time if mid_time else 0.0,
+        source, f"rank {slow_time}: {times[slow_time]:.1f} ms vs median {mid_time:.1f} ms",
+    )
+    job.add(
+        "ranks.busy_spread_ratio", (busy[slow_busy] - mid_busy) / mid_busy if mid_busy else 0.0,
+        source, f"rank {slow_busy}: busy {busy[slow_busy]:.1f} ms vs median {mid_busy:.1f} ms",
+    )
+    job.add("ranks.slowest", int(slow_busy) if slow_busy.isdigit() else slow_busy, source,
+            "largest step time minus exposed communication: the rank the others wait for")
+
+
+def _job_from_ranks(recorders: list[tuple[str, Recorder]], source: str) -> Recorder:
+    job = Recorder(JOB_SCOPE)
+    representative = _representative(recorders)
+    ids: list[str] = []
+    for _, rec in recorders:
+        ids.extend(i for i in rec.facts if i not in ids)
+        ids.extend(i for i in rec.missing if i not in ids)
+    for fact_id in ids:
+        present = [(label, rec.facts[fact_id]) for label, rec in recorders if fact_id in rec.facts]
+        if present:
+            job.facts[fact_id] = _combine(fact_id, present, representative)
+        else:
+            reasons = [rec.missing[fact_id] for _, rec in recorders if fact_id in rec.missing]
+            job.missing[fact_id] = MissingFact(fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)")
+    _cluster_facts(recorders, job, source)
+    return job
+
+
+def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Recorder]]:
+    by_rank: dict[int, list[Any]] = {}
+    for row in data.cluster_rows or []:
+        by_rank.setdefault(row.rank, []).append(row.row)
+    recorders = []
+    for rank_id in sorted(by_rank):
+        path = data.cluster_source or data.root
+        rank = RankProfile(path=path, output_dir=None, framework="torch_npu", rank=rank_id, step_rows=by_rank[rank_id])
+        out = Recorder(rank_scope(rank_id))
+        steps.derive(rank, taxonomy, out)
+        recorders.append((str(rank_id), out))
+    return recorders
+
+
+def _ordered(facts: Iterable[Fact]) -> list[Fact]:
+    order = {spec.id: i for i, spec in enumerate(CATALOGUE)}
+    return sorted(facts, key=lambda f: (order.get(f.id, len(order)), f.id))
+
+
+def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> FactSet:
+    result = FactSet(inputs=[str(p) for p in inputs])
+    if data.ranks:
+        multi = len(data.ranks) > 1
+        recorders = [
+            (_label(rank, i), derive_rank(rank, taxonomy, rank_scope(rank.rank if rank.rank is not None else i) if multi else JOB_SCOPE))
+            for i, rank in enumerate(data.ranks)
+        ]
+        source = "rank directories"
+    else:
+        recorders = _cluster_only(data, taxonomy)
+        multi = True
+        source = str(data.cluster_source.name if data.cluster_source else "cluster_step_trace_time.csv")
+    if multi:
+        job = _job_from_ranks(recorders, source)
+        job.add("profile.ranks", len(data.ranks), str(data.root), "rank directories read")
+        scoped = [f for _, rec in recorders for f in rec.facts.values()]
+        result.facts = _ordered(job.facts.values()) + _ordered(scoped)
+        result.missing = list(job.missing.values())
+    else:
+        only = recorders[0][1]
+        only.add("profile.ranks", 1, str(data.root), f"single rank ({data.ranks[0].label})")
+        for fact_id in CLUSTER_FACTS:
+            only.miss(fact_id, "single-rank profile")
+        result.facts = _ordered(only.facts.values())
+        result.missing = list(only.missing.values())
+    return result

@@ -1,0 +1,158 @@
+"""Operator facts from kernel_details.csv (or op_statistic.csv when it is the only source)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.facts.base import Recorder, SteadySteps, ratio
+from advisor.parsers.profile_data import KernelGroup, RankProfile
+from advisor.taxonomy import Taxonomy
+
+TOP_N = 10
+KERNELS = "kernel_details.csv"
+OP_STAT = "op_statistic.csv"
+SHARE_FACTS = {
+    "ops.matmul_share": "matmul",
+    "ops.moe_gemm_share": "moe_gemm",
+}
+ALL_OPS_FACTS = (
+    "ops.device_compute_ms_per_step", "ops.kernels_per_step", "ops.top", "ops.attention_share",
+    "ops.unfused_attention_share", "ops.small_vector_ops_share", "ops.small_ops_per_step",
+    "ops.matmul_share", "ops.moe_gemm_share", "ops.aicpu_share", "ops.mte2_bound_share",
+)
+
+
+@dataclass
+class _Selection:
+    groups: list[KernelGroup]
+    steps: int
+    source: str
+    note: str
+    has_pmu: bool
+
+
+def _select(rank: RankProfile, steady: SteadySteps) -> _Selection | None:
+    if rank.kernels is not None:
+        table = rank.kernels
+        wanted = {int(label) for label in steady.labels if label.isdigit()}
+        present = {g.step for g in table.groups if g.step is not None}
+        if table.has_step_ids and wanted and wanted & present:
+            groups = [g for g in table.groups if g.step in wanted]
+            steps = len(wanted & present)
+            note = f"kernels of {steady.note}"
+        else:
+            groups = list(table.groups)
+            steps = max(1, len(present)) if table.has_step_ids else max(1, len(steady.kept) or 1)
+            reason = "no Step Id column" if not table.has_step_ids else "step ids do not match"
+            note = f"all {table.rows} kernel rows ({reason}); per-step values divide by {steps} step(s)"
+        return _Selection(groups, steps, KERNELS, note, table.has_pmu)
+    if rank.op_stats is not None:
+        groups = []
+        for stat in rank.op_stats:
+            g = KernelGroup(None, stat.op_type, stat.core, stat.op_type, stat.count, stat.total_us)
+            groups.append(g)
+        steps = max(1, len(rank.step_rows or []))
+        note = f"op_statistic.csv totals over all {steps} profiled step(s) (no kernel_details.csv)"
+        return _Selection(groups, steps, OP_STAT, note, False)
+    return None
+
+
+def _bound(group_list: list[KernelGroup]) -> str:
+    pmu = sum(g.pmu_us for g in group_list)
+    if pmu <= 0:
+        return "unknown"
+    compute = sum(g.compute_pipe_us for g in group_list)
+    mte2 = sum(g.mte2_pipe_us for g in group_list)
+    return "memory" if mte2 > compute else "compute"
+
+
+def _top(by_type: dict[str, list[KernelGroup]], compute_us: float, steps: int) -> list[dict[str, Any]]:
+    ranked = sorted(by_type.items(), key=lambda kv: -sum(g.total_us for g in kv[1]))[:TOP_N]
+    top = []
+    for op_type, groups in ranked:
+        total = sum(g.total_us for g in groups)
+        count = sum(g.count for g in groups)
+        top.append(
+            {
+                "type": op_type,
+                "core": "/".join(sorted({g.core for g in groups if g.core})),
+                "total_ms": round(total / 1000.0, 3),
+                "per_step_ms": round(total / 1000.0 / steps, 3),
+                "share": round(total / compute_us, 4) if compute_us > 0 else None,
+                "count": count,
+                "mean_us": round(total / count, 3) if count else None,
+                "bound": _bound(groups),
+            }
+        )
+    return top
+
+
+def derive(rank: RankProfile, steady: SteadySteps, taxonomy: Taxonomy, out: Recorder) -> None:
+    sel = _select(rank, steady)
+    if sel is None:
+        for fact_id in ALL_OPS_FACTS:
+            out.miss(fact_id, "no kernel_details.csv or op_statistic.csv")
+        return
+    by_class: dict[str, float] = defaultdict(float)
+    small_us = 0.0
+    small_count = 0
+    compute_us = 0.0
+    kernel_count = 0
+    aicpu_us = 0.0
+    mte2_bound_us = 0.0
+    by_type: dict[str, list[KernelGroup]] = defaultdict(list)
+    for g in sel.groups:
+        classes = taxonomy.op_class(g.op_type, g.example_name)
+        if "communication" in classes or g.core.upper() == "HCCL":
+            continue
+        compute_us += g.total_us
+        kernel_count += g.count
+        by_type[g.op_type].append(g)
+        for cls in classes:
+            by_class[cls] += g.total_us
+        if "small_vector" in classes:
+            small_us += g.small_us
+            small_count += g.small_count
+        if g.core == taxonomy.aicpu_core:
+            aicpu_us += g.total_us
+        mte2_bound_us += g.mte2_bound_us
+    src, note, steps = sel.source, sel.note, sel.steps
+    if compute_us <= 0:
+        for fact_id in ALL_OPS_FACTS:
+            out.miss(fact_id, f"{src} has no compute kernels in the steady steps")
+        return
+    out.add("ops.device_compute_ms_per_step", compute_us / 1000.0 / steps, f"{src}:Duration(us)", note)
+    out.add("ops.kernels_per_step", kernel_count / steps, f"{src}:Type", note)
+    out.add("ops.top", _top(by_type, compute_us, steps), f"{src}:Type", f"top {TOP_N} types; {note}")
+    fused = by_class.get("attention_fused", 0.0)
+    unfused = by_class.get("attention_unfused", 0.0)
+    if fused > 0:
+        out.add("ops.attention_share", fused / compute_us, f"{src}:Type", f"fused attention kernels; {note}")
+        out.add(
+            "ops.unfused_attention_share", 0.0, f"{src}:Type",
+            f"fused attention kernels run, so batched matmul/softmax are not an unfused chain; {note}",
+        )
+    else:
+        out.add("ops.attention_share", unfused / compute_us, f"{src}:Type", f"unfused chain (no fused attention kernel); {note}")
+        out.add("ops.unfused_attention_share", unfused / compute_us, f"{src}:Type", f"BatchMatMul/Softmax/mask/dropout kernels; {note}")
+    if src == KERNELS:
+        small_note = f"kernels under {taxonomy.small_op_max_us:g} us; {note}"
+        out.add("ops.small_vector_ops_share", small_us / compute_us, f"{src}:Duration(us)", small_note)
+        out.add("ops.small_ops_per_step", small_count / steps, f"{src}:Type", small_note)
+    else:
+        reason = "op_statistic.csv has no per-kernel durations (small kernels cannot be told apart)"
+        out.miss("ops.small_vector_ops_share", reason)
+        out.miss("ops.small_ops_per_step", reason)
+    for fact_id, cls in SHARE_FACTS.items():
+        out.add(fact_id, by_class.get(cls, 0.0) / compute_us, f"{src}:Type", note)
+    out.add("ops.aicpu_share", aicpu_us / compute_us, f"{src}:Accelerator Core", note)
+    if sel.has_pmu:
+        value = ratio(mte2_bound_us, compute_us)
+        out.add(
+            "ops.mte2_bound_share", value, f"{src}:aic_mte2_ratio,aiv_mte2_ratio",
+            f"kernels whose mte2 ratio exceeds mac/vec ratio; {note}",
+        )
+    else:
+        out.miss("ops.mte2_bound_share", f"{src} has no PipeUtilization columns (Level0, or aic_metrics off)")

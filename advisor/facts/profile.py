@@ -1,0 +1,34 @@
+"""Facts about the profile itself: framework, level, versions, environment."""
+
+from __future__ import annotations
+
+from advisor.facts.base import Recorder
+from advisor.parsers.profile_data import RankProfile
+
+INFO = "profiler_info.json"
+META = "profiler_metadata.json"
+
+
+def derive(rank: RankProfile, out: Recorder) -> None:
+    out.add("profile.framework", rank.framework, rank.path.name, "from the directory suffix (_ascend_pt / _ascend_ms)")
+    if rank.level:
+        out.add("profile.level", rank.level, rank.level_source or INFO, "profiler level")
+    else:
+        out.miss("profile.level", f"{INFO} absent and no kernel or communication files to infer it from")
+    has_comm = rank.comm is not None
+    comm_note = "communication.json read" if has_comm else "no communication.json"
+    out.add("profile.has_communication", has_comm, "ASCEND_PROFILER_OUTPUT", comm_note)
+    for fact_id, value in (
+        ("profile.torch_npu_version", rank.torch_npu_version),
+        ("profile.cann_version", rank.cann_version),
+        ("profile.framework_version", rank.framework_version),
+    ):
+        if value:
+            out.add(fact_id, value, INFO, "recorded by the profiler")
+        elif fact_id != "profile.framework_version" or rank.framework == "mindspore":
+            out.miss(fact_id, f"not recorded in {INFO}")
+    if not rank.env:
+        reason = rank.absent.get(META, "has no ENV_VARIABLES")
+        out.miss("env.*", f"{META} {reason}: the launch environment is unknown")
+    for name, value in sorted(rank.env.items()):
+        out.add(f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started")

@@ -1,0 +1,231 @@
+"""torch_npu / MindSpore 2.3+ profiler output: one rank directory or a cluster of them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from advisor.model import InputError
+from advisor.parsers import ascend_files as files
+from advisor.parsers.profile_data import ProfileData, RankProfile
+from advisor.parsers.trace import read_trace
+from advisor.taxonomy import Taxonomy
+
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+RANK_SUFFIXES = {"_ascend_pt": "torch_npu", "_ascend_ms": "mindspore"}
+KNOWN_OUTPUTS = (
+    "trace_view.json",
+    "kernel_details.csv",
+    "op_statistic.csv",
+    "step_trace_time.csv",
+    "communication.json",
+    "memory_record.csv",
+)
+CLUSTER_STEP_TRACE = Path("cluster_analysis_output") / "cluster_step_trace_time.csv"
+_INFO_FILE = re.compile(r"profiler_info(?:_(\d+))?\.json")
+# How deep below the given folder rank directories are searched for (e.g. prof/node0/rank3/).
+SEARCH_DEPTH = 3
+
+T = TypeVar("T")
+
+
+def framework_of(directory: Path) -> str | None:
+    for suffix, framework in RANK_SUFFIXES.items():
+        if directory.name.endswith(suffix):
+            return framework
+    return None
+
+
+def is_output_dir(directory: Path) -> bool:
+    return any((directory / name).is_file() for name in KNOWN_OUTPUTS)
+
+
+def is_rank_dir(directory: Path) -> bool:
+    return framework_of(directory) is not None or (directory / OUTPUT_DIR).is_dir()
+
+
+def _find_rank_dirs(root: Path, depth: int) -> list[Path]:
+    found: list[Path] = []
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError as exc:
+        raise InputError(str(root), f"cannot list folder: {exc.strerror}") from None
+    for child in children:
+        if is_rank_dir(child):
+            found.append(child)
+        elif depth > 1:
+            found.extend(_find_rank_dirs(child, depth - 1))
+    return found
+
+
+def locate(path: Path) -> tuple[list[Path], Path | None]:
+    """Rank directories (or bare output folders) under `path`, plus a cluster step-trace file."""
+    if not path.exists():
+        raise InputError(str(path), "no such file or directory")
+    if not path.is_dir():
+        raise InputError(str(path), "expected a profile directory, got a file")
+    cluster = path / CLUSTER_STEP_TRACE
+    cluster_file = cluster if cluster.is_file() else None
+    if path.name == OUTPUT_DIR or (is_output_dir(path) and not is_rank_dir(path)):
+        parent = path.parent
+        return ([parent] if is_rank_dir(parent) else [path]), cluster_file
+    if is_rank_dir(path):
+        return [path], cluster_file
+    ranks = _find_rank_dirs(path, SEARCH_DEPTH)
+    if ranks or cluster_file:
+        return ranks, cluster_file
+    if not any(path.iterdir()):
+        raise InputError(str(path), "empty folder")
+    raise InputError(
+        str(path),
+        "no profile found: expected a *_ascend_pt / *_ascend_ms directory, an "
+        f"{OUTPUT_DIR} folder, or a folder holding one such directory per rank",
+    )
+
+
+class _Reader:
+    """Reads one file into the rank profile; absent files are noted, bad ones fail or warn."""
+
+    def __init__(self, rank: RankProfile, skip_bad: bool, warnings: list[str]) -> None:
+        self.rank = rank
+        self.skip_bad = skip_bad
+        self.warnings = warnings
+
+    def read(self, path: Path | None, name: str, parse: Callable[[Path], T]) -> T | None:
+        if path is None or not path.is_file():
+            self.rank.absent[name] = "not in the profile"
+            return None
+        try:
+            value = parse(path)
+        except InputError as exc:
+            if not self.skip_bad:
+                raise
+            self.warnings.append(f"{exc} (skipped)")
+            self.rank.absent[name] = f"unreadable: {exc.problem}"
+            return None
+        self.rank.inputs.append(path)
+        return value
+
+
+def _nested(data: Any, key: str) -> Any:
+    """First value of `key` anywhere in nested dicts (profiler_info layouts vary by version)."""
+    if isinstance(data, dict):
+        if key in data:
+            return data[key]
+        for value in data.values():
+            found = _nested(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _apply_info(rank: RankProfile, info: Any, info_path: Path) -> None:
+    m = _INFO_FILE.fullmatch(info_path.name)
+    rank_id = _nested(info, "rank_id")
+    if isinstance(rank_id, int) and rank_id >= 0:
+        rank.rank = rank_id
+    elif m and m.group(1) is not None:
+        rank.rank = int(m.group(1))
+    level = _nested(info, "_profiler_level") or _nested(info, "profiler_level")
+    if isinstance(level, str) and level:
+        rank.level = level.replace("Level_none", "LevelNone")
+        rank.level_source = info_path.name
+    for key, attr in (("torch_npu_version", "torch_npu_version"), ("cann_version", "cann_version")):
+        value = _nested(info, key)
+        if value:
+            setattr(rank, attr, str(value))
+    for key in ("ms_version", "mindspore_version"):
+        value = _nested(info, key)
+        if value:
+            rank.framework_version = str(value)
+
+
+def _apply_metadata(rank: RankProfile, meta: Any) -> None:
+    env = meta.get("ENV_VARIABLES") if isinstance(meta, dict) else None
+    if isinstance(env, dict):
+        rank.env = {str(k): str(v) for k, v in env.items() if v is not None}
+    dist = meta.get("distributed_args") if isinstance(meta, dict) else None
+    if isinstance(dist, dict):
+        world = dist.get("world_size")
+        if isinstance(world, int):
+            rank.world_size = world
+        if rank.rank is None and isinstance(dist.get("rank"), int):
+            rank.rank = dist["rank"]
+
+
+def read_rank(directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: list[str]) -> RankProfile:
+    output = directory / OUTPUT_DIR if (directory / OUTPUT_DIR).is_dir() else None
+    if output is None and is_output_dir(directory):
+        output = directory
+    rank = RankProfile(
+        path=directory, output_dir=output, framework=framework_of(directory) or "torch_npu"
+    )
+    reader = _Reader(rank, skip_bad, warnings)
+    info_paths = sorted(p for p in directory.glob("profiler_info*.json") if p.is_file())
+    if info_paths:
+        info = reader.read(info_paths[0], "profiler_info.json", files.read_json)
+        if info is not None:
+            _apply_info(rank, info, info_paths[0])
+    else:
+        rank.absent["profiler_info.json"] = "not in the profile"
+    meta = reader.read(directory / "profiler_metadata.json", "profiler_metadata.json", files.read_json)
+    if meta is not None:
+        _apply_metadata(rank, meta)
+    if output is None:
+        raise InputError(str(directory), f"no {OUTPUT_DIR} folder with profiler output")
+
+    def out(name: str) -> Path:
+        return output / name
+
+    rank.step_rows = reader.read(out("step_trace_time.csv"), "step_trace_time.csv", files.read_step_trace)
+    rank.kernels = reader.read(
+        out("kernel_details.csv"), "kernel_details.csv", lambda p: files.read_kernels(p, taxonomy)
+    )
+    rank.op_stats = reader.read(out("op_statistic.csv"), "op_statistic.csv", files.read_op_statistic)
+    rank.comm = reader.read(
+        out("communication.json"), "communication.json", lambda p: files.read_communication(p, taxonomy)
+    )
+    rank.memory = reader.read(out("memory_record.csv"), "memory_record.csv", files.read_memory_record)
+    rank.trace = reader.read(
+        out("trace_view.json"), "trace_view.json", lambda p: read_trace(p, taxonomy)
+    )
+    if rank.level is None:
+        _infer_level(rank)
+    if rank.step_rows is None and (rank.trace is None or not rank.trace.steps):
+        where = out("trace_view.json") if rank.trace is not None else output
+        raise InputError(
+            str(where),
+            "no steps: neither step_trace_time.csv rows nor ProfilerStep#N events in trace_view.json",
+        )
+    return rank
+
+
+def _infer_level(rank: RankProfile) -> None:
+    """Without profiler_info, Level1+ is recognisable by its communication files and PMU columns."""
+    if rank.comm is not None or (rank.kernels is not None and rank.kernels.has_pmu):
+        rank.level, rank.level_source = "Level1", "inferred: communication files or PMU columns"
+    elif rank.kernels is not None:
+        rank.level, rank.level_source = "Level0", "inferred: no communication files, no PMU columns"
+
+
+def read_profile(path: Path, taxonomy: Taxonomy, skip_bad: bool = False) -> tuple[ProfileData, list[str]]:
+    warnings: list[str] = []
+    rank_dirs, cluster_file = locate(path)
+    ranks = [read_rank(d, taxonomy, skip_bad, warnings) for d in rank_dirs]
+    data = ProfileData(root=path, ranks=ranks)
+    if cluster_file is not None:
+        data.cluster_rows = files.read_cluster_step_trace(cluster_file)
+        data.cluster_source = cluster_file
+    seen: dict[int, Path] = {}
+    for rank in ranks:
+        if rank.rank is None:
+            continue
+        if rank.rank in seen:
+            raise InputError(
+                str(rank.path), f"rank {rank.rank} appears twice (also in {seen[rank.rank]})"
+            )
+        seen[rank.rank] = rank.path
+    ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, str(r.path)))
+    return data, warnings

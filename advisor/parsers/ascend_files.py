@@ -1,0 +1,266 @@
+"""Readers for the individual files of an ASCEND_PROFILER_OUTPUT folder."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from advisor.model import InputError
+from advisor.parsers.csvio import CsvTable, clean, integer, number
+from advisor.parsers.profile_data import (
+    ClusterStepRow,
+    CommStep,
+    KernelGroup,
+    KernelTable,
+    MemorySummary,
+    OpStat,
+    StepRow,
+)
+from advisor.taxonomy import Taxonomy
+
+STEP_COLUMNS = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free")
+_STEP_KEY = re.compile(r"step\s*(\d+)", re.IGNORECASE)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+    if not text.strip():
+        raise InputError(str(path), "empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()) - 1:
+            problem = f"truncated JSON (ends at byte {len(text)})"
+        else:
+            problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise InputError(str(path), problem) from None
+    except UnicodeDecodeError:
+        raise InputError(str(path), "not UTF-8 JSON") from None
+
+
+def _step_row(table: CsvTable, row: list[str], idx: dict[str, int | None]) -> StepRow:
+    def val(name: str) -> float | None:
+        i = idx[name]
+        return None if i is None else number(row[i])
+
+    values = {name: val(name) for name in STEP_COLUMNS}
+    if any(v is None for v in values.values()):
+        bad = [n for n, v in values.items() if v is None]
+        raise InputError(str(table.path), f"non-numeric {', '.join(bad)} in a step row")
+    step_i = idx["Step"]
+    return StepRow(
+        step=integer(row[step_i]) if step_i is not None else None,
+        computing=values["Computing"] or 0.0,
+        comm_not_overlapped=values["Communication(Not Overlapped)"] or 0.0,
+        overlapped=values["Overlapped"] or 0.0,
+        communication=values["Communication"] or 0.0,
+        free=values["Free"] or 0.0,
+        preparing=val("Preparing"),
+        bubble=val("Bubble"),
+    )
+
+
+def _step_indexes(table: CsvTable) -> dict[str, int | None]:
+    table.require(*STEP_COLUMNS)
+    names = (*STEP_COLUMNS, "Step", "Preparing", "Bubble", "Type", "Index")
+    return {name: table.column(name) for name in names}
+
+
+def read_step_trace(path: Path) -> list[StepRow]:
+    table = CsvTable(path)
+    idx = _step_indexes(table)
+    rows = [_step_row(table, row, idx) for row in table.rows()]
+    if not rows:
+        raise InputError(str(path), "no step rows")
+    return rows
+
+
+def read_cluster_step_trace(path: Path) -> list[ClusterStepRow]:
+    table = CsvTable(path)
+    idx = _step_indexes(table)
+    type_i, index_i = idx["Type"], idx["Index"]
+    if type_i is None or index_i is None:
+        raise InputError(str(path), "missing column(s) Type, Index")
+    out = []
+    for row in table.rows():
+        if clean(row[type_i]).lower() != "rank":
+            continue  # "stage" rows aggregate ranks
+        rank = integer(row[index_i])
+        if rank is None:
+            raise InputError(str(path), f"rank index {row[index_i]!r} is not a number")
+        out.append(ClusterStepRow(rank=rank, row=_step_row(table, row, idx)))
+    if not out:
+        raise InputError(str(path), "no rows with Type=rank")
+    return out
+
+
+def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
+    table = CsvTable(path)
+    type_i, dur_i = table.require("Type", "Duration(us)")
+    name_i = table.column("Name")
+    core_i = table.column("Accelerator Core", "Task Type")
+    step_i = table.column("Step Id")
+    aic_mac = table.column("aic_mac_ratio")
+    aic_mte2 = table.column("aic_mte2_ratio")
+    aiv_vec = table.column("aiv_vec_ratio")
+    aiv_mte2 = table.column("aiv_mte2_ratio")
+    has_pmu = aic_mte2 is not None or aiv_mte2 is not None
+    small_max = taxonomy.small_op_max_us
+    groups: dict[tuple[int | None, str, str], KernelGroup] = {}
+    rows = 0
+    for row in table.rows():
+        duration = number(row[dur_i])
+        if duration is None:
+            continue
+        rows += 1
+        op_type = clean(row[type_i])
+        core = clean(row[core_i]) if core_i is not None else ""
+        step = integer(row[step_i]) if step_i is not None else None
+        key = (step, op_type, core)
+        group = groups.get(key)
+        if group is None:
+            name = clean(row[name_i]) if name_i is not None else op_type
+            group = groups[key] = KernelGroup(step, op_type, core, name)
+        group.count += 1
+        group.total_us += duration
+        if duration < small_max:
+            group.small_count += 1
+            group.small_us += duration
+        if has_pmu:
+            compute, mte2 = _pipe_ratios(row, aic_mac, aic_mte2, aiv_vec, aiv_mte2)
+            if compute is not None and mte2 is not None:
+                group.pmu_us += duration
+                group.compute_pipe_us += duration * compute
+                group.mte2_pipe_us += duration * mte2
+                if mte2 > compute:
+                    group.mte2_bound_us += duration
+    if rows == 0:
+        raise InputError(str(path), "no kernel rows")
+    return KernelTable(
+        groups=list(groups.values()), has_pmu=has_pmu, has_step_ids=step_i is not None, rows=rows
+    )
+
+
+def _pipe_ratios(
+    row: list[str],
+    aic_mac: int | None,
+    aic_mte2: int | None,
+    aiv_vec: int | None,
+    aiv_mte2: int | None,
+) -> tuple[float | None, float | None]:
+    """(compute pipe ratio, mte2 ratio) of the unit that ran the kernel (cube first)."""
+    mac = number(row[aic_mac]) if aic_mac is not None else None
+    cube_mte2 = number(row[aic_mte2]) if aic_mte2 is not None else None
+    if mac is not None and cube_mte2 is not None and (mac > 0 or cube_mte2 > 0):
+        return mac, cube_mte2
+    vec = number(row[aiv_vec]) if aiv_vec is not None else None
+    vec_mte2 = number(row[aiv_mte2]) if aiv_mte2 is not None else None
+    if vec is not None and vec_mte2 is not None and (vec > 0 or vec_mte2 > 0):
+        return vec, vec_mte2
+    return None, None
+
+
+def read_op_statistic(path: Path) -> list[OpStat]:
+    table = CsvTable(path)
+    type_i, count_i, total_i = table.require("OP Type", "Count", "Total Time(us)")
+    core_i = table.column("Core Type")
+    out = []
+    for row in table.rows():
+        total = number(row[total_i])
+        count = integer(row[count_i])
+        if total is None or count is None:
+            continue
+        core = clean(row[core_i]) if core_i is not None else ""
+        out.append(OpStat(clean(row[type_i]), core, count, total))
+    if not out:
+        raise InputError(str(path), "no operator rows")
+    return out
+
+
+def read_memory_record(path: Path) -> MemorySummary:
+    table = CsvTable(path)
+    comp_i, alloc_i, res_i = table.require(
+        "Component", "Total Allocated(MB)", "Total Reserved(MB)"
+    )
+    by_component: dict[str, list[tuple[float, float]]] = {}
+    for row in table.rows():
+        allocated, reserved = number(row[alloc_i]), number(row[res_i])
+        if allocated is None or reserved is None:
+            continue
+        by_component.setdefault(clean(row[comp_i]), []).append((allocated, reserved))
+    # The PyTorch allocator (PTA) is what fragmentation is about; fall back to whatever exists.
+    component = next((c for c in ("PTA", "PTA+GE", "APP") if c in by_component), None)
+    if component is None:
+        if not by_component:
+            raise InputError(str(path), "no memory samples")
+        component = sorted(by_component)[0]
+    samples = by_component[component]
+    allocated_peak = max(a for a, _ in samples)
+    reserved_peak_sample = max(samples, key=lambda s: (s[1], s[0]))
+    return MemorySummary(
+        allocated_peak_mb=allocated_peak,
+        reserved_peak_mb=reserved_peak_sample[1],
+        allocated_at_reserved_peak_mb=reserved_peak_sample[0],
+        component=component,
+        samples=len(samples),
+    )
+
+
+def read_communication(path: Path, taxonomy: Taxonomy) -> list[CommStep]:
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise InputError(str(path), "expected a JSON object keyed by step")
+    steps = []
+    for step_key, buckets in data.items():
+        if not isinstance(buckets, dict):
+            raise InputError(str(path), f"{step_key}: expected an object of op buckets")
+        m = _STEP_KEY.fullmatch(str(step_key).strip())
+        step = CommStep(step=int(m.group(1)) if m else None)
+        for bucket in buckets.values():
+            if not isinstance(bucket, dict):
+                continue
+            for op_key, op in bucket.items():
+                if op_key.startswith("Total Op Info") or not isinstance(op, dict):
+                    continue  # aggregated pseudo-op: counting it would double every number
+                _add_comm_op(step, taxonomy.comm_kind(op_key), op)
+        steps.append(step)
+    if not steps:
+        raise InputError(str(path), "no steps")
+    return steps
+
+
+def _add_comm_op(step: CommStep, kind: str, op: dict[str, Any]) -> None:
+    info = op.get("Communication Time Info") or {}
+    elapse = _float(info.get("Elapse Time(ms)"))
+    wait = _float(info.get("Wait Time(ms)"))
+    if elapse is not None:
+        step.elapse_ms[kind] = step.elapse_ms.get(kind, 0.0) + elapse
+    if wait is not None:
+        step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + wait
+    for link, stats in (op.get("Communication Bandwidth Info") or {}).items():
+        if not isinstance(stats, dict):
+            continue
+        size = _float(stats.get("Transit Size(MB)"))
+        time = _float(stats.get("Transit Time(ms)"))
+        if size is None or time is None:
+            continue
+        step.link_size_mb[link] = step.link_size_mb.get(link, 0.0) + size
+        step.link_time_ms[link] = step.link_time_ms.get(link, 0.0) + time
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None

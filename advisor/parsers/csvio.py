@@ -1,0 +1,81 @@
+"""Tolerant, column-selective reading of profiler CSV files."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+from advisor.model import InputError
+
+NOT_AVAILABLE = {"", "N/A", "NA", "n/a", "-", "None", "null"}
+
+
+def clean(cell: str) -> str:
+    """Strip the quirks of real files: trailing TABs, literal quotes around shapes, spaces."""
+    return cell.strip().strip('"').strip()
+
+
+def number(cell: str) -> float | None:
+    text = clean(cell)
+    if text in NOT_AVAILABLE:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def integer(cell: str) -> int | None:
+    value = number(cell)
+    return None if value is None else int(value)
+
+
+class CsvTable:
+    """A CSV file read row by row, with columns found by name (aliases allowed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._handle = path.open(newline="", encoding="utf-8-sig")
+        except OSError as exc:
+            raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        self._reader = csv.reader(self._handle)
+        try:
+            header = next(self._reader)
+        except StopIteration:
+            self._handle.close()
+            raise InputError(str(path), "empty file (no header row)") from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            self._handle.close()
+            raise InputError(str(path), f"not a readable CSV file: {exc}") from None
+        self.header = [clean(h) for h in header]
+        self._index = {name: i for i, name in enumerate(self.header)}
+
+    def column(self, *names: str) -> int | None:
+        """Index of the first of `names` present in the header, or None."""
+        for name in names:
+            if name in self._index:
+                return self._index[name]
+        return None
+
+    def require(self, *names: str) -> list[int]:
+        """Indexes of the named columns; one clear error listing every missing one."""
+        missing = [n for n in names if n not in self._index]
+        if missing:
+            self._handle.close()
+            raise InputError(str(self.path), f"missing column(s) {', '.join(missing)}")
+        return [self._index[n] for n in names]
+
+    def rows(self) -> Iterator[list[str]]:
+        width = len(self.header)
+        try:
+            with self._handle:
+                for row in self._reader:
+                    if not row or (len(row) == 1 and not row[0].strip()):
+                        continue
+                    if len(row) < width:
+                        row = row + [""] * (width - len(row))
+                    yield row
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise InputError(str(self.path), f"unreadable CSV content: {exc}") from None

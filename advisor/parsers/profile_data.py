@@ -1,0 +1,124 @@
+"""Plain data read from a profile, before any fact is derived. Times in microseconds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.parsers.trace_steps import TraceData
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One row of step_trace_time.csv."""
+
+    step: int | None
+    computing: float
+    comm_not_overlapped: float
+    overlapped: float
+    communication: float
+    free: float
+    preparing: float | None
+    bubble: float | None
+
+    @property
+    def total(self) -> float:
+        """Step wall time: preparation + the device's busy window (compute, exposed comm, idle)."""
+        return self.computing + self.comm_not_overlapped + self.free + (self.preparing or 0.0)
+
+
+@dataclass
+class KernelGroup:
+    """Kernels of one type on one core kind in one step, aggregated from kernel_details.csv."""
+
+    step: int | None
+    op_type: str
+    core: str
+    example_name: str
+    count: int = 0
+    total_us: float = 0.0
+    small_count: int = 0
+    small_us: float = 0.0
+    pmu_us: float = 0.0  # duration of the rows that carry pipe-utilisation columns
+    compute_pipe_us: float = 0.0  # duration x (aic_mac_ratio or aiv_vec_ratio)
+    mte2_pipe_us: float = 0.0  # duration x (aic_mte2_ratio or aiv_mte2_ratio)
+    mte2_bound_us: float = 0.0  # duration of rows whose mte2 ratio exceeds the compute ratio
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    groups: list[KernelGroup]
+    has_pmu: bool
+    has_step_ids: bool
+    rows: int
+
+
+@dataclass(frozen=True)
+class OpStat:
+    op_type: str
+    core: str
+    count: int
+    total_us: float
+
+
+@dataclass
+class CommStep:
+    """communication.json, one step: op kind -> elapse/wait ms, link -> size MB / time ms."""
+
+    step: int | None
+    elapse_ms: dict[str, float] = field(default_factory=dict)
+    wait_ms: dict[str, float] = field(default_factory=dict)
+    link_size_mb: dict[str, float] = field(default_factory=dict)
+    link_time_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MemorySummary:
+    allocated_peak_mb: float
+    reserved_peak_mb: float
+    allocated_at_reserved_peak_mb: float
+    component: str
+    samples: int
+
+
+@dataclass
+class RankProfile:
+    path: Path
+    output_dir: Path | None
+    framework: str
+    rank: int | None = None
+    level: str | None = None
+    level_source: str = ""
+    torch_npu_version: str | None = None
+    cann_version: str | None = None
+    framework_version: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    world_size: int | None = None
+    step_rows: list[StepRow] | None = None
+    kernels: KernelTable | None = None
+    op_stats: list[OpStat] | None = None
+    comm: list[CommStep] | None = None
+    memory: MemorySummary | None = None
+    trace: TraceData | None = None
+    inputs: list[Path] = field(default_factory=list)
+    absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else self.path.name
+
+
+@dataclass(frozen=True)
+class ClusterStepRow:
+    """One rank's row of cluster_step_trace_time.csv (msprof-analyze cluster output)."""
+
+    rank: int
+    row: StepRow
+
+
+@dataclass
+class ProfileData:
+    root: Path
+    ranks: list[RankProfile]
+    cluster_rows: list[ClusterStepRow] | None = None
+    cluster_source: Path | None = None

@@ -1,0 +1,109 @@
+"""Renderers: pure functions from results to text. No analysis happens here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from advisor.facts.catalogue import AREAS, spec_for
+from advisor.model import JOB_SCOPE, Fact, FactSet
+
+FACTS_SCHEMA = "advisor/facts@1"
+GIB = 1024**3
+
+
+def facts_json(result: FactSet) -> str:
+    payload = {
+        "schema": FACTS_SCHEMA,
+        "inputs": result.inputs,
+        "facts": [f.to_json() for f in result.facts],
+        "missing": [m.to_json() for m in result.missing],
+        "warnings": result.warnings,
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def format_value(value: Any, unit: str) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "-"
+    if unit == "ratio" and isinstance(value, int | float):
+        return f"{value:.1%}"
+    if unit == "bytes" and isinstance(value, int | float):
+        return f"{value / GIB:.2f} GiB"
+    if unit in ("ms", "GB/s") and isinstance(value, dict):
+        return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
+    if unit == "ms" and isinstance(value, int | float):
+        return f"{value:.2f} ms"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return f"{len(value)} entries"
+    return str(value)
+
+
+def _area(fact: Fact) -> str:
+    return spec_for(fact.id).area
+
+
+def _top_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [f"      {'type':<28} {'share':>7} {'ms/step':>9} {'count':>7} {'mean us':>9}  bound"]
+    for row in rows:
+        share = f"{row['share']:.1%}" if row.get("share") is not None else "-"
+        mean = f"{row['mean_us']:.1f}" if row.get("mean_us") is not None else "-"
+        lines.append(
+            f"      {row['type'][:28]:<28} {share:>7} {row['per_step_ms']:>9.3f} "
+            f"{row['count']:>7} {mean:>9}  {row['bound']}"
+        )
+    return lines
+
+
+def _rank_table(result: FactSet) -> list[str]:
+    scopes = sorted({f.scope for f in result.facts if f.scope != JOB_SCOPE}, key=_scope_key)
+    if not scopes:
+        return []
+    cols = [
+        ("step.time_ms", "step ms"), ("step.compute_ratio", "compute"),
+        ("step.comm_exposed_ratio", "exp.comm"), ("step.free_ratio", "free"),
+        ("comm.wait_ratio", "comm wait"),
+    ]
+    lines = ["", "per rank", f"  {'rank':<8}" + "".join(f"{title:>11}" for _, title in cols)]
+    for scope in scopes:
+        cells = []
+        for fact_id, _ in cols:
+            fact = result.get(fact_id, scope)
+            cells.append(format_value(fact.value, fact.unit) if fact else "-")
+        lines.append(f"  {scope.split(':', 1)[-1]:<8}" + "".join(f"{c:>11}" for c in cells))
+    return lines
+
+
+def _scope_key(scope: str) -> tuple[int, str]:
+    tail = scope.split(":", 1)[-1]
+    return (int(tail), "") if tail.isdigit() else (1 << 30, tail)
+
+
+def facts_text(result: FactSet, show_notes: bool = False) -> str:
+    lines: list[str] = [f"warning: {w}" for w in result.warnings]
+    job = [f for f in result.facts if f.scope == JOB_SCOPE]
+    for area in AREAS:
+        facts = [f for f in job if _area(f) == area]
+        if not facts:
+            continue
+        lines.append("")
+        lines.append(area)
+        for fact in facts:
+            lines.append(f"  {fact.id:<34} {format_value(fact.value, fact.unit):<24} {fact.source}")
+            if fact.id == "ops.top" and isinstance(fact.value, list):
+                lines.extend(_top_table(fact.value))
+            if show_notes and fact.note:
+                lines.append(f"      {fact.note}")
+    lines.extend(_rank_table(result))
+    if result.missing:
+        lines.append("")
+        lines.append("missing (not computed, with the reason)")
+        for miss in result.missing:
+            lines.append(f"  {miss.id:<34} {miss.reason}")
+    lines.append("")
+    lines.append("inputs: " + (", ".join(result.inputs) if result.inputs else "none"))
+    return "\n".join(lines).lstrip("\n") + "\n"

@@ -1,0 +1,31 @@
+"""The one place where JSON Schema validation happens."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from advisor.resources import schemas_dir
+
+
+@cache
+def _validator(schema_name: str) -> Draft202012Validator:
+    path = schemas_dir() / schema_name
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def schema_errors(instance: Any, schema_name: str) -> list[str]:
+    """Return readable errors (`$.json.path: message`), the most relevant first; [] when valid."""
+    validator = _validator(schema_name)
+    errors = list(validator.iter_errors(instance))
+    if not errors:
+        return []
+    first = best_match(errors)
+    ordered = [first] + [e for e in errors if e is not first]
+    return [f"{e.json_path}: {e.message}" for e in ordered]
