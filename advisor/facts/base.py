@@ -20,8 +20,6 @@ class Recorder:
 
     def add(self, fact_id: str, value: Any, source: str, note: str = "") -> None:
         spec = spec_for(fact_id)
-        if isinstance(value, float):
-            value = round(value, 6)
         self.facts[fact_id] = Fact(fact_id, value, spec.unit, self.scope, source, note)
         self.missing.pop(fact_id, None)
 

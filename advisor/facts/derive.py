@@ -47,7 +47,7 @@ def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | 
         values = [f.value for _, f in facts]
         value = median(values)
         note = f"median over {n} ranks (min {min(values):.4g}, max {max(values):.4g}); per rank: {first.note}"
-        return Fact(fact_id, round(value, 6), spec.unit, JOB_SCOPE, first.source, note)
+        return Fact(fact_id, value, spec.unit, JOB_SCOPE, first.source, note)
     if spec.combine is Combine.REPRESENTATIVE and representative is not None:
         for label, fact in facts:
             if label == representative:

@@ -44,7 +44,8 @@ def _select(rank: RankProfile, steady: SteadySteps) -> _Selection | None:
             note = f"kernels of {steady.note}"
         else:
             groups = list(table.groups)
-            steps = max(1, len(present)) if table.has_step_ids else max(1, len(steady.kept) or 1)
+            profiled = len(rank.step_rows or (rank.trace.steps if rank.trace else []))
+            steps = max(1, len(present)) if table.has_step_ids else max(1, profiled)
             reason = "no Step Id column" if not table.has_step_ids else "step ids do not match"
             note = f"all {table.rows} kernel rows ({reason}); per-step values divide by {steps} step(s)"
         return _Selection(groups, steps, KERNELS, note, table.has_pmu)

@@ -1,0 +1,91 @@
+"""Knobs of the synthetic profile writer, and named presets for the situations rules recognise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+UPSTREAM_ENV = {
+    "TRAINING_BACKEND": "mindspeed_fsdp",
+    "TASK_QUEUE_ENABLE": "2",
+    "CPU_AFFINITY_CONF": "1",
+    "MULTI_STREAM_MEMORY_REUSE": "2",
+    "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+    "HCCL_CONNECT_TIMEOUT": "1800",
+    "ASCEND_GLOBAL_LOG_LEVEL": "3",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One rank's synthetic training step, repeated `steps` times. Times in microseconds.
+
+    Every kernel runs on one compute stream in launch order; the host launches one kernel every
+    `launch_us`, so kernels shorter than that leave the device waiting (host-bound dispatch).
+    """
+
+    name: str = "healthy"
+    framework: str = "torch_npu"  # or "mindspore" (writes *_ascend_ms)
+    level: str = "Level1"  # Level0: no communication files, no PMU columns
+    rank: int = 0
+    world_size: int = 8
+    steps: int = 5
+    first_step: int = 1
+    layers: int = 4
+    matmul_us: float = 400.0  # four dense matmuls per layer
+    attention_us: float = 300.0  # fused attention forward; the gradient takes twice as long
+    unfused_attention: bool = False  # BatchMatMul + Softmax + mask + dropout instead of FA
+    small_ops_per_layer: int = 6  # Norm / RoPE / Cast / Transpose / elementwise kernels
+    small_op_us: float = 20.0
+    moe_gemm_us: float = 0.0  # two grouped expert GEMMs per layer when > 0
+    aicpu_us: float = 0.0  # one AI-CPU kernel per layer when > 0
+    mte2_bound: bool = False  # matmuls limited by memory loads (mte2) rather than the cube
+    compute_scale: float = 1.0  # >1 makes every kernel slower (a slow rank)
+    launch_us: float = 5.0  # host time per kernel launch
+    comm_overlapped_us: float = 1000.0  # all-gather hidden under compute
+    comm_exposed_us: float = 200.0  # reduce-scatter after the last kernel (not overlapped)
+    comm_wait_ratio: float = 0.05  # share of each communication op spent waiting for peers
+    dataloader_us: float = 200.0
+    sync_calls_per_step: int = 1
+    malloc_calls_per_step: int = 0
+    free_calls_per_step: int = 0
+    allocated_peak_mb: float = 20000.0
+    reserved_peak_mb: float = 21000.0
+    with_memory: bool = True
+    kernel_step_ids: bool = True
+    partial_last_step: bool = False  # the profiler stop cuts the last step after 30% of kernels
+    host_ops_per_kernel: int = 1  # aten operators recorded on the host per launch (trace size)
+    env: dict[str, str] = field(default_factory=lambda: dict(UPSTREAM_ENV))
+
+    def with_(self, **changes: object) -> Scenario:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+HEALTHY = Scenario()
+
+PRESETS: dict[str, Scenario] = {
+    "healthy": HEALTHY,
+    "host-bound": HEALTHY.with_(
+        name="host-bound", matmul_us=100.0, attention_us=80.0, small_ops_per_layer=40, small_op_us=8.0,
+        launch_us=60.0,
+        env={k: v for k, v in UPSTREAM_ENV.items() if k not in ("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")},
+    ),
+    "comm-bound": HEALTHY.with_(name="comm-bound", comm_overlapped_us=2000.0, comm_exposed_us=2400.0),
+    "unfused-attention": HEALTHY.with_(name="unfused-attention", unfused_attention=True, attention_us=900.0),
+    "small-ops": HEALTHY.with_(name="small-ops", small_ops_per_layer=60, small_op_us=12.0),
+    "aicpu": HEALTHY.with_(name="aicpu", aicpu_us=500.0),
+    "mte2-bound": HEALTHY.with_(name="mte2-bound", mte2_bound=True),
+    "slow-dataloader": HEALTHY.with_(name="slow-dataloader", dataloader_us=2500.0),
+    "fragmentation": HEALTHY.with_(
+        name="fragmentation", allocated_peak_mb=20000.0, reserved_peak_mb=32000.0, malloc_calls_per_step=40,
+        free_calls_per_step=30,
+    ),
+    "level0": HEALTHY.with_(name="level0", level="Level0", comm_exposed_us=2400.0),
+    "moe": HEALTHY.with_(name="moe", moe_gemm_us=700.0),
+    "launch-blocking": HEALTHY.with_(
+        name="launch-blocking", matmul_us=100.0, attention_us=80.0, small_ops_per_layer=40, small_op_us=8.0,
+        launch_us=60.0, sync_calls_per_step=400,
+        env={**UPSTREAM_ENV, "ASCEND_LAUNCH_BLOCKING": "1"},
+    ),
+    "partial-last-step": HEALTHY.with_(name="partial-last-step", partial_last_step=True),
+    "mindspore": HEALTHY.with_(name="mindspore", framework="mindspore"),
+}
