@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.profile_data import ProfileData, RankProfile
-from advisor.parsers.trace import read_trace
+from advisor.parsers.trace import read_trace, start_trace
 from advisor.taxonomy import Taxonomy
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -179,6 +179,10 @@ def read_rank(directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: lis
     def out(name: str) -> Path:
         return output / name
 
+    # Large traces are decoded by worker processes while the CSV files are read here.
+    trace_path = out("trace_view.json")
+    pending = start_trace(trace_path, taxonomy) if trace_path.is_file() else None
+
     rank.step_rows = reader.read(out("step_trace_time.csv"), "step_trace_time.csv", files.read_step_trace)
     rank.kernels = reader.read(
         out("kernel_details.csv"), "kernel_details.csv", lambda p: files.read_kernels(p, taxonomy)
@@ -189,7 +193,7 @@ def read_rank(directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: lis
     )
     rank.memory = reader.read(out("memory_record.csv"), "memory_record.csv", files.read_memory_record)
     rank.trace = reader.read(
-        out("trace_view.json"), "trace_view.json", lambda p: read_trace(p, taxonomy)
+        trace_path, "trace_view.json", lambda p: pending() if pending else read_trace(p, taxonomy)
     )
     if rank.level is None:
         _infer_level(rank)

@@ -99,70 +99,63 @@ def read_cluster_step_trace(path: Path) -> list[ClusterStepRow]:
     return out
 
 
+def _to_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None  # N/A cells (AI-CPU kernels, Level0) and blanks
+
+
 def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
+    """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean."""
     table = CsvTable(path)
     type_i, dur_i = table.require("Type", "Duration(us)")
     name_i = table.column("Name")
     core_i = table.column("Accelerator Core", "Task Type")
     step_i = table.column("Step Id")
-    aic_mac = table.column("aic_mac_ratio")
-    aic_mte2 = table.column("aic_mte2_ratio")
-    aiv_vec = table.column("aiv_vec_ratio")
-    aiv_mte2 = table.column("aiv_mte2_ratio")
-    has_pmu = aic_mte2 is not None or aiv_mte2 is not None
+    pipes = [table.column(c) for c in ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")]
+    has_pmu = pipes[1] is not None or pipes[3] is not None
+    aic_mac, aic_mte2, aiv_vec, aiv_mte2 = (i if i is not None else -1 for i in pipes)
     small_max = taxonomy.small_op_max_us
-    groups: dict[tuple[int | None, str, str], KernelGroup] = {}
+    # raw cells as keys; cleaned once per group at the end
+    groups: dict[tuple[str, str, str], KernelGroup] = {}
     rows = 0
     for row in table.rows():
-        duration = number(row[dur_i])
-        if duration is None:
+        try:
+            duration = float(row[dur_i])
+        except ValueError:
             continue
         rows += 1
-        op_type = clean(row[type_i])
-        core = clean(row[core_i]) if core_i is not None else ""
-        step = integer(row[step_i]) if step_i is not None else None
-        key = (step, op_type, core)
+        key = (row[step_i] if step_i is not None else "", row[type_i], row[core_i] if core_i is not None else "")
         group = groups.get(key)
         if group is None:
-            name = clean(row[name_i]) if name_i is not None else op_type
-            group = groups[key] = KernelGroup(step, op_type, core, name)
+            name = clean(row[name_i]) if name_i is not None else clean(key[1])
+            group = groups[key] = KernelGroup(integer(key[0]), clean(key[1]), clean(key[2]), name)
         group.count += 1
         group.total_us += duration
         if duration < small_max:
             group.small_count += 1
             group.small_us += duration
-        if has_pmu:
-            compute, mte2 = _pipe_ratios(row, aic_mac, aic_mte2, aiv_vec, aiv_mte2)
-            if compute is not None and mte2 is not None:
-                group.pmu_us += duration
-                group.compute_pipe_us += duration * compute
-                group.mte2_pipe_us += duration * mte2
-                if mte2 > compute:
-                    group.mte2_bound_us += duration
+        if not has_pmu:
+            continue
+        # the unit that ran the kernel: cube ratios when present and non-zero, else vector ratios
+        compute = _to_float(row[aic_mac]) if aic_mac >= 0 else None
+        mte2 = _to_float(row[aic_mte2]) if aic_mte2 >= 0 else None
+        if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
+            compute = _to_float(row[aiv_vec]) if aiv_vec >= 0 else None
+            mte2 = _to_float(row[aiv_mte2]) if aiv_mte2 >= 0 else None
+            if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
+                continue
+        group.pmu_us += duration
+        group.compute_pipe_us += duration * compute
+        group.mte2_pipe_us += duration * mte2
+        if mte2 > compute:
+            group.mte2_bound_us += duration
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
         groups=list(groups.values()), has_pmu=has_pmu, has_step_ids=step_i is not None, rows=rows
     )
-
-
-def _pipe_ratios(
-    row: list[str],
-    aic_mac: int | None,
-    aic_mte2: int | None,
-    aiv_vec: int | None,
-    aiv_mte2: int | None,
-) -> tuple[float | None, float | None]:
-    """(compute pipe ratio, mte2 ratio) of the unit that ran the kernel (cube first)."""
-    mac = number(row[aic_mac]) if aic_mac is not None else None
-    cube_mte2 = number(row[aic_mte2]) if aic_mte2 is not None else None
-    if mac is not None and cube_mte2 is not None and (mac > 0 or cube_mte2 > 0):
-        return mac, cube_mte2
-    vec = number(row[aiv_vec]) if aiv_vec is not None else None
-    vec_mte2 = number(row[aiv_mte2]) if aiv_mte2 is not None else None
-    if vec is not None and vec_mte2 is not None and (vec > 0 or vec_mte2 > 0):
-        return vec, vec_mte2
-    return None, None
 
 
 def read_op_statistic(path: Path) -> list[OpStat]:

@@ -7,10 +7,16 @@ into compact arrays. Nothing else of the trace is kept.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import BinaryIO
 
 import msgspec
 
@@ -53,27 +59,39 @@ _SEPARATORS = (b"}, {", b"},{", b"},\n{", b"},\r\n{", b"}, \n{")
 
 
 class _TimestampParser:
-    """Turn torch_npu's string timestamps into exact relative microseconds."""
+    """Turn torch_npu's string timestamps into exact relative microseconds.
+
+    Absolute epoch microseconds ("1704161511420306.491") lose precision as float64; the shared
+    leading digits are cut off first, so the remaining 13 significant digits stay exact.
+    """
 
     def __init__(self) -> None:
         self.prefix: str | None = None
         self.cut = 0
+        self.length = 0
         self.origin = 0
+
+    def seed(self, text: str) -> None:
+        """Fix the prefix from a sample timestamp, so that parallel readers agree on the origin."""
+        if self.prefix is None:
+            self._init(text)
 
     def _init(self, text: str) -> None:
         integer = text.split(".", 1)[0]
         self.cut = max(0, len(integer) - KEPT_INTEGER_DIGITS)
         self.prefix = text[: self.cut]
+        self.length = len(text)
         self.origin = int(self.prefix or "0") * 10**KEPT_INTEGER_DIGITS
 
     def __call__(self, value: str | float) -> float:
         if value.__class__ is not str:
             return float(value)
-        text = str(value)
+        text: str = value  # type: ignore[assignment]
+        if len(text) == self.length and text.startswith(self.prefix or ""):
+            return float(text[self.cut :])
         if self.prefix is None:
             self._init(text)
-        if text[: self.cut] == self.prefix and len(text.split(".", 1)[0]) == self.cut + 10:
-            return float(text[self.cut :])
+            return self(text)
         integer, _, fraction = text.partition(".")
         return float(int(integer) - self.origin) + (float("0." + fraction) if fraction else 0.0)
 
@@ -97,6 +115,25 @@ class _Accumulator:
     flow_start: dict[str, dict[int | str, float]] = field(default_factory=dict)
     flow_finish: dict[str, dict[int | str, float]] = field(default_factory=dict)
 
+    def merge(self, other: _Accumulator) -> None:
+        """Append another accumulator's data (a later byte range of the same file)."""
+        self.events += other.events
+        self.process_names.update(other.process_names)
+        self.steps.extend(other.steps)
+        for pid, starts in other.starts.items():
+            self.starts.setdefault(pid, array("d")).extend(starts)
+            self.ends.setdefault(pid, array("d")).extend(other.ends[pid])
+        for name, (lo, hi) in other.overlap.items():
+            lane = self.overlap.setdefault(name, [array("d"), array("d")])
+            lane[0].extend(lo)
+            lane[1].extend(hi)
+        for mine, theirs in ((self.sync, other.sync), (self.malloc, other.malloc), (self.free, other.free),
+                             (self.loader_start, other.loader_start), (self.loader_end, other.loader_end)):
+            mine.extend(theirs)
+        for table, more in ((self.flow_start, other.flow_start), (self.flow_finish, other.flow_finish)):
+            for cat, flows in more.items():
+                table.setdefault(cat, {}).update(flows)
+
     def add(self, batch: list[_Event]) -> None:
         tax = self.taxonomy
         ts_of = self.ts
@@ -107,42 +144,47 @@ class _Accumulator:
             ph = e.ph
             if ph == "X":
                 name = e.name
-                start = ts_of(e.ts)
-                dur = e.dur if e.dur.__class__ is float else float(e.dur)
+                if e.cat:
+                    # host-side events: only step markers and data loading are needed
+                    if name.startswith("ProfilerStep#"):
+                        m = step_re.fullmatch(name)
+                        if m:
+                            start = ts_of(e.ts)
+                            self.steps.append(StepWindow(int(m.group(1)), start, start + _dur(e.dur)))
+                    elif ("DataLoader" in name or "dataset" in name) and loader_re.fullmatch(name):
+                        start = ts_of(e.ts)
+                        self.loader_start.append(start)
+                        self.loader_end.append(start + _dur(e.dur))
+                    continue
                 if name.startswith("AscendCL@"):
                     if tax.sync_calls.fullmatch(name):
-                        self.sync.append(start)
+                        self.sync.append(ts_of(e.ts))
                     elif tax.malloc_calls.fullmatch(name):
-                        self.malloc.append(start)
+                        self.malloc.append(ts_of(e.ts))
                     elif tax.free_calls.fullmatch(name):
-                        self.free.append(start)
+                        self.free.append(ts_of(e.ts))
                     continue
-                if name in OVERLAP_LANES and not e.cat:
+                start = ts_of(e.ts)
+                end = start + _dur(e.dur)
+                if name.startswith("ProfilerStep#"):  # some exporters omit the cpu_op category
+                    m = step_re.fullmatch(name)
+                    if m:
+                        self.steps.append(StepWindow(int(m.group(1)), start, end))
+                    continue
+                if name in OVERLAP_LANES:
                     lane = self.overlap.get(name)
                     if lane is None:
                         lane = self.overlap[name] = [array("d"), array("d")]
                     lane[0].append(start)
-                    lane[1].append(start + dur)
+                    lane[1].append(end)
                     continue
-                if name.startswith("ProfilerStep#"):
-                    m = step_re.fullmatch(name)
-                    if m:
-                        self.steps.append(StepWindow(int(m.group(1)), start, start + dur))
-                    continue
-                if "DataLoader" in name or "dataset" in name:
-                    if loader_re.fullmatch(name):
-                        self.loader_start.append(start)
-                        self.loader_end.append(start + dur)
-                    continue
-                if e.cat:
-                    continue  # host-side operators: not needed by any fact
                 pid = e.pid
                 starts = self.starts.get(pid)
                 if starts is None:
                     starts = self.starts[pid] = array("d")
                     self.ends[pid] = array("d")
                 starts.append(start)
-                self.ends[pid].append(start + dur)
+                self.ends[pid].append(end)
             elif ph == "s" or ph == "f":
                 cat = e.cat
                 if cat in FLOW_CATEGORIES:
@@ -156,14 +198,29 @@ class _Accumulator:
                 self.process_names[e.pid] = str(args.get("name", ""))
 
 
-def _find_cut(data: bytes) -> int:
-    """Index just after the last top-level '}' that is followed by ', {' (or -1)."""
-    best = -1
-    for sep in _SEPARATORS:
-        pos = data.rfind(sep)
-        if pos > best:
-            best = pos
-    return best + 1 if best >= 0 else -1
+def _dur(value: float | str) -> float:
+    return value if value.__class__ is float else float(value)
+
+
+TAIL_WINDOW = 1 << 20
+
+
+def _find_cut(data: bytes | bytearray) -> int:
+    """Index of the ',' after the last top-level '}' that is followed by '{' (or -1).
+
+    Only the tail of the block is searched first: scanning 32 MB for each separator style
+    that the file does not use would cost more than decoding it.
+    """
+    lo = max(0, len(data) - TAIL_WINDOW)
+    while True:
+        best = -1
+        for sep in _SEPARATORS:
+            pos = data.rfind(sep, lo)
+            if pos > best:
+                best = pos
+        if best >= 0 or lo == 0:
+            return best + 1 if best >= 0 else -1
+        lo = max(0, lo - 8 * TAIL_WINDOW)
 
 
 _BYTE_RE = re.compile(r"byte (\d+)")
@@ -181,64 +238,190 @@ def _decode_error(path: Path, exc: Exception, offset: int, complete: int) -> Inp
     return InputError(str(path), f"{where}; {complete} events were read before it ({text})")
 
 
-def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: object) -> None:
-    read = handle.read  # type: ignore[attr-defined]
-    # `head` starts right after the opening '['
-    carry = head
-    offset = 0  # file offset of carry[0], approximately (only used in messages)
+def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: BinaryIO) -> None:
+    """Decode the array block by block; each block is cut after the last complete event."""
+    carry = head  # starts right after the opening '['
+    offset = 0  # file offset of carry[0], for messages
     pending_blocks = 0
     while True:
-        block = read(BLOCK_BYTES)
-        data = carry + block if block else carry
+        block = handle.read(BLOCK_BYTES)
         if not block:
-            tail = data.rstrip()
-            if not tail.endswith(b"]"):
-                if tail.strip() == b"":
-                    raise InputError(str(path), "the file ends without closing ']' (truncated)")
-                raise InputError(
-                    str(path),
-                    f"the file ends without closing ']' (truncated after byte {offset + len(tail)}); "
-                    f"{acc.events} events were read before it",
-                )
-            piece = tail[:-1].rstrip().rstrip(b",")
-            if piece.strip():
-                try:
-                    acc.add(_ARRAY_DECODER.decode(b"[" + piece + b"]"))
-                except msgspec.DecodeError as exc:
-                    raise _decode_error(path, exc, offset, acc.events) from None
+            _finish(path, acc, carry, offset)
             return
+        data = bytearray(b"[")
+        data += carry
+        data += block
         cut = _find_cut(data)
         if cut <= 0:
-            carry = data
+            carry = bytes(data[1:])
             continue
-        piece = data[:cut]
+        data[cut] = ord("]")  # the ',' between two events closes this batch
         try:
-            batch = _ARRAY_DECODER.decode(b"[" + piece + b"]")
+            batch = _ARRAY_DECODER.decode(memoryview(data)[: cut + 1])
         except msgspec.DecodeError as exc:
             pending_blocks += 1
             if pending_blocks > MAX_CARRY_BLOCKS:
                 raise _decode_error(path, exc, offset, acc.events) from None
-            carry = data
+            data[cut] = ord(",")
+            carry = bytes(data[1:])
             continue
         pending_blocks = 0
         acc.add(batch)
-        rest = data[cut:].lstrip()
-        if rest.startswith(b","):
-            rest = rest[1:]
-        offset += len(data) - len(rest)
+        del batch
+        rest = bytes(data[cut + 1 :]).lstrip()
+        offset += cut - (len(data) - cut - 1 - len(rest))
         carry = rest
+
+
+def _finish(path: Path, acc: _Accumulator, carry: bytes, offset: int) -> None:
+    tail = carry.rstrip()
+    if not tail.endswith(b"]"):
+        raise InputError(
+            str(path),
+            f"the file ends without closing ']' (truncated after byte {offset + len(tail)}); "
+            f"{acc.events} events were read before it",
+        )
+    piece = tail[:-1].rstrip().rstrip(b",")
+    if piece.strip():
+        try:
+            acc.add(_ARRAY_DECODER.decode(b"[" + piece + b"]"))
+        except msgspec.DecodeError as exc:
+            raise _decode_error(path, exc, offset, acc.events) from None
+
+
+_TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
+# Below this size one process is fastest; above it the file is split between processes.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+MAX_WORKERS = 4
+
+
+class _RangeHandle:
+    """A read-only window [begin, end) of a file, followed by `suffix`."""
+
+    def __init__(self, path: Path, begin: int, end: int, suffix: bytes) -> None:
+        self.handle = path.open("rb")
+        self.handle.seek(begin)
+        self.left = end - begin
+        self.suffix = suffix
+
+    def read(self, size: int) -> bytes:
+        if self.left <= 0:
+            out, self.suffix = self.suffix, b""
+            return out
+        data = self.handle.read(min(size, self.left))
+        self.left -= len(data)
+        if not data:
+            self.left = 0
+        return data
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
+    """Offsets of '{' that start a top-level event, near equal fractions of the file."""
+    points = [begin]
+    with path.open("rb") as handle:
+        for k in range(1, parts):
+            handle.seek(size * k // parts)
+            window = handle.read(TAIL_WINDOW)
+            best = min((p for p in (window.find(sep) for sep in _SEPARATORS) if p >= 0), default=-1)
+            if best < 0:
+                continue
+            brace = window.index(b"{", best + 1)
+            point = size * k // parts + brace
+            if point > points[-1]:
+                points.append(point)
+    return points
+
+
+def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accumulator:
+    path, begin, end, last, taxonomy, sample = job
+    acc = _Accumulator(taxonomy)
+    if sample:
+        acc.ts.seed(sample)
+    handle = _RangeHandle(path, begin, end, b"" if last else b"]")
+    try:
+        _stream_array(path, acc, b"", handle)  # type: ignore[arg-type]
+    finally:
+        handle.close()
+    return acc
+
+
+def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[tuple[Path, int, int, bool, Taxonomy, str | None]]:
+    """Byte ranges for worker processes; [] when one process is the better choice."""
+    workers = min(MAX_WORKERS, os.cpu_count() or 1)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return []
+    stripped = head.lstrip()
+    if workers < 2 or size < PARALLEL_MIN_BYTES or not stripped.startswith(b"["):
+        return []
+    start = len(head) - len(stripped) + 1
+    points = _split_points(path, start, size, workers)
+    if len(points) < 2:
+        return []
+    m = _TS_SAMPLE.search(head)
+    sample = m.group(1).decode() if m else None
+    bounds = points + [size]
+    jobs = []
+    with path.open("rb") as handle:
+        for i in range(len(points)):
+            end = bounds[i + 1]
+            if i + 1 < len(points):
+                # end just after the '}' closing the range's last event
+                lo = max(bounds[i], end - TAIL_WINDOW)
+                handle.seek(lo)
+                end = lo + handle.read(end - lo).rindex(b"}") + 1
+            jobs.append((path, bounds[i], end, i == len(points) - 1, taxonomy, sample))
+    return jobs
+
+
+def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
+    """Start reading a trace in worker processes (large files) and return the collector.
+
+    The caller can parse the CSV files while the workers decode; calling the collector waits.
+    Any problem in the parallel path falls back to the sequential reader, which reports the
+    exact position of a malformed or truncated file.
+    """
+    jobs = _plan_jobs(path, taxonomy)
+    if not jobs:
+        return lambda: read_trace(path, taxonomy)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=context)
+    futures = [pool.submit(_read_range, job) for job in jobs]
+
+    def collect() -> TraceData:
+        try:
+            parts = [f.result() for f in futures]
+        except (InputError, OSError, BrokenProcessPool):
+            return read_trace(path, taxonomy)
+        finally:
+            pool.shutdown(cancel_futures=True)
+        acc = parts[0]
+        for part in parts[1:]:
+            acc.merge(part)
+        return reduce_steps(path, acc)
+
+    return collect
 
 
 def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
     acc = _Accumulator(taxonomy)
     try:
         with path.open("rb") as handle:
-            head = handle.read(64).lstrip()
-            if not head:
+            head = handle.read(65536)
+            stripped = head.lstrip()
+            if not stripped:
                 raise InputError(str(path), "empty file")
-            if head.startswith(b"["):
-                _stream_array(path, acc, head[1:], handle)
-            elif head.startswith(b"{"):
+            if stripped.startswith(b"["):
+                handle.seek(len(head) - len(stripped) + 1)
+                _stream_array(path, acc, b"", handle)
+            elif stripped.startswith(b"{"):
                 data = head + handle.read()
                 try:
                     acc.add(_OBJECT_DECODER.decode(data).traceEvents)

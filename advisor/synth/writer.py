@@ -21,6 +21,11 @@ PID_PYTHON, PID_CANN, PID_DEVICE, PID_HCCL, PID_OVERLAP = 437675, 43767502, 800,
 STREAM_COMPUTE, STREAM_COMM = 2, 8
 HCCS_GBPS, SDMA_GBPS = 18.0, 25.0
 GROUP = "10.0.0.1%enp_60000_0_1700000000000"
+# Host operator args as torch_npu records them with record_shapes: real events are 250-400 bytes.
+HOST_ARGS = (
+    '{"Sequence number": -1, "Fwd thread id": 0, "Input Dims": [[4096, 4096], [4096, 4096], []], '
+    '"Input type": ["c10::BFloat16", "c10::BFloat16", "Scalar"]}'
+)
 
 
 @dataclass(frozen=True)
@@ -120,11 +125,14 @@ def write_trace(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
                 host_start = p.launch - launch
                 for j in range(s.host_ops_per_kernel):
                     op = "aten::" + (k.op_type.lower() if j == 0 else "empty")
-                    w.x(op, PID_PYTHON, PID_PYTHON, host_start + j, max(1, launch // 2), "cpu_op", '{"Sequence number": -1}')
+                    w.x(op, PID_PYTHON, PID_PYTHON, host_start + j, max(1, launch // 2), "cpu_op", HOST_ARGS)
                 w.flow("s", "torch_to_npu", "async_npu", str(p.flow_id), PID_PYTHON, PID_PYTHON, host_start)
                 w.x(f"AscendCL@aclnn{k.op_type}", PID_CANN, PID_PYTHON, p.launch - launch // 2, launch // 2)
                 w.flow("s", f"HostToDevice{p.flow_id}", "HostToDevice", f'"{p.flow_id}"', PID_CANN, PID_PYTHON, p.launch)
-                args = f'{{"Task Type": "{k.core}", "Stream Id": {STREAM_COMPUTE}, "Task Id": {p.flow_id}}}'
+                args = (
+                    f'{{"Model Id": 4294967295, "Task Type": "{k.core}", "Stream Id": {STREAM_COMPUTE}, '
+                    f'"Task Id": {p.flow_id}, "Batch Id": 0, "Subtask Id": 4294967295, "connection_id": {p.flow_id}}}'
+                )
                 w.x(k.name, PID_DEVICE, STREAM_COMPUTE, p.start, k.dur, None, args)
                 w.flow("f", f"HostToDevice{p.flow_id}", "HostToDevice", f'"{p.flow_id}"', PID_DEVICE, STREAM_COMPUTE, p.start)
                 w.flow("f", "torch_to_npu", "async_npu", str(p.flow_id), PID_DEVICE, STREAM_COMPUTE, p.start)

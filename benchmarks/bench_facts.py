@@ -1,0 +1,88 @@
+"""Benchmark `advisor facts` on a large generated single-rank profile.
+
+Prints the trace size, wall time and peak memory (max RSS of the child process). Usage:
+
+    python benchmarks/bench_facts.py [--size-mb 1024] [--out bench-out] [--keep]
+
+The profile is written with the project's synthetic writer (64 layers, eight host operators per
+kernel launch, as real traces are dominated by host events), sized by the number of steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from advisor.synth import PRESETS, write_profile
+
+
+def _generate(out: Path, size_mb: float) -> Path:
+    base = PRESETS["healthy"].with_(name="benchmark", layers=64, host_ops_per_kernel=8)
+    probe = out / "probe"
+    trial = write_profile(probe, base.with_(steps=2))
+    per_step = (trial.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size / 2
+    shutil.rmtree(probe)
+    steps = max(2, round(size_mb * 1024 * 1024 / per_step))
+    started = time.perf_counter()
+    written = write_profile(out / "profile", base.with_(steps=steps))
+    print(f"generated {steps} steps in {time.perf_counter() - started:.1f} s")
+    return written.directory
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and all its descendants, from /proc (Linux)."""
+    total = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-mb", type=float, default=1024.0, help="target trace_view.json size")
+    parser.add_argument("--out", type=Path, default=Path("bench-out"))
+    parser.add_argument("--keep", action="store_true", help="keep the generated profile")
+    args = parser.parse_args()
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    directory = _generate(args.out, args.size_mb)
+    trace = directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    kernels = directory / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor.cli", "facts", str(directory), "--format", "json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    tree_peak_kb = 0
+    while proc.poll() is None:
+        tree_peak_kb = max(tree_peak_kb, _tree_rss_kb(proc.pid))
+        time.sleep(0.02)
+    wall = time.perf_counter() - started
+    single_peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if proc.returncode != 0:
+        print(proc.stderr.read() if proc.stderr else "", file=sys.stderr)
+        sys.exit(proc.returncode)
+    print(f"trace_view.json     {trace.stat().st_size / 2**20:10.1f} MiB")
+    print(f"kernel_details.csv  {kernels.stat().st_size / 2**20:10.1f} MiB")
+    print(f"advisor facts wall  {wall:10.2f} s")
+    print(f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)")
+    print(f"largest process     {single_peak_mb:10.1f} MiB (max RSS of one process)")
+    if not args.keep:
+        shutil.rmtree(args.out)
+
+
+if __name__ == "__main__":
+    main()
