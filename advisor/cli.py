@@ -57,7 +57,9 @@ def facts(
     output_format: Annotated[
         FactsFormat, typer.Option("--format", "-f", help="text table or the advisor/facts@1 JSON.")
     ] = FactsFormat.text,
-    notes: Annotated[bool, typer.Option("--notes", help="Text: show how each fact was computed.")] = False,
+    notes: Annotated[
+        bool, typer.Option("--notes", help="Text: show how each fact was computed.")
+    ] = False,
     skip_bad_files: Annotated[
         bool,
         typer.Option(

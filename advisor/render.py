@@ -64,8 +64,10 @@ def _rank_table(result: FactSet) -> list[str]:
     if not scopes:
         return []
     cols = [
-        ("step.time_ms", "step ms"), ("step.compute_ratio", "compute"),
-        ("step.comm_exposed_ratio", "exp.comm"), ("step.free_ratio", "free"),
+        ("step.time_ms", "step ms"),
+        ("step.compute_ratio", "compute"),
+        ("step.comm_exposed_ratio", "exp.comm"),
+        ("step.free_ratio", "free"),
         ("comm.wait_ratio", "comm wait"),
     ]
     lines = ["", "per rank", f"  {'rank':<8}" + "".join(f"{title:>11}" for _, title in cols)]

@@ -42,7 +42,9 @@ def _tree_rss_kb(pid: int) -> int:
         current = pending.pop()
         try:
             status = Path(f"/proc/{current}/status").read_text()
-            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+            total += next(
+                int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
+            )
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending.extend(int(c) for c in (task / "children").read_text().split())
         except (OSError, StopIteration, ValueError):
@@ -51,7 +53,9 @@ def _tree_rss_kb(pid: int) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size-mb", type=float, default=1024.0, help="target trace_view.json size")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     parser.add_argument("--keep", action="store_true", help="keep the generated profile")
@@ -64,7 +68,9 @@ def main() -> None:
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli", "facts", str(directory), "--format", "json"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     tree_peak_kb = 0
     while proc.poll() is None:
@@ -78,7 +84,9 @@ def main() -> None:
     print(f"trace_view.json     {trace.stat().st_size / 2**20:10.1f} MiB")
     print(f"kernel_details.csv  {kernels.stat().st_size / 2**20:10.1f} MiB")
     print(f"advisor facts wall  {wall:10.2f} s")
-    print(f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)")
+    print(
+        f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)"
+    )
     print(f"largest process     {single_peak_mb:10.1f} MiB (max RSS of one process)")
     if not args.keep:
         shutil.rmtree(args.out)

@@ -38,5 +38,7 @@ def make_profile(tmp_path: Path) -> Callable[..., tuple[Written, FactSet]]:
 def real_ascend() -> Path:
     folder = REAL / "ascend"
     if not folder.is_dir():
-        pytest.skip(f"real Ascend data not available ({folder} is absent: ../shared is not beside the checkout)")
+        pytest.skip(
+            f"real Ascend data not available ({folder} is absent: ../shared is not beside the checkout)"
+        )
     return folder

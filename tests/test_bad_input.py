@@ -93,8 +93,14 @@ def test_csv_missing_columns(profile: Path):
     step_trace = profile / OUT / "step_trace_time.csv"
     lines = step_trace.read_text().splitlines()
     header = lines[0].replace("Computing,", "")
-    step_trace.write_text("\n".join([header] + [",".join(line.split(",")[:2] + line.split(",")[3:]) for line in lines[1:]]))
-    assert_one_line_error(run("facts", str(profile)), "step_trace_time.csv", "missing column(s) Computing")
+    step_trace.write_text(
+        "\n".join(
+            [header] + [",".join(line.split(",")[:2] + line.split(",")[3:]) for line in lines[1:]]
+        )
+    )
+    assert_one_line_error(
+        run("facts", str(profile)), "step_trace_time.csv", "missing column(s) Computing"
+    )
 
 
 def test_empty_csv(profile: Path):
@@ -105,7 +111,9 @@ def test_empty_csv(profile: Path):
 def test_trace_with_no_steps(tmp_path: Path):
     out = tmp_path / "h_1_2_ascend_pt" / OUT
     out.mkdir(parents=True)
-    (out / "trace_view.json").write_text('[{"ph": "X", "name": "aten::add", "pid": 1, "tid": 1, "ts": "1.0", "dur": 1.0}]')
+    (out / "trace_view.json").write_text(
+        '[{"ph": "X", "name": "aten::add", "pid": 1, "tid": 1, "ts": "1.0", "dur": 1.0}]'
+    )
     assert_one_line_error(run("facts", str(tmp_path)), "trace_view.json", "no steps")
 
 
@@ -128,7 +136,11 @@ def test_partial_profile_gives_what_it_can(profile: Path):
     assert {"step.time_ms", "ops.top"} <= ids
     assert "host.launch_gap_ms_per_step" not in ids
     missing = {m["id"] for m in payload["missing"]}
-    assert {"host.launch_gap_ms_per_step", "comm.wait_ratio", "memory.reserved_peak_bytes"} <= missing
+    assert {
+        "host.launch_gap_ms_per_step",
+        "comm.wait_ratio",
+        "memory.reserved_peak_bytes",
+    } <= missing
 
 
 def test_bad_format_option(profile: Path):

@@ -22,7 +22,9 @@ def test_step_model_matches_truth(make_profile):
     assert facts.value("step.compute_ratio") == pytest.approx(t.computing / t.total)
     assert facts.value("step.comm_total_ratio") == pytest.approx(t.communication / t.total)
     assert facts.value("step.comm_exposed_ratio") == pytest.approx(t.exposed / t.total)
-    assert facts.value("step.comm_overlapped_ratio") == pytest.approx((t.communication - t.exposed) / t.total)
+    assert facts.value("step.comm_overlapped_ratio") == pytest.approx(
+        (t.communication - t.exposed) / t.total
+    )
     assert facts.value("step.free_ratio") == pytest.approx(t.free / t.total, abs=1e-6)
     assert facts.value("step.preparing_ratio") == pytest.approx(t.preparing / t.total)
     assert facts.value("step.bubble_ratio") == 0.0
@@ -106,7 +108,9 @@ def test_fused_attention_is_not_unfused(make_profile):
     scenario = PRESETS["healthy"]
     _, facts = make_profile(scenario)
     fused = 3.0 * scenario.attention_us * scenario.layers
-    assert facts.value("ops.attention_share") == pytest.approx(fused / _compute_us(scenario), rel=1e-4)
+    assert facts.value("ops.attention_share") == pytest.approx(
+        fused / _compute_us(scenario), rel=1e-4
+    )
     assert facts.value("ops.unfused_attention_share") == 0.0
 
 
@@ -125,11 +129,17 @@ def test_matmul_moe_aicpu_shares(make_profile):
     moe = PRESETS["moe"]
     _, facts = make_profile(moe)
     compute = _compute_us(moe)
-    assert facts.value("ops.moe_gemm_share") == pytest.approx(2 * moe.moe_gemm_us * moe.layers / compute, rel=1e-4)
-    assert facts.value("ops.matmul_share") == pytest.approx(4 * moe.matmul_us * moe.layers / compute, rel=1e-4)
+    assert facts.value("ops.moe_gemm_share") == pytest.approx(
+        2 * moe.moe_gemm_us * moe.layers / compute, rel=1e-4
+    )
+    assert facts.value("ops.matmul_share") == pytest.approx(
+        4 * moe.matmul_us * moe.layers / compute, rel=1e-4
+    )
     aicpu = PRESETS["aicpu"]
     _, facts = make_profile(aicpu)
-    assert facts.value("ops.aicpu_share") == pytest.approx(aicpu.aicpu_us * aicpu.layers / _compute_us(aicpu), rel=1e-4)
+    assert facts.value("ops.aicpu_share") == pytest.approx(
+        aicpu.aicpu_us * aicpu.layers / _compute_us(aicpu), rel=1e-4
+    )
     assert facts.value("ops.device_compute_ms_per_step") == pytest.approx(_compute_us(aicpu) / 1000)
 
 
@@ -137,7 +147,9 @@ def test_mte2_bound_share_and_bound_type(make_profile):
     scenario = PRESETS["mte2-bound"]
     _, facts = make_profile(scenario)
     cube_us = (4 * scenario.matmul_us + 3 * scenario.attention_us) * scenario.layers
-    assert facts.value("ops.mte2_bound_share") == pytest.approx(cube_us / _compute_us(scenario), rel=1e-4)
+    assert facts.value("ops.mte2_bound_share") == pytest.approx(
+        cube_us / _compute_us(scenario), rel=1e-4
+    )
     bounds = {row["type"]: row["bound"] for row in facts.value("ops.top")}
     assert bounds["MatMulV2"] == "memory"
     _, healthy = make_profile("healthy")
@@ -155,7 +167,10 @@ def test_communication_facts(make_profile):
     assert facts.value("comm.time_ms_per_step") == pytest.approx(
         (scenario.comm_overlapped_us + scenario.comm_exposed_us) / 1000
     )
-    assert facts.value("comm.bandwidth_gbps_by_link") == {"HCCS": pytest.approx(18.0), "SDMA": pytest.approx(25.0)}
+    assert facts.value("comm.bandwidth_gbps_by_link") == {
+        "HCCS": pytest.approx(18.0),
+        "SDMA": pytest.approx(25.0),
+    }
     assert facts.value("comm.wait_ratio") == pytest.approx(scenario.comm_wait_ratio)
 
 

@@ -21,7 +21,9 @@ KERNELS_PMU = "test__ut__advisor__compute_advice__data__kernel_details.csv"
 CLUSTER = "test__resource__advisor__cluster_analysis_output__cluster_step_trace_time.csv"
 
 
-def _rank_dir(tmp_path: Path, real: Path, trace: bool = True, kernels: str | None = KERNELS) -> Path:
+def _rank_dir(
+    tmp_path: Path, real: Path, trace: bool = True, kernels: str | None = KERNELS
+) -> Path:
     out = tmp_path / "host_1_20240101_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     out.mkdir(parents=True)
     if trace:
@@ -43,9 +45,17 @@ def test_real_trace_reduces_to_one_step(real_ascend: Path):
     window = next(e for e in events if e.get("name") == "ProfilerStep#1")
     lo = float(window["ts"])
     hi = lo + window["dur"]
-    syncs = [e for e in events if str(e.get("name")).startswith("AscendCL@aclrtSynchronize") and lo <= float(e["ts"]) < hi]
+    syncs = [
+        e
+        for e in events
+        if str(e.get("name")).startswith("AscendCL@aclrtSynchronize") and lo <= float(e["ts"]) < hi
+    ]
     assert step.sync_calls == len(syncs) > 0
-    free = sum(e["dur"] for e in events if e.get("name") == "Free" and e.get("ph") == "X" and lo <= float(e["ts"]) < hi)
+    free = sum(
+        e["dur"]
+        for e in events
+        if e.get("name") == "Free" and e.get("ph") == "X" and lo <= float(e["ts"]) < hi
+    )
     assert step.overlap_us["Free"] == pytest.approx(free, rel=1e-3)
 
 
@@ -66,10 +76,14 @@ def test_real_kernel_details_with_pmu(tmp_path: Path, real_ascend: Path):
         rows = list(csv.DictReader(f))
     durations = [float(r["Duration(us)"]) for r in rows if not r["Type"].startswith("hcom")]
     matmul = [
-        float(r["Duration(us)"]) for r in rows if re.fullmatch(r"(Batch)?MatMul(V[0-9])?", r["Type"])
+        float(r["Duration(us)"])
+        for r in rows
+        if re.fullmatch(r"(Batch)?MatMul(V[0-9])?", r["Type"])
     ]
     assert facts.value("ops.top")[0]["type"] == "MatMulV3"
-    assert facts.value("ops.top")[0]["bound"] == "memory"  # its aic_mte2_ratio (~0.94) beats aic_mac_ratio
+    assert (
+        facts.value("ops.top")[0]["bound"] == "memory"
+    )  # its aic_mte2_ratio (~0.94) beats aic_mac_ratio
     assert facts.value("ops.matmul_share") == pytest.approx(sum(matmul) / sum(durations), rel=1e-6)
 
     def memory_bound(r: dict[str, str]) -> bool:
@@ -82,7 +96,9 @@ def test_real_kernel_details_with_pmu(tmp_path: Path, real_ascend: Path):
 
     mte2 = [float(r["Duration(us)"]) for r in rows if memory_bound(r)]
     assert len(mte2) == len(rows)  # every kernel of this real file waits on memory loads
-    assert facts.value("ops.mte2_bound_share") == pytest.approx(sum(mte2) / sum(durations), rel=1e-6)
+    assert facts.value("ops.mte2_bound_share") == pytest.approx(
+        sum(mte2) / sum(durations), rel=1e-6
+    )
 
 
 def test_real_cluster_step_trace(tmp_path: Path, real_ascend: Path):
@@ -93,14 +109,21 @@ def test_real_cluster_step_trace(tmp_path: Path, real_ascend: Path):
     with (real_ascend / CLUSTER).open() as f:
         rows = [r for r in csv.DictReader(f) if r["Type"] == "rank"]
     totals = {
-        int(r["Index"]): float(r["Computing"]) + float(r["Communication(Not Overlapped)"]) + float(r["Free"])
+        int(r["Index"]): float(r["Computing"])
+        + float(r["Communication(Not Overlapped)"])
+        + float(r["Free"])
         for r in rows
     }
-    busy = {int(r["Index"]): totals[int(r["Index"])] - float(r["Communication(Not Overlapped)"]) for r in rows}
+    busy = {
+        int(r["Index"]): totals[int(r["Index"])] - float(r["Communication(Not Overlapped)"])
+        for r in rows
+    }
     assert facts.value("ranks.count") == 8
     assert facts.value("ranks.slowest") == max(busy, key=busy.get)
     assert facts.value("step.time_ms") == pytest.approx(max(totals.values()) / 1000)
-    assert facts.value("step.comm_exposed_ratio", "rank:0") == pytest.approx(683731.2897031249 / totals[0])
+    assert facts.value("step.comm_exposed_ratio", "rank:0") == pytest.approx(
+        683731.2897031249 / totals[0]
+    )
 
 
 def test_older_kernel_layout_without_pipe_ratios(tmp_path: Path, real_ascend: Path):

@@ -62,7 +62,9 @@ def select_steady(
         return SteadySteps([], [], "no steps")
     if count == 1:
         label = _label(numbers, 0)
-        return SteadySteps([0], [label], f"step {label} only: a single step is not a steady-state measurement")
+        return SteadySteps(
+            [0], [label], f"step {label} only: a single step is not a steady-state measurement"
+        )
     kept = list(range(1, count))
     dropped = [f"first step {_label(numbers, 0)} dropped (warm-up)"]
     if len(kept) >= 2:
@@ -71,10 +73,14 @@ def select_steady(
         if others > 0 and durations[last] < partial_ratio * others:
             kept.pop()
             share = durations[last] / others
-            dropped.append(f"last step {_label(numbers, last)} dropped (partial: {share:.0%} of the median)")
+            dropped.append(
+                f"last step {_label(numbers, last)} dropped (partial: {share:.0%} of the median)"
+            )
     labels = [_label(numbers, i) for i in kept]
     word = "step" if len(labels) == 1 else "steps"
-    return SteadySteps(kept, labels, f"{word} {_span(labels)} ({len(labels)}); " + "; ".join(dropped))
+    return SteadySteps(
+        kept, labels, f"{word} {_span(labels)} ({len(labels)}); " + "; ".join(dropped)
+    )
 
 
 def ratio(part: float, whole: float) -> float | None:

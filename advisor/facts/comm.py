@@ -8,7 +8,12 @@ from advisor.facts.base import Recorder, SteadySteps
 from advisor.parsers.profile_data import CommStep, RankProfile
 
 COMM = "communication.json"
-COMM_FACTS = ("comm.time_ms_by_op", "comm.time_ms_per_step", "comm.bandwidth_gbps_by_link", "comm.wait_ratio")
+COMM_FACTS = (
+    "comm.time_ms_by_op",
+    "comm.time_ms_per_step",
+    "comm.bandwidth_gbps_by_link",
+    "comm.wait_ratio",
+)
 
 
 def _steady(steps: list[CommStep], steady: SteadySteps) -> tuple[list[CommStep], str]:
@@ -45,19 +50,30 @@ def derive(rank: RankProfile, steady: SteadySteps, out: Recorder) -> None:
             size[link] += mb
             time[link] += s.link_time_ms.get(link, 0.0)
     out.add(
-        "comm.time_ms_by_op", {k: round(v / n, 3) for k, v in sorted(by_op.items())},
-        f"{COMM}:Elapse Time(ms)", f"mean per step over {note}; 'Total Op Info' excluded",
+        "comm.time_ms_by_op",
+        {k: round(v / n, 3) for k, v in sorted(by_op.items())},
+        f"{COMM}:Elapse Time(ms)",
+        f"mean per step over {note}; 'Total Op Info' excluded",
     )
-    out.add("comm.time_ms_per_step", elapse / n, f"{COMM}:Elapse Time(ms)", f"mean per step over {note}")
+    out.add(
+        "comm.time_ms_per_step", elapse / n, f"{COMM}:Elapse Time(ms)", f"mean per step over {note}"
+    )
     bandwidth = {link: round(size[link] / time[link], 3) for link in sorted(size) if time[link] > 0}
     if bandwidth:
         out.add(
-            "comm.bandwidth_gbps_by_link", bandwidth, f"{COMM}:Communication Bandwidth Info",
+            "comm.bandwidth_gbps_by_link",
+            bandwidth,
+            f"{COMM}:Communication Bandwidth Info",
             f"sum of Transit Size(MB) / sum of Transit Time(ms) per link over {note}",
         )
     else:
         out.miss("comm.bandwidth_gbps_by_link", f"{COMM} records no transit time on any link")
     if elapse > 0:
-        out.add("comm.wait_ratio", wait / elapse, f"{COMM}:Wait Time(ms)", f"sum of wait / sum of elapse over {note}")
+        out.add(
+            "comm.wait_ratio",
+            wait / elapse,
+            f"{COMM}:Wait Time(ms)",
+            f"sum of wait / sum of elapse over {note}",
+        )
     else:
         out.miss("comm.wait_ratio", f"{COMM} records no communication time")

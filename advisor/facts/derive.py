@@ -15,7 +15,12 @@ from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
 from advisor.parsers.profile_data import ProfileData, RankProfile
 from advisor.taxonomy import Taxonomy
 
-CLUSTER_FACTS = ("ranks.count", "ranks.step_time_spread_ratio", "ranks.busy_spread_ratio", "ranks.slowest")
+CLUSTER_FACTS = (
+    "ranks.count",
+    "ranks.step_time_spread_ratio",
+    "ranks.busy_spread_ratio",
+    "ranks.slowest",
+)
 
 
 def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
@@ -40,7 +45,14 @@ def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | 
     n = len(facts)
     if spec.combine is Combine.MAX and all(isinstance(f.value, int | float) for _, f in facts):
         label, best = max(facts, key=lambda lf: lf[1].value)
-        return Fact(fact_id, best.value, spec.unit, JOB_SCOPE, best.source, f"max over {n} ranks (rank {label}); {best.note}")
+        return Fact(
+            fact_id,
+            best.value,
+            spec.unit,
+            JOB_SCOPE,
+            best.source,
+            f"max over {n} ranks (rank {label}); {best.note}",
+        )
     if spec.combine is Combine.MEDIAN and all(
         isinstance(f.value, int | float) and not isinstance(f.value, bool) for _, f in facts
     ):
@@ -51,14 +63,29 @@ def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | 
     if spec.combine is Combine.REPRESENTATIVE and representative is not None:
         for label, fact in facts:
             if label == representative:
-                return Fact(fact_id, fact.value, spec.unit, JOB_SCOPE, fact.source, f"rank {label} (median step time); {fact.note}")
+                return Fact(
+                    fact_id,
+                    fact.value,
+                    spec.unit,
+                    JOB_SCOPE,
+                    fact.source,
+                    f"rank {label} (median step time); {fact.note}",
+                )
     differing = sorted({str(f.value) for _, f in facts})
-    note = first.note if len(differing) == 1 else f"differs across ranks ({', '.join(differing[:4])}); rank {facts[0][0]}'s value"
+    note = (
+        first.note
+        if len(differing) == 1
+        else f"differs across ranks ({', '.join(differing[:4])}); rank {facts[0][0]}'s value"
+    )
     return Fact(fact_id, first.value, spec.unit, JOB_SCOPE, first.source, note)
 
 
 def _representative(recorders: list[tuple[str, Recorder]]) -> str | None:
-    timed = [(r.facts["step.time_ms"].value, label) for label, r in recorders if "step.time_ms" in r.facts]
+    timed = [
+        (r.facts["step.time_ms"].value, label)
+        for label, r in recorders
+        if "step.time_ms" in r.facts
+    ]
     if not timed:
         return None
     timed.sort()
@@ -73,7 +100,8 @@ def _cluster_facts(recorders: list[tuple[str, Recorder]], job: Recorder, source:
         return
     times = {label: f["step.time_ms"].value for label, f in timed}
     busy = {
-        label: f["step.time_ms"].value * (1.0 - (f["step.comm_exposed_ratio"].value if "step.comm_exposed_ratio" in f else 0.0))
+        label: f["step.time_ms"].value
+        * (1.0 - (f["step.comm_exposed_ratio"].value if "step.comm_exposed_ratio" in f else 0.0))
         for label, f in timed
     }
     mid_time, mid_busy = median(times.values()), median(busy.values())
@@ -81,15 +109,23 @@ def _cluster_facts(recorders: list[tuple[str, Recorder]], job: Recorder, source:
     slow_busy = max(busy, key=lambda k: busy[k])
     job.add("ranks.count", len(timed), source, f"ranks: {', '.join(times)}")
     job.add(
-        "ranks.step_time_spread_ratio", (times[slow_time] - mid_time) / mid_time if mid_time else 0.0,
-        source, f"rank {slow_time}: {times[slow_time]:.1f} ms vs median {mid_time:.1f} ms",
+        "ranks.step_time_spread_ratio",
+        (times[slow_time] - mid_time) / mid_time if mid_time else 0.0,
+        source,
+        f"rank {slow_time}: {times[slow_time]:.1f} ms vs median {mid_time:.1f} ms",
     )
     job.add(
-        "ranks.busy_spread_ratio", (busy[slow_busy] - mid_busy) / mid_busy if mid_busy else 0.0,
-        source, f"rank {slow_busy}: busy {busy[slow_busy]:.1f} ms vs median {mid_busy:.1f} ms",
+        "ranks.busy_spread_ratio",
+        (busy[slow_busy] - mid_busy) / mid_busy if mid_busy else 0.0,
+        source,
+        f"rank {slow_busy}: busy {busy[slow_busy]:.1f} ms vs median {mid_busy:.1f} ms",
     )
-    job.add("ranks.slowest", int(slow_busy) if slow_busy.isdigit() else slow_busy, source,
-            "largest step time minus exposed communication: the rank the others wait for")
+    job.add(
+        "ranks.slowest",
+        int(slow_busy) if slow_busy.isdigit() else slow_busy,
+        source,
+        "largest step time minus exposed communication: the rank the others wait for",
+    )
 
 
 def _job_from_ranks(recorders: list[tuple[str, Recorder]], source: str) -> Recorder:
@@ -105,7 +141,9 @@ def _job_from_ranks(recorders: list[tuple[str, Recorder]], source: str) -> Recor
             job.facts[fact_id] = _combine(fact_id, present, representative)
         else:
             reasons = [rec.missing[fact_id] for _, rec in recorders if fact_id in rec.missing]
-            job.missing[fact_id] = MissingFact(fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)")
+            job.missing[fact_id] = MissingFact(
+                fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)"
+            )
     _cluster_facts(recorders, job, source)
     return job
 
@@ -117,7 +155,13 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
     recorders = []
     for rank_id in sorted(by_rank):
         path = data.cluster_source or data.root
-        rank = RankProfile(path=path, output_dir=None, framework="torch_npu", rank=rank_id, step_rows=by_rank[rank_id])
+        rank = RankProfile(
+            path=path,
+            output_dir=None,
+            framework="torch_npu",
+            rank=rank_id,
+            step_rows=by_rank[rank_id],
+        )
         out = Recorder(rank_scope(rank_id))
         steps.derive(rank, taxonomy, out)
         recorders.append((str(rank_id), out))
@@ -134,14 +178,23 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
     if data.ranks:
         multi = len(data.ranks) > 1
         recorders = [
-            (_label(rank, i), derive_rank(rank, taxonomy, rank_scope(rank.rank if rank.rank is not None else i) if multi else JOB_SCOPE))
+            (
+                _label(rank, i),
+                derive_rank(
+                    rank,
+                    taxonomy,
+                    rank_scope(rank.rank if rank.rank is not None else i) if multi else JOB_SCOPE,
+                ),
+            )
             for i, rank in enumerate(data.ranks)
         ]
         source = "rank directories"
     else:
         recorders = _cluster_only(data, taxonomy)
         multi = True
-        source = str(data.cluster_source.name if data.cluster_source else "cluster_step_trace_time.csv")
+        source = str(
+            data.cluster_source.name if data.cluster_source else "cluster_step_trace_time.csv"
+        )
     if multi:
         job = _job_from_ranks(recorders, source)
         job.add("profile.ranks", len(data.ranks), str(data.root), "rank directories read")

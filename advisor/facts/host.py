@@ -10,8 +10,12 @@ from advisor.taxonomy import Taxonomy
 
 TRACE = "trace_view.json"
 TRACE_FACTS = (
-    "host.launch_gap_ms_per_step", "host.dispatch_bound_ratio", "host.sync_calls_per_step",
-    "data.loader_ms_per_step", "data.loader_ratio", "memory.malloc_calls_per_step",
+    "host.launch_gap_ms_per_step",
+    "host.dispatch_bound_ratio",
+    "host.sync_calls_per_step",
+    "data.loader_ms_per_step",
+    "data.loader_ratio",
+    "memory.malloc_calls_per_step",
     "memory.free_calls_per_step",
 )
 
@@ -26,13 +30,19 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
             out.miss(fact_id, reason)
         return
     steady = select_steady(
-        [s.number for s in trace.steps], [s.duration_us for s in trace.steps], taxonomy.partial_step_ratio
+        [s.number for s in trace.steps],
+        [s.duration_us for s in trace.steps],
+        taxonomy.partial_step_ratio,
     )
     steps = [trace.steps[i] for i in steady.kept]
     total = sum(s.duration_us for s in steps)
     note = f"ProfilerStep windows, {steady.note}"
     if trace.flow_category is None or not trace.has_device_lane:
-        what = "no Ascend Hardware lane" if not trace.has_device_lane else "no HostToDevice/async_npu flows"
+        what = (
+            "no Ascend Hardware lane"
+            if not trace.has_device_lane
+            else "no HostToDevice/async_npu flows"
+        )
         for fact_id in ("host.launch_gap_ms_per_step", "host.dispatch_bound_ratio"):
             out.miss(fact_id, f"{TRACE} has {what} to link launches to kernels")
     else:
@@ -40,13 +50,35 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         source = f"{TRACE}:Ascend Hardware+{trace.flow_category} flows"
         out.add("host.launch_gap_ms_per_step", median(gaps) / 1000.0, source, "median over " + note)
         if total > 0:
-            out.add("host.dispatch_bound_ratio", sum(gaps) / total, source, "sum of gaps / sum of step time over " + note)
+            out.add(
+                "host.dispatch_bound_ratio",
+                sum(gaps) / total,
+                source,
+                "sum of gaps / sum of step time over " + note,
+            )
     cann = f"{TRACE}:CANN"
-    out.add("host.sync_calls_per_step", median(s.sync_calls for s in steps), cann, "median over " + note)
-    out.add("memory.malloc_calls_per_step", median(s.malloc_calls for s in steps), cann, "median over " + note)
-    out.add("memory.free_calls_per_step", median(s.free_calls for s in steps), cann, "median over " + note)
+    out.add(
+        "host.sync_calls_per_step", median(s.sync_calls for s in steps), cann, "median over " + note
+    )
+    out.add(
+        "memory.malloc_calls_per_step",
+        median(s.malloc_calls for s in steps),
+        cann,
+        "median over " + note,
+    )
+    out.add(
+        "memory.free_calls_per_step",
+        median(s.free_calls for s in steps),
+        cann,
+        "median over " + note,
+    )
     loader = [s.dataloader_us for s in steps]
     python = f"{TRACE}:Python DataLoader __next__"
     out.add("data.loader_ms_per_step", median(loader) / 1000.0, python, "median over " + note)
     if total > 0:
-        out.add("data.loader_ratio", sum(loader) / total, python, "sum of loader time / sum of step time over " + note)
+        out.add(
+            "data.loader_ratio",
+            sum(loader) / total,
+            python,
+            "sum of loader time / sum of step time over " + note,
+        )

@@ -12,13 +12,29 @@ MIB = 1024 * 1024
 def derive(rank: RankProfile, out: Recorder) -> None:
     mem = rank.memory
     if mem is None:
-        reason = f"{MEMORY} {rank.absent.get(MEMORY, 'not in the profile')} (profile_with_memory off)"
-        for fact_id in ("memory.allocated_peak_bytes", "memory.reserved_peak_bytes", "memory.fragmentation_ratio"):
+        reason = (
+            f"{MEMORY} {rank.absent.get(MEMORY, 'not in the profile')} (profile_with_memory off)"
+        )
+        for fact_id in (
+            "memory.allocated_peak_bytes",
+            "memory.reserved_peak_bytes",
+            "memory.fragmentation_ratio",
+        ):
             out.miss(fact_id, reason)
         return
     note = f"component {mem.component}, {mem.samples} samples; MB read as MiB"
-    out.add("memory.allocated_peak_bytes", int(mem.allocated_peak_mb * MIB), f"{MEMORY}:Total Allocated(MB)", note)
-    out.add("memory.reserved_peak_bytes", int(mem.reserved_peak_mb * MIB), f"{MEMORY}:Total Reserved(MB)", note)
+    out.add(
+        "memory.allocated_peak_bytes",
+        int(mem.allocated_peak_mb * MIB),
+        f"{MEMORY}:Total Allocated(MB)",
+        note,
+    )
+    out.add(
+        "memory.reserved_peak_bytes",
+        int(mem.reserved_peak_mb * MIB),
+        f"{MEMORY}:Total Reserved(MB)",
+        note,
+    )
     if mem.reserved_peak_mb > 0:
         out.add(
             "memory.fragmentation_ratio",

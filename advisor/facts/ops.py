@@ -18,9 +18,17 @@ SHARE_FACTS = {
     "ops.moe_gemm_share": "moe_gemm",
 }
 ALL_OPS_FACTS = (
-    "ops.device_compute_ms_per_step", "ops.kernels_per_step", "ops.top", "ops.attention_share",
-    "ops.unfused_attention_share", "ops.small_vector_ops_share", "ops.small_ops_per_step",
-    "ops.matmul_share", "ops.moe_gemm_share", "ops.aicpu_share", "ops.mte2_bound_share",
+    "ops.device_compute_ms_per_step",
+    "ops.kernels_per_step",
+    "ops.top",
+    "ops.attention_share",
+    "ops.unfused_attention_share",
+    "ops.small_vector_ops_share",
+    "ops.small_ops_per_step",
+    "ops.matmul_share",
+    "ops.moe_gemm_share",
+    "ops.aicpu_share",
+    "ops.mte2_bound_share",
 )
 
 
@@ -69,7 +77,9 @@ def _bound(group_list: list[KernelGroup]) -> str:
     return "memory" if mte2 > compute else "compute"
 
 
-def _top(by_type: dict[str, list[KernelGroup]], compute_us: float, steps: int) -> list[dict[str, Any]]:
+def _top(
+    by_type: dict[str, list[KernelGroup]], compute_us: float, steps: int
+) -> list[dict[str, Any]]:
     ranked = sorted(by_type.items(), key=lambda kv: -sum(g.total_us for g in kv[1]))[:TOP_N]
     top = []
     for op_type, groups in ranked:
@@ -124,23 +134,46 @@ def derive(rank: RankProfile, steady: SteadySteps, taxonomy: Taxonomy, out: Reco
         for fact_id in ALL_OPS_FACTS:
             out.miss(fact_id, f"{src} has no compute kernels in the steady steps")
         return
-    out.add("ops.device_compute_ms_per_step", compute_us / 1000.0 / steps, f"{src}:Duration(us)", note)
+    out.add(
+        "ops.device_compute_ms_per_step", compute_us / 1000.0 / steps, f"{src}:Duration(us)", note
+    )
     out.add("ops.kernels_per_step", kernel_count / steps, f"{src}:Type", note)
-    out.add("ops.top", _top(by_type, compute_us, steps), f"{src}:Type", f"top {TOP_N} types; {note}")
+    out.add(
+        "ops.top", _top(by_type, compute_us, steps), f"{src}:Type", f"top {TOP_N} types; {note}"
+    )
     fused = by_class.get("attention_fused", 0.0)
     unfused = by_class.get("attention_unfused", 0.0)
     if fused > 0:
-        out.add("ops.attention_share", fused / compute_us, f"{src}:Type", f"fused attention kernels; {note}")
         out.add(
-            "ops.unfused_attention_share", 0.0, f"{src}:Type",
+            "ops.attention_share",
+            fused / compute_us,
+            f"{src}:Type",
+            f"fused attention kernels; {note}",
+        )
+        out.add(
+            "ops.unfused_attention_share",
+            0.0,
+            f"{src}:Type",
             f"fused attention kernels run, so batched matmul/softmax are not an unfused chain; {note}",
         )
     else:
-        out.add("ops.attention_share", unfused / compute_us, f"{src}:Type", f"unfused chain (no fused attention kernel); {note}")
-        out.add("ops.unfused_attention_share", unfused / compute_us, f"{src}:Type", f"BatchMatMul/Softmax/mask/dropout kernels; {note}")
+        out.add(
+            "ops.attention_share",
+            unfused / compute_us,
+            f"{src}:Type",
+            f"unfused chain (no fused attention kernel); {note}",
+        )
+        out.add(
+            "ops.unfused_attention_share",
+            unfused / compute_us,
+            f"{src}:Type",
+            f"BatchMatMul/Softmax/mask/dropout kernels; {note}",
+        )
     if src == KERNELS:
         small_note = f"kernels under {taxonomy.small_op_max_us:g} us; {note}"
-        out.add("ops.small_vector_ops_share", small_us / compute_us, f"{src}:Duration(us)", small_note)
+        out.add(
+            "ops.small_vector_ops_share", small_us / compute_us, f"{src}:Duration(us)", small_note
+        )
         out.add("ops.small_ops_per_step", small_count / steps, f"{src}:Type", small_note)
     else:
         reason = "op_statistic.csv has no per-kernel durations (small kernels cannot be told apart)"
@@ -152,8 +185,13 @@ def derive(rank: RankProfile, steady: SteadySteps, taxonomy: Taxonomy, out: Reco
     if sel.has_pmu:
         value = ratio(mte2_bound_us, compute_us)
         out.add(
-            "ops.mte2_bound_share", value, f"{src}:aic_mte2_ratio,aiv_mte2_ratio",
+            "ops.mte2_bound_share",
+            value,
+            f"{src}:aic_mte2_ratio,aiv_mte2_ratio",
             f"kernels whose mte2 ratio exceeds mac/vec ratio; {note}",
         )
     else:
-        out.miss("ops.mte2_bound_share", f"{src} has no PipeUtilization columns (Level0, or aic_metrics off)")
+        out.miss(
+            "ops.mte2_bound_share",
+            f"{src} has no PipeUtilization columns (Level0, or aic_metrics off)",
+        )

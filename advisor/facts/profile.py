@@ -10,11 +10,18 @@ META = "profiler_metadata.json"
 
 
 def derive(rank: RankProfile, out: Recorder) -> None:
-    out.add("profile.framework", rank.framework, rank.path.name, "from the directory suffix (_ascend_pt / _ascend_ms)")
+    out.add(
+        "profile.framework",
+        rank.framework,
+        rank.path.name,
+        "from the directory suffix (_ascend_pt / _ascend_ms)",
+    )
     if rank.level:
         out.add("profile.level", rank.level, rank.level_source or INFO, "profiler level")
     else:
-        out.miss("profile.level", f"{INFO} absent and no kernel or communication files to infer it from")
+        out.miss(
+            "profile.level", f"{INFO} absent and no kernel or communication files to infer it from"
+        )
     has_comm = rank.comm is not None
     comm_note = "communication.json read" if has_comm else "no communication.json"
     out.add("profile.has_communication", has_comm, "ASCEND_PROFILER_OUTPUT", comm_note)
@@ -31,4 +38,6 @@ def derive(rank: RankProfile, out: Recorder) -> None:
         reason = rank.absent.get(META, "has no ENV_VARIABLES")
         out.miss("env.*", f"{META} {reason}: the launch environment is unknown")
     for name, value in sorted(rank.env.items()):
-        out.add(f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started")
+        out.add(
+            f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started"
+        )

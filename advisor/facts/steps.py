@@ -49,7 +49,9 @@ def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> tuple[list[StepRow], S
         rows, source = rows_from_trace(rank.trace.steps), "trace_view.json:Overlap Analysis"
     else:
         return [], SteadySteps([], [], "no steps"), ""
-    steady = select_steady([r.step for r in rows], [r.total for r in rows], taxonomy.partial_step_ratio)
+    steady = select_steady(
+        [r.step for r in rows], [r.total for r in rows], taxonomy.partial_step_ratio
+    )
     return [rows[i] for i in steady.kept], steady, source
 
 
@@ -85,14 +87,24 @@ def _cross_check(rank: RankProfile, rows: list[StepRow], out: Recorder, toleranc
 def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
     rows, steady, source = steady_rows(rank, taxonomy)
     step_ids = [
-        "step.time_ms", "step.compute_ratio", "step.comm_total_ratio", "step.comm_exposed_ratio",
-        "step.comm_overlapped_ratio", "step.free_ratio", "step.preparing_ratio", "step.bubble_ratio",
+        "step.time_ms",
+        "step.compute_ratio",
+        "step.comm_total_ratio",
+        "step.comm_exposed_ratio",
+        "step.comm_overlapped_ratio",
+        "step.free_ratio",
+        "step.preparing_ratio",
+        "step.bubble_ratio",
     ]
     if not rows:
         for fact_id in step_ids:
-            out.miss(fact_id, "no step_trace_time.csv and no Overlap Analysis lanes in trace_view.json")
+            out.miss(
+                fact_id, "no step_trace_time.csv and no Overlap Analysis lanes in trace_view.json"
+            )
         return
-    profiled = len(rank.step_rows) if rank.step_rows else len(rank.trace.steps if rank.trace else [])
+    profiled = (
+        len(rank.step_rows) if rank.step_rows else len(rank.trace.steps if rank.trace else [])
+    )
     out.add("profile.steps", profiled, source, f"profiled steps in {source}")
     check = _cross_check(rank, rows, out, taxonomy.cross_check_tolerance)
     note = steady.note + check
@@ -102,7 +114,8 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         "step.compute_ratio": ("Computing", sum(r.computing for r in rows)),
         "step.comm_total_ratio": ("Communication", sum(r.communication for r in rows)),
         "step.comm_exposed_ratio": (
-            "Communication(Not Overlapped)", sum(r.comm_not_overlapped for r in rows),
+            "Communication(Not Overlapped)",
+            sum(r.comm_not_overlapped for r in rows),
         ),
         "step.comm_overlapped_ratio": ("Overlapped", sum(r.overlapped for r in rows)),
         "step.free_ratio": ("Free", sum(r.free for r in rows)),
@@ -112,7 +125,9 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         if value is None:
             out.miss(fact_id, "steady steps have zero total time")
             continue
-        out.add(fact_id, value, f"{source}:{column}", f"sum of {column} / sum of step time over {note}")
+        out.add(
+            fact_id, value, f"{source}:{column}", f"sum of {column} / sum of step time over {note}"
+        )
     for fact_id, column, values in (
         ("step.preparing_ratio", "Preparing", [r.preparing for r in rows]),
         ("step.bubble_ratio", "Bubble", [r.bubble for r in rows]),
@@ -123,4 +138,9 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
             continue
         value = ratio(sum(present), total)
         if value is not None:
-            out.add(fact_id, value, f"{source}:{column}", f"sum of {column} / sum of step time over {note}")
+            out.add(
+                fact_id,
+                value,
+                f"{source}:{column}",
+                f"sum of {column} / sum of step time over {note}",
+            )

@@ -155,7 +155,9 @@ def _apply_metadata(rank: RankProfile, meta: Any) -> None:
             rank.rank = dist["rank"]
 
 
-def read_rank(directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: list[str]) -> RankProfile:
+def read_rank(
+    directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: list[str]
+) -> RankProfile:
     output = directory / OUTPUT_DIR if (directory / OUTPUT_DIR).is_dir() else None
     if output is None and is_output_dir(directory):
         output = directory
@@ -170,7 +172,9 @@ def read_rank(directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: lis
             _apply_info(rank, info, info_paths[0])
     else:
         rank.absent["profiler_info.json"] = "not in the profile"
-    meta = reader.read(directory / "profiler_metadata.json", "profiler_metadata.json", files.read_json)
+    meta = reader.read(
+        directory / "profiler_metadata.json", "profiler_metadata.json", files.read_json
+    )
     if meta is not None:
         _apply_metadata(rank, meta)
     if output is None:
@@ -183,15 +187,23 @@ def read_rank(directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: lis
     trace_path = out("trace_view.json")
     pending = start_trace(trace_path, taxonomy) if trace_path.is_file() else None
 
-    rank.step_rows = reader.read(out("step_trace_time.csv"), "step_trace_time.csv", files.read_step_trace)
+    rank.step_rows = reader.read(
+        out("step_trace_time.csv"), "step_trace_time.csv", files.read_step_trace
+    )
     rank.kernels = reader.read(
         out("kernel_details.csv"), "kernel_details.csv", lambda p: files.read_kernels(p, taxonomy)
     )
-    rank.op_stats = reader.read(out("op_statistic.csv"), "op_statistic.csv", files.read_op_statistic)
-    rank.comm = reader.read(
-        out("communication.json"), "communication.json", lambda p: files.read_communication(p, taxonomy)
+    rank.op_stats = reader.read(
+        out("op_statistic.csv"), "op_statistic.csv", files.read_op_statistic
     )
-    rank.memory = reader.read(out("memory_record.csv"), "memory_record.csv", files.read_memory_record)
+    rank.comm = reader.read(
+        out("communication.json"),
+        "communication.json",
+        lambda p: files.read_communication(p, taxonomy),
+    )
+    rank.memory = reader.read(
+        out("memory_record.csv"), "memory_record.csv", files.read_memory_record
+    )
     rank.trace = reader.read(
         trace_path, "trace_view.json", lambda p: pending() if pending else read_trace(p, taxonomy)
     )
@@ -214,7 +226,9 @@ def _infer_level(rank: RankProfile) -> None:
         rank.level, rank.level_source = "Level0", "inferred: no communication files, no PMU columns"
 
 
-def read_profile(path: Path, taxonomy: Taxonomy, skip_bad: bool = False) -> tuple[ProfileData, list[str]]:
+def read_profile(
+    path: Path, taxonomy: Taxonomy, skip_bad: bool = False
+) -> tuple[ProfileData, list[str]]:
     warnings: list[str] = []
     rank_dirs, cluster_file = locate(path)
     ranks = [read_rank(d, taxonomy, skip_bad, warnings) for d in rank_dirs]

@@ -113,7 +113,10 @@ def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
     name_i = table.column("Name")
     core_i = table.column("Accelerator Core", "Task Type")
     step_i = table.column("Step Id")
-    pipes = [table.column(c) for c in ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")]
+    pipes = [
+        table.column(c)
+        for c in ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
+    ]
     has_pmu = pipes[1] is not None or pipes[3] is not None
     aic_mac, aic_mte2, aiv_vec, aiv_mte2 = (i if i is not None else -1 for i in pipes)
     small_max = taxonomy.small_op_max_us
@@ -126,7 +129,11 @@ def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
         except ValueError:
             continue
         rows += 1
-        key = (row[step_i] if step_i is not None else "", row[type_i], row[core_i] if core_i is not None else "")
+        key = (
+            row[step_i] if step_i is not None else "",
+            row[type_i],
+            row[core_i] if core_i is not None else "",
+        )
         group = groups.get(key)
         if group is None:
             name = clean(row[name_i]) if name_i is not None else clean(key[1])
@@ -177,9 +184,7 @@ def read_op_statistic(path: Path) -> list[OpStat]:
 
 def read_memory_record(path: Path) -> MemorySummary:
     table = CsvTable(path)
-    comp_i, alloc_i, res_i = table.require(
-        "Component", "Total Allocated(MB)", "Total Reserved(MB)"
-    )
+    comp_i, alloc_i, res_i = table.require("Component", "Total Allocated(MB)", "Total Reserved(MB)")
     by_component: dict[str, list[tuple[float, float]]] = {}
     for row in table.rows():
         allocated, reserved = number(row[alloc_i]), number(row[res_i])
@@ -187,11 +192,10 @@ def read_memory_record(path: Path) -> MemorySummary:
             continue
         by_component.setdefault(clean(row[comp_i]), []).append((allocated, reserved))
     # The PyTorch allocator (PTA) is what fragmentation is about; fall back to whatever exists.
-    component = next((c for c in ("PTA", "PTA+GE", "APP") if c in by_component), None)
-    if component is None:
-        if not by_component:
-            raise InputError(str(path), "no memory samples")
-        component = sorted(by_component)[0]
+    if not by_component:
+        raise InputError(str(path), "no memory samples")
+    preferred = [c for c in ("PTA", "PTA+GE", "APP") if c in by_component]
+    component: str = preferred[0] if preferred else sorted(by_component)[0]
     samples = by_component[component]
     allocated_peak = max(a for a, _ in samples)
     reserved_peak_sample = max(samples, key=lambda s: (s[1], s[0]))

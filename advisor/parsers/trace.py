@@ -11,11 +11,11 @@ import multiprocessing
 import os
 import re
 from array import array
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO
 
 import msgspec
@@ -49,7 +49,7 @@ class _Event(msgspec.Struct):
 
 
 class _ObjectTrace(msgspec.Struct):
-    traceEvents: list[_Event] = []  # noqa: N815 - the Chrome trace key
+    traceEvents: list[_Event] = []
 
 
 _ARRAY_DECODER = msgspec.json.Decoder(list[_Event])
@@ -86,7 +86,7 @@ class _TimestampParser:
     def __call__(self, value: str | float) -> float:
         if value.__class__ is not str:
             return float(value)
-        text: str = value  # type: ignore[assignment]
+        text: str = value
         if len(text) == self.length and text.startswith(self.prefix or ""):
             return float(text[self.cut :])
         if self.prefix is None:
@@ -127,10 +127,18 @@ class _Accumulator:
             lane = self.overlap.setdefault(name, [array("d"), array("d")])
             lane[0].extend(lo)
             lane[1].extend(hi)
-        for mine, theirs in ((self.sync, other.sync), (self.malloc, other.malloc), (self.free, other.free),
-                             (self.loader_start, other.loader_start), (self.loader_end, other.loader_end)):
+        for mine, theirs in (
+            (self.sync, other.sync),
+            (self.malloc, other.malloc),
+            (self.free, other.free),
+            (self.loader_start, other.loader_start),
+            (self.loader_end, other.loader_end),
+        ):
             mine.extend(theirs)
-        for table, more in ((self.flow_start, other.flow_start), (self.flow_finish, other.flow_finish)):
+        for table, more in (
+            (self.flow_start, other.flow_start),
+            (self.flow_finish, other.flow_finish),
+        ):
             for cat, flows in more.items():
                 table.setdefault(cat, {}).update(flows)
 
@@ -150,7 +158,9 @@ class _Accumulator:
                         m = step_re.fullmatch(name)
                         if m:
                             start = ts_of(e.ts)
-                            self.steps.append(StepWindow(int(m.group(1)), start, start + _dur(e.dur)))
+                            self.steps.append(
+                                StepWindow(int(m.group(1)), start, start + _dur(e.dur))
+                            )
                     elif ("DataLoader" in name or "dataset" in name) and loader_re.fullmatch(name):
                         start = ts_of(e.ts)
                         self.loader_start.append(start)
@@ -348,7 +358,9 @@ def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accu
     return acc
 
 
-def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[tuple[Path, int, int, bool, Taxonomy, str | None]]:
+def _plan_jobs(
+    path: Path, taxonomy: Taxonomy
+) -> list[tuple[Path, int, int, bool, Taxonomy, str | None]]:
     """Byte ranges for worker processes; [] when one process is the better choice."""
     workers = min(MAX_WORKERS, os.cpu_count() or 1)
     try:
@@ -366,7 +378,7 @@ def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[tuple[Path, int, int, boo
         return []
     m = _TS_SAMPLE.search(head)
     sample = m.group(1).decode() if m else None
-    bounds = points + [size]
+    bounds = [*points, size]
     jobs = []
     with path.open("rb") as handle:
         for i in range(len(points)):

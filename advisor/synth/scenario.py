@@ -65,25 +65,45 @@ HEALTHY = Scenario()
 PRESETS: dict[str, Scenario] = {
     "healthy": HEALTHY,
     "host-bound": HEALTHY.with_(
-        name="host-bound", matmul_us=100.0, attention_us=80.0, small_ops_per_layer=40, small_op_us=8.0,
+        name="host-bound",
+        matmul_us=100.0,
+        attention_us=80.0,
+        small_ops_per_layer=40,
+        small_op_us=8.0,
         launch_us=60.0,
-        env={k: v for k, v in UPSTREAM_ENV.items() if k not in ("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")},
+        env={
+            k: v
+            for k, v in UPSTREAM_ENV.items()
+            if k not in ("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
+        },
     ),
-    "comm-bound": HEALTHY.with_(name="comm-bound", comm_overlapped_us=2000.0, comm_exposed_us=2400.0),
-    "unfused-attention": HEALTHY.with_(name="unfused-attention", unfused_attention=True, attention_us=900.0),
+    "comm-bound": HEALTHY.with_(
+        name="comm-bound", comm_overlapped_us=2000.0, comm_exposed_us=2400.0
+    ),
+    "unfused-attention": HEALTHY.with_(
+        name="unfused-attention", unfused_attention=True, attention_us=900.0
+    ),
     "small-ops": HEALTHY.with_(name="small-ops", small_ops_per_layer=60, small_op_us=12.0),
     "aicpu": HEALTHY.with_(name="aicpu", aicpu_us=500.0),
     "mte2-bound": HEALTHY.with_(name="mte2-bound", mte2_bound=True),
     "slow-dataloader": HEALTHY.with_(name="slow-dataloader", dataloader_us=2500.0),
     "fragmentation": HEALTHY.with_(
-        name="fragmentation", allocated_peak_mb=20000.0, reserved_peak_mb=32000.0, malloc_calls_per_step=40,
+        name="fragmentation",
+        allocated_peak_mb=20000.0,
+        reserved_peak_mb=32000.0,
+        malloc_calls_per_step=40,
         free_calls_per_step=30,
     ),
     "level0": HEALTHY.with_(name="level0", level="Level0", comm_exposed_us=2400.0),
     "moe": HEALTHY.with_(name="moe", moe_gemm_us=700.0),
     "launch-blocking": HEALTHY.with_(
-        name="launch-blocking", matmul_us=100.0, attention_us=80.0, small_ops_per_layer=40, small_op_us=8.0,
-        launch_us=60.0, sync_calls_per_step=400,
+        name="launch-blocking",
+        matmul_us=100.0,
+        attention_us=80.0,
+        small_ops_per_layer=40,
+        small_op_us=8.0,
+        launch_us=60.0,
+        sync_calls_per_step=400,
         env={**UPSTREAM_ENV, "ASCEND_LAUNCH_BLOCKING": "1"},
     ),
     "partial-last-step": HEALTHY.with_(name="partial-last-step", partial_last_step=True),

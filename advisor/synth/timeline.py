@@ -76,7 +76,9 @@ def layer_kernels(s: Scenario) -> list[Kernel]:
     vector = (0.5, 0.4)
     out: list[Kernel] = []
 
-    def add(name: str, op_type: str, core: str, us: float, ratios: tuple[float, float] | None) -> None:
+    def add(
+        name: str, op_type: str, core: str, us: float, ratios: tuple[float, float] | None
+    ) -> None:
         out.append(Kernel(name, op_type, core, _ns(us * scale), *(ratios or (None, None))))
 
     small_types = ("RmsNorm", "Cast", "RotaryMul", "Transpose", "Mul", "Add")
@@ -101,8 +103,20 @@ def layer_kernels(s: Scenario) -> list[Kernel]:
         ):
             add(name, op_type, core, a * share, ratios)
     else:
-        add("aclnnFlashAttentionScore_FlashAttentionScore", "FlashAttentionScore", "MIX_AIC", a, cube)
-        add("aclnnFlashAttentionScoreGrad_FlashAttentionScoreGrad", "FlashAttentionScoreGrad", "MIX_AIC", 2 * a, cube)
+        add(
+            "aclnnFlashAttentionScore_FlashAttentionScore",
+            "FlashAttentionScore",
+            "MIX_AIC",
+            a,
+            cube,
+        )
+        add(
+            "aclnnFlashAttentionScoreGrad_FlashAttentionScoreGrad",
+            "FlashAttentionScoreGrad",
+            "MIX_AIC",
+            2 * a,
+            cube,
+        )
     for i in range(half, s.small_ops_per_layer):
         t = small_types[i % len(small_types)]
         add(f"aclnn{t}_{t}AiCore_{t}", t, "AI_VECTOR_CORE", s.small_op_us, vector)
@@ -169,12 +183,26 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
         first = placed[0].start
         comm: list[CommOp] = []
         if s.comm_overlapped_us > 0:
-            comm.append(CommOp(f"hcom_allGather__{number}_0", "allgather", first, _ns(s.comm_overlapped_us)))
+            comm.append(
+                CommOp(f"hcom_allGather__{number}_0", "allgather", first, _ns(s.comm_overlapped_us))
+            )
         if s.comm_exposed_us > 0 and not partial:
-            comm.append(CommOp(f"hcom_reduceScatter__{number}_1", "reducescatter", device, _ns(s.comm_exposed_us)))
+            comm.append(
+                CommOp(
+                    f"hcom_reduceScatter__{number}_1",
+                    "reducescatter",
+                    device,
+                    _ns(s.comm_exposed_us),
+                )
+            )
         end = max([device, host] + [c.start + c.dur for c in comm])
         plan = StepPlan(
-            number=number, start=t, end=end, loader=loader, kernels=placed, comm=comm,
+            number=number,
+            start=t,
+            end=end,
+            loader=loader,
+            kernels=placed,
+            comm=comm,
             sync=_spread(s.sync_calls_per_step, loader[1], end),
             malloc=_spread(s.malloc_calls_per_step, loader[1], end),
             free=_spread(s.free_calls_per_step, loader[1], end),
