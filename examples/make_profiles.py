@@ -16,8 +16,16 @@ from advisor.synth import PRESETS, Scenario, write_cluster, write_profile
 ROOT = Path(__file__).resolve().parent / "profiles"
 SMALL = {"steps": 4, "layers": 2}
 SINGLE_RANK = (
-    "healthy", "host-bound", "comm-bound", "unfused-attention", "small-ops", "aicpu",
-    "slow-dataloader", "fragmentation", "level0", "launch-blocking",
+    "healthy",
+    "host-bound",
+    "comm-bound",
+    "unfused-attention",
+    "small-ops",
+    "aicpu",
+    "slow-dataloader",
+    "fragmentation",
+    "level0",
+    "launch-blocking",
 )
 
 
