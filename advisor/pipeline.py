@@ -15,8 +15,7 @@ def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
     taxonomy = default_taxonomy()
     data, warnings = read_profile(path, taxonomy, skip_bad=skip_bad_files)
     inputs = [p for rank in data.ranks for p in rank.inputs]
-    if data.cluster_source is not None:
-        inputs.append(data.cluster_source)
+    inputs.extend(p for p in (data.cluster_source, data.cluster_comm_source) if p is not None)
     facts = derive_facts(data, taxonomy, inputs)
     facts.warnings.extend(warnings)
     return facts

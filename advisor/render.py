@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from advisor.facts.catalogue import AREAS, spec_for
@@ -85,6 +86,15 @@ def _scope_key(scope: str) -> tuple[int, str]:
     return (int(tail), "") if tail.isdigit() else (1 << 30, tail)
 
 
+def _inputs_line(inputs: list[str]) -> str:
+    if not inputs:
+        return "inputs: none"
+    if len(inputs) <= 4:
+        return "inputs: " + ", ".join(inputs)
+    folders = sorted({str(Path(p).parent) for p in inputs})
+    return f"inputs: {len(inputs)} files in {len(folders)} folders (--format json lists them)"
+
+
 def facts_text(result: FactSet, show_notes: bool = False) -> str:
     lines: list[str] = [f"warning: {w}" for w in result.warnings]
     job = [f for f in result.facts if f.scope == JOB_SCOPE]
@@ -107,5 +117,5 @@ def facts_text(result: FactSet, show_notes: bool = False) -> str:
         for miss in result.missing:
             lines.append(f"  {miss.id:<34} {miss.reason}")
     lines.append("")
-    lines.append("inputs: " + (", ".join(result.inputs) if result.inputs else "none"))
+    lines.append(_inputs_line(result.inputs))
     return "\n".join(lines).lstrip("\n") + "\n"

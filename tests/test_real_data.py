@@ -136,3 +136,33 @@ def test_older_kernel_layout_without_pipe_ratios(tmp_path: Path, real_ascend: Pa
     compute = sum(float(r["Duration(us)"]) for r in rows if r["Accelerator Core"] != "HCCL")
     assert facts.value("ops.aicpu_share") == pytest.approx(aicpu / compute, rel=1e-6)
     assert all(row["bound"] == "unknown" for row in facts.value("ops.top"))
+
+
+COMM_CLUSTER = "test__resource__advisor__cluster_analysis_output__cluster_communication.json"
+
+
+def test_real_cluster_communication(tmp_path: Path, real_ascend: Path):
+    folder = tmp_path / "cluster" / "cluster_analysis_output"
+    folder.mkdir(parents=True)
+    shutil.copy(real_ascend / COMM_CLUSTER, folder / "cluster_communication.json")
+    shutil.copy(real_ascend / CLUSTER, folder / "cluster_step_trace_time.csv")
+    facts = profile_facts(tmp_path / "cluster")
+    data = json.loads((real_ascend / COMM_CLUSTER).read_text())
+    ops = data["(0, 1)"]["step"]
+    for rank in ("0", "1"):
+        infos = [op[rank]["Communication Time Info"] for op in ops.values()]
+        wait = sum(i["Wait Time(ms)"] for i in infos) / sum(i["Elapse Time(ms)"] for i in infos)
+        assert facts.value("comm.wait_ratio", f"rank:{rank}") == pytest.approx(wait)
+        assert facts.value("comm.time_ms_by_op", f"rank:{rank}") == {
+            "broadcast": pytest.approx(sum(i["Elapse Time(ms)"] for i in infos))
+        }
+        hccs = [op[rank]["Communication Bandwidth Info"]["HCCS"] for op in ops.values()]
+        expected = sum(h["Transit Size(MB)"] for h in hccs) / sum(
+            h["Transit Time(ms)"] for h in hccs
+        )
+        assert facts.value("comm.bandwidth_gbps_by_link", f"rank:{rank}")["HCCS"] == pytest.approx(
+            expected, rel=1e-3
+        )
+    # rank 0 waits almost the whole time: the others are the slow ones
+    assert facts.value("comm.wait_ratio", "rank:0") > 0.9 > facts.value("comm.wait_ratio", "rank:1")
+    assert facts.get("comm.wait_ratio").source.startswith("cluster_communication.json")

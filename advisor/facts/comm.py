@@ -16,18 +16,18 @@ COMM_FACTS = (
 )
 
 
-def _steady(steps: list[CommStep], steady: SteadySteps) -> tuple[list[CommStep], str]:
+def _steady(steps: list[CommStep], steady: SteadySteps, source: str) -> tuple[list[CommStep], str]:
     wanted = {int(label) for label in steady.labels if label.isdigit()}
     matched = [s for s in steps if s.step in wanted]
     if matched:
-        return matched, f"{COMM} {steady.note}"
+        return matched, f"{source} {steady.note}"
     if len(steps) > 1:
         ordered = sorted(steps, key=lambda s: (s.step is None, s.step or 0))
-        return ordered[1:], f"{COMM}: {len(ordered) - 1} step(s), first dropped (warm-up)"
-    return steps, f"{COMM}: single step"
+        return ordered[1:], f"{source}: {len(ordered) - 1} step(s), first dropped (warm-up)"
+    return steps, f"{source}: single step"
 
 
-def derive(rank: RankProfile, steady: SteadySteps, out: Recorder) -> None:
+def derive(rank: RankProfile, steady: SteadySteps, out: Recorder, source: str = COMM) -> None:
     if rank.comm is None:
         reason = rank.absent.get(COMM, "not in the profile")
         if reason == "not in the profile" and (rank.level or "").startswith("Level0"):
@@ -35,7 +35,7 @@ def derive(rank: RankProfile, steady: SteadySteps, out: Recorder) -> None:
         for fact_id in COMM_FACTS:
             out.miss(fact_id, f"{COMM} {reason}")
         return
-    steps, note = _steady(rank.comm, steady)
+    steps, note = _steady(rank.comm, steady, source)
     n = len(steps)
     by_op: dict[str, float] = defaultdict(float)
     wait = elapse = 0.0
@@ -51,29 +51,32 @@ def derive(rank: RankProfile, steady: SteadySteps, out: Recorder) -> None:
             time[link] += s.link_time_ms.get(link, 0.0)
     out.add(
         "comm.time_ms_by_op",
-        {k: round(v / n, 3) for k, v in sorted(by_op.items())},
-        f"{COMM}:Elapse Time(ms)",
+        {k: round(v / n, 6) for k, v in sorted(by_op.items())},
+        f"{source}:Elapse Time(ms)",
         f"mean per step over {note}; 'Total Op Info' excluded",
     )
     out.add(
-        "comm.time_ms_per_step", elapse / n, f"{COMM}:Elapse Time(ms)", f"mean per step over {note}"
+        "comm.time_ms_per_step",
+        elapse / n,
+        f"{source}:Elapse Time(ms)",
+        f"mean per step over {note}",
     )
-    bandwidth = {link: round(size[link] / time[link], 3) for link in sorted(size) if time[link] > 0}
+    bandwidth = {link: round(size[link] / time[link], 6) for link in sorted(size) if time[link] > 0}
     if bandwidth:
         out.add(
             "comm.bandwidth_gbps_by_link",
             bandwidth,
-            f"{COMM}:Communication Bandwidth Info",
+            f"{source}:Communication Bandwidth Info",
             f"sum of Transit Size(MB) / sum of Transit Time(ms) per link over {note}",
         )
     else:
-        out.miss("comm.bandwidth_gbps_by_link", f"{COMM} records no transit time on any link")
+        out.miss("comm.bandwidth_gbps_by_link", f"{source} records no transit time on any link")
     if elapse > 0:
         out.add(
             "comm.wait_ratio",
             wait / elapse,
-            f"{COMM}:Wait Time(ms)",
+            f"{source}:Wait Time(ms)",
             f"sum of wait / sum of elapse over {note}",
         )
     else:
-        out.miss("comm.wait_ratio", f"{COMM} records no communication time")
+        out.miss("comm.wait_ratio", f"{source} records no communication time")

@@ -149,21 +149,27 @@ def _job_from_ranks(recorders: list[tuple[str, Recorder]], source: str) -> Recor
 
 
 def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Recorder]]:
+    """Per-rank facts from msprof-analyze's cluster output alone (no rank directories)."""
     by_rank: dict[int, list[Any]] = {}
     for row in data.cluster_rows or []:
         by_rank.setdefault(row.rank, []).append(row.row)
+    comm_by_rank = data.cluster_comm or {}
     recorders = []
-    for rank_id in sorted(by_rank):
-        path = data.cluster_source or data.root
+    for rank_id in sorted(set(by_rank) | set(comm_by_rank)):
         rank = RankProfile(
-            path=path,
+            path=data.cluster_source or data.cluster_comm_source or data.root,
             output_dir=None,
             framework="torch_npu",
             rank=rank_id,
-            step_rows=by_rank[rank_id],
+            step_rows=by_rank.get(rank_id),
+            comm=comm_by_rank.get(rank_id),
         )
         out = Recorder(rank_scope(rank_id))
-        steps.derive(rank, taxonomy, out)
+        if rank.step_rows:
+            steps.derive(rank, taxonomy, out)
+        if rank.comm is not None:
+            _, steady, _ = steps.steady_rows(rank, taxonomy)
+            comm.derive(rank, steady, out, source="cluster_communication.json")
         recorders.append((str(rank_id), out))
     return recorders
 
@@ -192,9 +198,8 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
     else:
         recorders = _cluster_only(data, taxonomy)
         multi = True
-        source = str(
-            data.cluster_source.name if data.cluster_source else "cluster_step_trace_time.csv"
-        )
+        used = [p.name for p in (data.cluster_source, data.cluster_comm_source) if p is not None]
+        source = "+".join(used) or "cluster_analysis_output"
     if multi:
         job = _job_from_ranks(recorders, source)
         job.add("profile.ranks", len(data.ranks), str(data.root), "rank directories read")

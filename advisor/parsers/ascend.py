@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.profile_data import ProfileData, RankProfile
-from advisor.parsers.trace import read_trace, start_trace
+from advisor.parsers.trace import read_trace
+from advisor.parsers.trace_parallel import start_trace
 from advisor.taxonomy import Taxonomy
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -23,7 +24,9 @@ KNOWN_OUTPUTS = (
     "communication.json",
     "memory_record.csv",
 )
-CLUSTER_STEP_TRACE = Path("cluster_analysis_output") / "cluster_step_trace_time.csv"
+CLUSTER_OUTPUT = Path("cluster_analysis_output")
+CLUSTER_STEP_TRACE = CLUSTER_OUTPUT / "cluster_step_trace_time.csv"
+CLUSTER_COMMUNICATION = CLUSTER_OUTPUT / "cluster_communication.json"
 _INFO_FILE = re.compile(r"profiler_info(?:_(\d+))?\.json")
 # How deep below the given folder rank directories are searched for (e.g. prof/node0/rank3/).
 SEARCH_DEPTH = 3
@@ -61,13 +64,12 @@ def _find_rank_dirs(root: Path, depth: int) -> list[Path]:
 
 
 def locate(path: Path) -> tuple[list[Path], Path | None]:
-    """Rank directories (or bare output folders) under `path`, plus a cluster step-trace file."""
+    """Rank directories (or bare output folders) under `path`, plus msprof-analyze's cluster folder."""
     if not path.exists():
         raise InputError(str(path), "no such file or directory")
     if not path.is_dir():
         raise InputError(str(path), "expected a profile directory, got a file")
-    cluster = path / CLUSTER_STEP_TRACE
-    cluster_file = cluster if cluster.is_file() else None
+    cluster_file = path / CLUSTER_OUTPUT if (path / CLUSTER_OUTPUT).is_dir() else None
     if path.name == OUTPUT_DIR or (is_output_dir(path) and not is_rank_dir(path)):
         parent = path.parent
         return ([parent] if is_rank_dir(parent) else [path]), cluster_file
@@ -234,8 +236,17 @@ def read_profile(
     ranks = [read_rank(d, taxonomy, skip_bad, warnings) for d in rank_dirs]
     data = ProfileData(root=path, ranks=ranks)
     if cluster_file is not None:
-        data.cluster_rows = files.read_cluster_step_trace(cluster_file)
-        data.cluster_source = cluster_file
+        step_trace, comm = path / CLUSTER_STEP_TRACE, path / CLUSTER_COMMUNICATION
+        if step_trace.is_file():
+            data.cluster_rows = files.read_cluster_step_trace(step_trace)
+            data.cluster_source = step_trace
+        if comm.is_file():
+            data.cluster_comm = files.read_cluster_communication(comm, taxonomy)
+            data.cluster_comm_source = comm
+        if not ranks and data.cluster_rows is None and data.cluster_comm is None:
+            raise InputError(
+                str(cluster_file), "no cluster_step_trace_time.csv or cluster_communication.json"
+            )
     seen: dict[int, Path] = {}
     for rank in ranks:
         if rank.rank is None:

@@ -231,6 +231,34 @@ def read_communication(path: Path, taxonomy: Taxonomy) -> list[CommStep]:
     return steps
 
 
+def read_cluster_communication(path: Path, taxonomy: Taxonomy) -> dict[int, list[CommStep]]:
+    """msprof-analyze's cluster_communication.json: {group: {step: {op: {rank: op info}}}}."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise InputError(str(path), "expected a JSON object keyed by communication group")
+    by_rank: dict[int, dict[int | None, CommStep]] = {}
+    for steps in data.values():
+        if not isinstance(steps, dict):
+            continue
+        for step_key, ops in steps.items():
+            m = _STEP_KEY.fullmatch(str(step_key).strip())
+            number = int(m.group(1)) if m else None
+            if not isinstance(ops, dict):
+                continue
+            for op_key, per_rank in ops.items():
+                if op_key.startswith("Total Op Info") or not isinstance(per_rank, dict):
+                    continue
+                for rank_key, info in per_rank.items():
+                    if not str(rank_key).isdigit() or not isinstance(info, dict):
+                        continue
+                    steps_of_rank = by_rank.setdefault(int(rank_key), {})
+                    step = steps_of_rank.setdefault(number, CommStep(step=number))
+                    _add_comm_op(step, taxonomy.comm_kind(op_key), info)
+    if not by_rank:
+        raise InputError(str(path), "no per-rank communication entries")
+    return {rank: list(steps.values()) for rank, steps in sorted(by_rank.items())}
+
+
 def _add_comm_op(step: CommStep, kind: str, op: dict[str, Any]) -> None:
     info = op.get("Communication Time Info") or {}
     elapse = _float(info.get("Elapse Time(ms)"))

@@ -122,3 +122,5 @@ class ProfileData:
     ranks: list[RankProfile]
     cluster_rows: list[ClusterStepRow] | None = None
     cluster_source: Path | None = None
+    cluster_comm: dict[int, list[CommStep]] | None = None
+    cluster_comm_source: Path | None = None

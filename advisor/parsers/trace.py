@@ -7,13 +7,8 @@ into compact arrays. Nothing else of the trace is kept.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import re
 from array import array
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -297,129 +292,6 @@ def _finish(path: Path, acc: _Accumulator, carry: bytes, offset: int) -> None:
             acc.add(_ARRAY_DECODER.decode(b"[" + piece + b"]"))
         except msgspec.DecodeError as exc:
             raise _decode_error(path, exc, offset, acc.events) from None
-
-
-_TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
-# Below this size one process is fastest; above it the file is split between processes.
-PARALLEL_MIN_BYTES = 64 * 1024 * 1024
-MAX_WORKERS = 4
-
-
-class _RangeHandle:
-    """A read-only window [begin, end) of a file, followed by `suffix`."""
-
-    def __init__(self, path: Path, begin: int, end: int, suffix: bytes) -> None:
-        self.handle = path.open("rb")
-        self.handle.seek(begin)
-        self.left = end - begin
-        self.suffix = suffix
-
-    def read(self, size: int) -> bytes:
-        if self.left <= 0:
-            out, self.suffix = self.suffix, b""
-            return out
-        data = self.handle.read(min(size, self.left))
-        self.left -= len(data)
-        if not data:
-            self.left = 0
-        return data
-
-    def close(self) -> None:
-        self.handle.close()
-
-
-def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
-    """Offsets of '{' that start a top-level event, near equal fractions of the file."""
-    points = [begin]
-    with path.open("rb") as handle:
-        for k in range(1, parts):
-            handle.seek(size * k // parts)
-            window = handle.read(TAIL_WINDOW)
-            best = min((p for p in (window.find(sep) for sep in _SEPARATORS) if p >= 0), default=-1)
-            if best < 0:
-                continue
-            brace = window.index(b"{", best + 1)
-            point = size * k // parts + brace
-            if point > points[-1]:
-                points.append(point)
-    return points
-
-
-def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accumulator:
-    path, begin, end, last, taxonomy, sample = job
-    acc = _Accumulator(taxonomy)
-    if sample:
-        acc.ts.seed(sample)
-    handle = _RangeHandle(path, begin, end, b"" if last else b"]")
-    try:
-        _stream_array(path, acc, b"", handle)  # type: ignore[arg-type]
-    finally:
-        handle.close()
-    return acc
-
-
-def _plan_jobs(
-    path: Path, taxonomy: Taxonomy
-) -> list[tuple[Path, int, int, bool, Taxonomy, str | None]]:
-    """Byte ranges for worker processes; [] when one process is the better choice."""
-    workers = min(MAX_WORKERS, os.cpu_count() or 1)
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return []
-    stripped = head.lstrip()
-    if workers < 2 or size < PARALLEL_MIN_BYTES or not stripped.startswith(b"["):
-        return []
-    start = len(head) - len(stripped) + 1
-    points = _split_points(path, start, size, workers)
-    if len(points) < 2:
-        return []
-    m = _TS_SAMPLE.search(head)
-    sample = m.group(1).decode() if m else None
-    bounds = [*points, size]
-    jobs = []
-    with path.open("rb") as handle:
-        for i in range(len(points)):
-            end = bounds[i + 1]
-            if i + 1 < len(points):
-                # end just after the '}' closing the range's last event
-                lo = max(bounds[i], end - TAIL_WINDOW)
-                handle.seek(lo)
-                end = lo + handle.read(end - lo).rindex(b"}") + 1
-            jobs.append((path, bounds[i], end, i == len(points) - 1, taxonomy, sample))
-    return jobs
-
-
-def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
-    """Start reading a trace in worker processes (large files) and return the collector.
-
-    The caller can parse the CSV files while the workers decode; calling the collector waits.
-    Any problem in the parallel path falls back to the sequential reader, which reports the
-    exact position of a malformed or truncated file.
-    """
-    jobs = _plan_jobs(path, taxonomy)
-    if not jobs:
-        return lambda: read_trace(path, taxonomy)
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=context)
-    futures = [pool.submit(_read_range, job) for job in jobs]
-
-    def collect() -> TraceData:
-        try:
-            parts = [f.result() for f in futures]
-        except (InputError, OSError, BrokenProcessPool):
-            return read_trace(path, taxonomy)
-        finally:
-            pool.shutdown(cancel_futures=True)
-        acc = parts[0]
-        for part in parts[1:]:
-            acc.merge(part)
-        return reduce_steps(path, acc)
-
-    return collect
 
 
 def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
