@@ -10,9 +10,13 @@ from typing import Annotated
 import typer
 
 from advisor import __version__
-from advisor.model import AdvisorError
-from advisor.pipeline import profile_facts
+from advisor.graph import integrity_errors, to_dot, to_mermaid
+from advisor.model import AdvisorError, DataError
+from advisor.pipeline import diagnose_profile, load_graph, profile_facts
 from advisor.render import facts_json, facts_text
+from advisor.render_diagnosis import diagnosis_json, diagnosis_text
+from advisor.render_rules import rule_show_text, rules_list_text
+from advisor.rules import KINDS, load_rules
 
 app = typer.Typer(
     name="advisor",
@@ -22,12 +26,46 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+rules_app = typer.Typer(help="List, show, lint and draw the rule graph.", no_args_is_help=True)
+app.add_typer(rules_app, name="rules")
+
 EXIT_INPUT_ERROR = 2
 
 
 class FactsFormat(StrEnum):
     text = "text"
     json = "json"
+
+
+class GraphFormat(StrEnum):
+    dot = "dot"
+    mermaid = "mermaid"
+
+
+ProfileArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
+        "or a folder holding one such directory per rank."
+    ),
+]
+SkipBadOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad-files",
+        help="Warn about unreadable files (e.g. a truncated trace_view.json) and use the rest.",
+    ),
+]
+SettingsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings", help="Settings file (.advisor.yaml): enable/disable rules, override params."
+    ),
+]
+RulesDirOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--rules-dir", help="A folder of extra rule files (repeatable)."),
+]
 
 
 def _version(value: bool) -> None:
@@ -47,26 +85,14 @@ def _root(
 
 @app.command()
 def facts(
-    path: Annotated[
-        Path,
-        typer.Argument(
-            help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
-            "or a folder holding one such directory per rank."
-        ),
-    ],
+    path: ProfileArg,
     output_format: Annotated[
         FactsFormat, typer.Option("--format", "-f", help="text table or the advisor/facts@1 JSON.")
     ] = FactsFormat.text,
     notes: Annotated[
         bool, typer.Option("--notes", help="Text: show how each fact was computed.")
     ] = False,
-    skip_bad_files: Annotated[
-        bool,
-        typer.Option(
-            "--skip-bad-files",
-            help="Warn about unreadable files (e.g. a truncated trace_view.json) and use the rest.",
-        ),
-    ] = False,
+    skip_bad_files: SkipBadOpt = False,
 ) -> None:
     """Derive the diagnosis facts of a profile (step time model, operators, host, comm, memory)."""
     result = profile_facts(path, skip_bad_files=skip_bad_files)
@@ -77,6 +103,103 @@ def facts(
             typer.echo(f"advisor: warning: {warning}", err=True)
         result.warnings = []
         typer.echo(facts_text(result, show_notes=notes), nl=False)
+
+
+@app.command()
+def diagnose(
+    path: ProfileArg,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The training config YAML.")
+    ] = None,
+    launch: Annotated[
+        Path | None, typer.Option("--launch", help="The launch script (run.sh).")
+    ] = None,
+    output_format: Annotated[
+        FactsFormat, typer.Option("--format", "-f", help="text or the advisor/diagnosis@1 JSON.")
+    ] = FactsFormat.text,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+    skip_bad_files: SkipBadOpt = False,
+) -> None:
+    """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
+    run = diagnose_profile(path, config, launch, settings, rules_dir, skip_bad_files)
+    for warning in run.facts.warnings:
+        typer.echo(f"advisor: warning: {warning}", err=True)
+    if output_format is FactsFormat.json:
+        typer.echo(diagnosis_json(run.diagnosis))
+    else:
+        typer.echo(diagnosis_text(run.diagnosis), nl=False)
+
+
+@rules_app.command("list")
+def rules_list(
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="symptom, bottleneck, feature or policy.")
+    ] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only rules with this tag.")] = None,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+) -> None:
+    """One line per rule."""
+    if kind is not None and kind not in KINDS:
+        raise DataError(f"--kind: '{kind}' is not one of {', '.join(KINDS)}")
+    graph = load_graph(settings, rules_dir)
+    rules = sorted(graph.ruleset.rules.values(), key=lambda r: (KINDS.index(r.kind), r.id))
+    rules = [
+        r for r in rules if (kind is None or r.kind == kind) and (tag is None or tag in r.tags)
+    ]
+    typer.echo(rules_list_text(rules), nl=False)
+
+
+@rules_app.command("show")
+def rules_show(
+    rule_id: Annotated[str, typer.Argument(help="A rule id, e.g. feature.task-queue-level2.")],
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+) -> None:
+    """A rule's documentation, params, edges and example."""
+    graph = load_graph(settings, rules_dir)
+    if rule_id not in graph.ruleset:
+        close = [r for r in graph.ruleset.rules if rule_id.split(".")[-1] in r]
+        hint = f" (did you mean {', '.join(sorted(close)[:3])}?)" if close else ""
+        raise DataError(f"no rule {rule_id}{hint}")
+    typer.echo(rule_show_text(graph.ruleset[rule_id], graph), nl=False)
+
+
+@rules_app.command("lint")
+def rules_lint(
+    extra: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Extra rule folders to check with the built-in rules."),
+    ] = None,
+) -> None:
+    """Validate every rule file and the graph's integrity; exit 2 on any error."""
+    ruleset = load_rules(extra or [])
+    _, errors = integrity_errors(ruleset)
+    if errors:
+        for error in errors:
+            typer.echo(f"advisor: error: {error}", err=True)
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    counts = {k: len(ruleset.of_kind(k, enabled_only=False)) for k in KINDS}
+    plural = {
+        "symptom": "symptoms",
+        "bottleneck": "bottlenecks",
+        "feature": "features",
+        "policy": "policies",
+    }
+    summary = ", ".join(f"{n} {plural[k] if n != 1 else k}" for k, n in counts.items())
+    typer.echo(f"{len(ruleset.rules)} rules OK ({summary})")
+
+
+@rules_app.command("graph")
+def rules_graph(
+    output_format: Annotated[GraphFormat, typer.Option("--format", "-f")] = GraphFormat.mermaid,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+) -> None:
+    """The whole rule graph as Graphviz dot or Mermaid, for docs and review."""
+    graph = load_graph(settings, rules_dir)
+    typer.echo(to_dot(graph) if output_format is GraphFormat.dot else to_mermaid(graph), nl=False)
 
 
 def main() -> None:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.conditions import Context
+from advisor.configs import effective_config, load_config, parse_launch
+from advisor.diagnose import Diagnosis, diagnose
 from advisor.facts import derive_facts
-from advisor.model import FactSet
+from advisor.facts.catalogue import ENV_PREFIX
+from advisor.graph import RuleGraph, build_graph
+from advisor.model import JOB_SCOPE, FactSet
 from advisor.parsers.ascend import read_profile
+from advisor.rules import load_rules, load_settings
 from advisor.taxonomy import default_taxonomy
 
 
@@ -19,3 +26,50 @@ def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
     facts = derive_facts(data, taxonomy, inputs)
     facts.warnings.extend(warnings)
     return facts
+
+
+@dataclass
+class DiagnosisRun:
+    facts: FactSet
+    diagnosis: Diagnosis
+    graph: RuleGraph
+
+
+def load_graph(
+    settings_path: Path | None = None, rules_dirs: list[Path] | None = None
+) -> RuleGraph:
+    """Rules (built in + extra folders) with settings applied, as a checked graph."""
+    settings = load_settings(settings_path) if settings_path else None
+    return build_graph(load_rules(rules_dirs or [], settings))
+
+
+def condition_context(
+    facts: FactSet, config_path: Path | None = None, launch_path: Path | None = None
+) -> Context:
+    """Facts, the effective config (YAML < CLI flags) and the environment that ran.
+
+    The environment recorded by the profiler is what really ran; the launch script's exports are
+    used when the profile did not record it.
+    """
+    values = {f.id: f.value for f in facts.facts if f.scope == JOB_SCOPE}
+    launch = parse_launch(launch_path) if launch_path else None
+    config = None
+    if config_path is not None:
+        config = effective_config(load_config(config_path), launch)
+    recorded = {k[len(ENV_PREFIX) :]: str(v) for k, v in values.items() if k.startswith(ENV_PREFIX)}
+    env: dict[str, str] | None = recorded or (launch.env if launch else None)
+    return Context(facts=values, config=config, env=env)
+
+
+def diagnose_profile(
+    path: Path,
+    config_path: Path | None = None,
+    launch_path: Path | None = None,
+    settings_path: Path | None = None,
+    rules_dirs: list[Path] | None = None,
+    skip_bad_files: bool = False,
+) -> DiagnosisRun:
+    graph = load_graph(settings_path, rules_dirs)
+    facts = profile_facts(path, skip_bad_files=skip_bad_files)
+    ctx = condition_context(facts, config_path, launch_path)
+    return DiagnosisRun(facts, diagnose(graph, ctx), graph)

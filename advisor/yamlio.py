@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +28,13 @@ def load_data(path: Path) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InputError(str(path), f"{problem}{where}") from None
+
+
+def dump_data(data: Any) -> str:
+    """Plain data as block-style YAML (for showing rule fragments to people)."""
+    out = io.StringIO()
+    dumper = YAML(typ="safe", pure=True)
+    dumper.default_flow_style = False
+    dumper.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    dumper.dump(data, out)
+    return out.getvalue()

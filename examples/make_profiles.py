@@ -26,6 +26,7 @@ SINGLE_RANK = (
     "fragmentation",
     "level0",
     "launch-blocking",
+    "mte2-bound",
 )
 
 

@@ -202,15 +202,21 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
         source = "+".join(used) or "cluster_analysis_output"
     if multi:
         job = _job_from_ranks(recorders, source)
-        job.add("profile.ranks", len(data.ranks), str(data.root), "rank directories read")
+        job.add(
+            "profile.ranks",
+            len(data.ranks) or len(recorders),
+            str(data.root),
+            "rank directories read" if data.ranks else "ranks in the cluster analysis output",
+        )
         scoped = [f for _, rec in recorders for f in rec.facts.values()]
         result.facts = _ordered(job.facts.values()) + _ordered(scoped)
         result.missing = list(job.missing.values())
     else:
         only = recorders[0][1]
         only.add("profile.ranks", 1, str(data.root), f"single rank ({data.ranks[0].label})")
-        for fact_id in CLUSTER_FACTS:
-            only.miss(fact_id, "single-rank profile")
+        only.add("ranks.count", 1, str(data.root), "single-rank profile")
+        for fact_id in CLUSTER_FACTS[1:]:
+            only.miss(fact_id, "single-rank profile: profile several ranks to compare them")
         result.facts = _ordered(only.facts.values())
         result.missing = list(only.missing.values())
     return result

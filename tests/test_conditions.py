@@ -1,0 +1,62 @@
+"""Three-valued conditions: missing facts are UNKNOWN, never silently false."""
+
+from __future__ import annotations
+
+from advisor.conditions import Context, Truth, evaluate
+
+CTX = Context(
+    facts={"step.free_ratio": 0.05, "profile.level": "Level1"},
+    config={
+        "model": {"model_id": "gpt_oss"},
+        "parallel": {"ep_size": 8},
+        "optimization": {"use_flash_attn": "true"},
+    },
+    env={"TASK_QUEUE_ENABLE": "2"},
+    params={"limit": 0.03},
+)
+
+
+def truth(cond: dict) -> Truth:
+    return evaluate(cond, CTX).truth
+
+
+def test_leaves():
+    assert truth({"fact": "step.free_ratio", "op": "gt", "value": {"param": "limit"}}) is Truth.TRUE
+    assert (
+        truth({"config": "model.model_id", "op": "in", "value": ["gpt_oss", "minimax_m27"]})
+        is Truth.TRUE
+    )
+    assert truth({"config": "parallel.ep_size", "op": "gt", "value": 1}) is Truth.TRUE
+    assert truth({"config": "optimization.use_flash_attn", "op": "eq", "value": True}) is Truth.TRUE
+    assert truth({"env": "TASK_QUEUE_ENABLE", "op": "eq", "value": 2}) is Truth.TRUE
+    assert truth({"env": "ASCEND_LAUNCH_BLOCKING", "op": "absent"}) is Truth.TRUE
+    assert truth({"env": "ASCEND_LAUNCH_BLOCKING", "op": "eq", "value": "1"}) is Truth.FALSE
+    assert truth({"config": "parallel.cp_size", "op": "eq", "value": 1, "default": 1}) is Truth.TRUE
+    assert truth({"fact": "profile.level", "op": "matches", "value": "^Level[12]"}) is Truth.TRUE
+
+
+def test_missing_fact_is_unknown_and_named():
+    outcome = evaluate({"fact": "comm.wait_ratio", "op": "gt", "value": 0.2}, CTX)
+    assert outcome.truth is Truth.UNKNOWN
+    assert outcome.missing == ("fact:comm.wait_ratio",)
+
+
+def test_unknown_config_source_is_unknown():
+    no_config = Context(facts={}, config=None, env=None)
+    assert evaluate({"config": "model.model_id", "op": "exists"}, no_config).truth is Truth.UNKNOWN
+    assert (
+        evaluate({"env": "TASK_QUEUE_ENABLE", "op": "eq", "value": "2"}, no_config).truth
+        is Truth.UNKNOWN
+    )
+
+
+def test_kleene_combinators():
+    unknown = {"fact": "comm.wait_ratio", "op": "gt", "value": 0.2}
+    true = {"fact": "step.free_ratio", "op": "gt", "value": 0.01}
+    false = {"fact": "step.free_ratio", "op": "gt", "value": 0.5}
+    assert truth({"all": [true, unknown]}) is Truth.UNKNOWN
+    assert truth({"all": [false, unknown]}) is Truth.FALSE
+    assert truth({"any": [true, unknown]}) is Truth.TRUE
+    assert truth({"any": [false, unknown]}) is Truth.UNKNOWN
+    assert truth({"not": unknown}) is Truth.UNKNOWN
+    assert truth({"not": false}) is Truth.TRUE

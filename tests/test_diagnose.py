@@ -1,0 +1,133 @@
+"""Symptoms, bottleneck ranking and unknowns on generated profiles and at threshold edges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.conditions import Context
+from advisor.diagnose import Symptom, Unknown, diagnose, evaluate_symptom
+from advisor.pipeline import diagnose_profile, load_graph
+from advisor.validation import schema_errors
+from advisor.yamlio import load_data
+
+CASES = Path(__file__).parent / "cases"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
+EDGES = load_data(CASES / "symptom_edges.yaml")
+EXPECTED = load_data(CASES / "diagnose_expected.yaml")
+GRAPH = load_graph()
+runner = CliRunner()
+
+
+def test_every_symptom_has_edge_cases():
+    assert set(EDGES) == {r.id for r in GRAPH.ruleset.of_kind("symptom")}
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "value", "expected"),
+    [(rule_id, value, level) for rule_id, cases in EDGES.items() for value, level in cases],
+)
+def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
+    rule = GRAPH.ruleset[rule_id]
+    facts = {rule.data["measure"]: value, "step.compute_ratio": 0.8, "ranks.count": 4}
+    outcome = evaluate_symptom(rule, Context(facts=facts))
+    if expected == "none":
+        assert outcome is None
+    else:
+        assert isinstance(outcome, Symptom)
+        assert outcome.level == expected
+        assert outcome.value == value
+
+
+def test_missing_measure_is_unknown_with_how_to_collect():
+    rule = GRAPH.ruleset["symptom.comm-wait-high"]
+    outcome = evaluate_symptom(rule, Context(facts={}))
+    assert isinstance(outcome, Unknown)
+    assert outcome.missing == ["comm.wait_ratio"]
+    assert "level1" in outcome.how_to_collect
+
+
+def test_cost_is_the_share_beyond_fine_and_scaled_to_the_step():
+    exposed = evaluate_symptom(
+        GRAPH.ruleset["symptom.exposed-communication-high"],
+        Context(facts={"step.comm_exposed_ratio": 0.25}),
+    )
+    assert isinstance(exposed, Symptom)
+    assert exposed.cost_ratio == pytest.approx(0.15)  # 25% exposed, fine <= 10%
+    unfused = evaluate_symptom(
+        GRAPH.ruleset["symptom.unfused-attention"],
+        Context(facts={"ops.unfused_attention_share": 0.45, "step.compute_ratio": 0.8}),
+    )
+    assert isinstance(unfused, Symptom)
+    assert unfused.cost_ratio == pytest.approx((0.45 - 0.05) * 0.8)
+
+
+def test_ranking_by_cost_and_the_lead_sentence():
+    facts = {
+        "step.comm_exposed_ratio": 0.25,  # costs 15% of the step
+        "step.free_ratio": 0.10,  # costs 7%
+        "step.compute_ratio": 0.6,
+    }
+    result = diagnose(GRAPH, Context(facts=facts))
+    assert [b.id for b in result.bottlenecks] == [
+        "bottleneck.communication",
+        "bottleneck.host-dispatch",
+    ]
+    assert result.bottlenecks[0].cost_ratio == pytest.approx(0.15)
+    assert "Leads: it costs 15.0% of the step" in result.bottlenecks[0].message
+    assert "bottleneck.host-dispatch (7.0%)" in result.bottlenecks[0].message
+    facts["step.free_ratio"] = 0.30  # now host dispatch costs 27%
+    result = diagnose(GRAPH, Context(facts=facts))
+    assert result.main is not None and result.main.id == "bottleneck.host-dispatch"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_generated_profiles(name: str):
+    expected = EXPECTED[name]
+    run = diagnose_profile(EXAMPLES / name)
+    d = run.diagnosis
+    fired = {s.id for s in d.symptoms} | {b.id for b in d.bottlenecks}
+    assert (d.main.id if d.main else None) == expected["main"]
+    for rule_id in expected.get("must_fire", []):
+        assert rule_id in fired, f"{rule_id} did not fire on {name}"
+    must_not = expected.get("must_not_fire", [])
+    if must_not == ["all"]:
+        assert fired == set()
+    for rule_id in must_not:
+        assert rule_id not in fired or must_not == ["all"], f"{rule_id} fired on {name}"
+    unknown = {u.rule for u in d.unknown}
+    for rule_id in expected.get("unknown", []):
+        assert rule_id in unknown, f"{rule_id} is not reported unknown on {name}"
+
+
+def test_level0_says_how_to_collect_communication():
+    run = diagnose_profile(EXAMPLES / "level0")
+    comm = next(u for u in run.diagnosis.unknown if u.rule == "bottleneck.communication")
+    assert "comm.wait_ratio" in comm.missing
+    assert "level1" in comm.how_to_collect
+
+
+def test_single_rank_does_not_report_slow_rank_as_unknown():
+    run = diagnose_profile(EXAMPLES / "healthy")
+    assert all("slow-rank" not in u.rule for u in run.diagnosis.unknown)
+
+
+def test_diagnose_json_contract():
+    result = runner.invoke(app, ["diagnose", str(EXAMPLES / "level0"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert schema_errors(payload, "diagnosis.schema.json") == []
+    assert payload["bottlenecks"][0]["id"] == "bottleneck.communication"
+    assert payload["symptoms"][0]["threshold"] in (0.1, 0.2)
+
+
+def test_diagnose_text_names_the_main_bottleneck():
+    result = runner.invoke(app, ["diagnose", str(EXAMPLES / "slow-dataloader")])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Main bottleneck: bottleneck.data-pipeline")
+    healthy = runner.invoke(app, ["diagnose", str(EXAMPLES / "healthy")])
+    assert "looks healthy" in healthy.output
