@@ -8,14 +8,18 @@ sources). The effective config is YAML < CLI overrides.
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from advisor.model import InputError
+from advisor.resources import schemas_dir
+from advisor.validation import schema_violations
 from advisor.yamlio import load_data
 
 _EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -219,3 +223,64 @@ def effective_config(config: Mapping[str, Any], launch: LaunchScript | None) -> 
         if isinstance(node, dict):
             node[key] = cli_value(override.value)
     return merged
+
+
+FSDP2_SCHEMA = "config/mindspeed-fsdp2.schema.json"
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One reason the FSDP2 backend would reject or silently ignore part of a config."""
+
+    path: str  # dotted location, e.g. "optimization.indexer_loss_coeff"
+    message: str
+    moved_to: str | None = None  # the right location of a key that sits in the wrong section
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@cache
+def fsdp2_keys() -> dict[str, dict[str, Any]]:
+    """section -> key -> its schema (type description and default)."""
+    schema = json.loads((schemas_dir() / FSDP2_SCHEMA).read_text(encoding="utf-8"))
+    return {s: dict(body["properties"]) for s, body in schema["properties"].items()}
+
+
+def _homes(key: str) -> list[str]:
+    return [section for section, keys in fsdp2_keys().items() if key in keys]
+
+
+def config_problems(data: Any) -> list[ConfigProblem]:
+    """Schema problems of an FSDP2 config, explained in the backend's terms."""
+    keys = fsdp2_keys()
+    problems: list[ConfigProblem] = []
+    for v in schema_violations(data, FSDP2_SCHEMA):
+        where = ".".join(str(p) for p in v.path)
+        if v.validator == "additionalProperties" and isinstance(v.instance, dict):
+            section = str(v.path[0]) if v.path else None
+            allowed = set(keys) if section is None else set(keys.get(section, {}))
+            for key in sorted(k for k in v.instance if k not in allowed):
+                if section is None:
+                    problems.append(ConfigProblem(
+                        str(key),
+                        f"unknown section (the backend reads only {', '.join(keys)})",
+                    ))
+                    continue
+                homes = _homes(str(key))
+                if homes:
+                    problems.append(ConfigProblem(
+                        f"{section}.{key}",
+                        f"not a key of {section}, so the backend silently ignores it; it belongs in {homes[0]}",
+                        f"{homes[0]}.{key}",
+                    ))
+                else:
+                    problems.append(ConfigProblem(
+                        f"{section}.{key}", f"unknown key: {section} has no '{key}', the backend silently ignores it"
+                    ))
+        elif len(v.path) == 2 and str(v.path[0]) in keys and str(v.path[1]) in keys[str(v.path[0])]:
+            spec = keys[str(v.path[0])][str(v.path[1])]
+            problems.append(ConfigProblem(where, f"{v.instance!r} is not a valid {spec.get('description', 'value')}"))
+        else:
+            problems.append(ConfigProblem(where or "(top level)", v.message))
+    return problems

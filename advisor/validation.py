@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -29,3 +30,21 @@ def schema_errors(instance: Any, schema_name: str) -> list[str]:
     first = best_match(errors)
     ordered = [first] + [e for e in errors if e is not first]
     return [f"{e.json_path}: {e.message}" for e in ordered]
+
+
+@dataclass(frozen=True)
+class SchemaViolation:
+    """One validation error with its location as path parts (for callers that explain it)."""
+
+    path: tuple[str | int, ...]
+    validator: str
+    message: str
+    instance: Any
+
+
+def schema_violations(instance: Any, schema_name: str) -> list[SchemaViolation]:
+    validator = _validator(schema_name)
+    return [
+        SchemaViolation(tuple(e.absolute_path), str(e.validator), e.message, e.instance)
+        for e in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+    ]

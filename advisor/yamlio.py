@@ -1,12 +1,19 @@
-"""The only module importing ruamel.yaml: loading YAML data files and user documents."""
+"""The only module importing ruamel.yaml: loading YAML data files and locating user documents.
+
+Config edits are made on the original text, at the positions ruamel reports, and verified by
+parsing the result again: ruamel's own dump would rewrite `True` as `true` and reflow comments,
+so a dump-based round trip cannot keep upstream configs byte for byte.
+"""
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from advisor.model import InputError
@@ -38,3 +45,75 @@ def dump_data(data: Any) -> str:
     dumper.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
     dumper.dump(data, out)
     return out.getvalue()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where a mapping entry sits in the text (0-based lines and columns)."""
+
+    key_line: int
+    key_col: int
+    value_line: int
+    value_col: int
+    kind: str  # "scalar", "mapping", "sequence"
+    flow: bool  # a {flow} or [flow] collection
+    last_line: int  # the last line holding the entry's content
+
+
+def _last_line(node: Any, fallback: int) -> int:
+    if isinstance(node, CommentedMap) and len(node):
+        last = list(node.keys())[-1]
+        key_line, _, value_line, _ = node.lc.data[last]
+        return _last_line(node[last], max(key_line, value_line))
+    if isinstance(node, CommentedSeq) and len(node):
+        line, _ = node.lc.data[len(node) - 1]
+        return _last_line(node[-1], line)
+    return fallback
+
+
+def _kind(node: Any) -> tuple[str, bool]:
+    if isinstance(node, CommentedMap):
+        return "mapping", bool(node.fa.flow_style())
+    if isinstance(node, CommentedSeq):
+        return "sequence", bool(node.fa.flow_style())
+    return "scalar", False
+
+
+@dataclass
+class LocatedDocument:
+    """A YAML document parsed for positions: plain data plus where each top-level entry sits."""
+
+    text: str
+    data: Any
+    roundtrip: Any
+
+    def entry(self, *keys: str) -> Entry | None:
+        node = self.roundtrip
+        for key in keys[:-1]:
+            if not isinstance(node, CommentedMap) or key not in node:
+                return None
+            node = node[key]
+        last = keys[-1]
+        if not isinstance(node, CommentedMap) or last not in node:
+            return None
+        key_line, key_col, value_line, value_col = node.lc.data[last]
+        kind, flow = _kind(node[last])
+        return Entry(key_line, key_col, value_line, value_col, kind, flow, _last_line(node[last], value_line))
+
+    def children(self, *keys: str) -> list[str]:
+        node = self.roundtrip
+        for key in keys:
+            node = node[key]
+        return [str(k) for k in node] if isinstance(node, CommentedMap) else []
+
+
+def locate(text: str, where: str) -> LocatedDocument:
+    """Parse text twice: plain data (safe loader) and positions (round-trip loader)."""
+    try:
+        data = YAML(typ="safe", pure=True).load(text)
+        roundtrip = YAML(typ="rt", pure=True).load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError(where, f"{getattr(exc, 'problem', None) or 'invalid YAML'}{at}") from None
+    return LocatedDocument(text, data, roundtrip)
