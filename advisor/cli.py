@@ -11,12 +11,17 @@ import typer
 
 from advisor import __version__
 from advisor.graph import integrity_errors, to_dot, to_mermaid
+from advisor.ledger import STATUSES, Ledger, default_path
 from advisor.model import AdvisorError, DataError
+from advisor.patch import write_changes
 from advisor.pipeline import diagnose_profile, load_graph, profile_facts
 from advisor.render import facts_json, facts_text
 from advisor.render_diagnosis import diagnosis_json, diagnosis_text
+from advisor.render_ledger import ledger_text
 from advisor.render_rules import rule_show_text, rules_list_text
+from advisor.render_suggestion import suggestion_json, suggestion_text
 from advisor.rules import KINDS, load_rules
+from advisor.suggest import run_suggest
 
 app = typer.Typer(
     name="advisor",
@@ -35,6 +40,12 @@ EXIT_INPUT_ERROR = 2
 class FactsFormat(StrEnum):
     text = "text"
     json = "json"
+
+
+class SuggestFormat(StrEnum):
+    text = "text"
+    json = "json"
+    diff = "diff"
 
 
 class GraphFormat(StrEnum):
@@ -129,6 +140,92 @@ def diagnose(
         typer.echo(diagnosis_json(run.diagnosis))
     else:
         typer.echo(diagnosis_text(run.diagnosis), nl=False)
+
+
+@app.command()
+def suggest(
+    path: ProfileArg,
+    config: Annotated[
+        Path, typer.Argument(help="The training config YAML (train_fsdp2.py CONFIG.yaml).")
+    ],
+    launch: Annotated[
+        Path | None,
+        typer.Option("--launch", help="The launch script (exports + torchrun command)."),
+    ] = None,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="The training log (step time, tokens/s, memory).")
+    ] = None,
+    output_format: Annotated[
+        SuggestFormat,
+        typer.Option(
+            "--format", "-f", help="text, the advisor/suggestion@1 JSON, or a git-apply diff."
+        ),
+    ] = SuggestFormat.text,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write", help="Edit the config / launch script in place (safe changes only)."
+        ),
+    ] = False,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger", help="Ledger file (default .advisor/ledger.jsonl next to the config)."
+        ),
+    ] = None,
+    no_ledger: Annotated[
+        bool, typer.Option("--no-ledger", help="Do not read or record the ledger.")
+    ] = False,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+    skip_bad_files: SkipBadOpt = False,
+) -> None:
+    """Propose the ONE next change for the main bottleneck, as a validated patch."""
+    if log is not None and not log.is_file():
+        raise DataError(f"{log}: training log not found")
+    run = run_suggest(
+        path, config, launch, settings, rules_dir, ledger, not no_ledger, skip_bad_files
+    )
+    for warning in run.facts.warnings:
+        typer.echo(f"advisor: warning: {warning}", err=True)
+    suggestion = run.suggestion
+    rec = suggestion.recommendation
+    if output_format is SuggestFormat.json:
+        typer.echo(suggestion_json(suggestion, run.notes))
+    elif output_format is SuggestFormat.diff:
+        typer.echo(rec.diff if rec else "", nl=False)
+    else:
+        typer.echo(suggestion_text(suggestion, run.notes), nl=False)
+    if write:
+        if rec is None or rec.patch is None or not rec.patch.changes:
+            typer.echo("advisor: nothing to write", err=True)
+            return
+        written = write_changes(rec.patch)
+        typer.echo(f"advisor: wrote {', '.join(written)}", err=True)
+
+
+@app.command("ledger")
+def ledger_cmd(
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Find the ledger next to this config.")
+    ] = None,
+    ledger: Annotated[Path | None, typer.Option("--ledger", help="The ledger file.")] = None,
+    mark: Annotated[
+        str | None,
+        typer.Option("--mark", help="FEATURE=STATUS, e.g. feature.task-queue-level2=rejected."),
+    ] = None,
+) -> None:
+    """Print the history of suggested changes; --mark records a decision."""
+    if ledger is None and config is None:
+        ledger = Path(".advisor/ledger.jsonl")
+    path = ledger or default_path(config)  # type: ignore[arg-type]
+    book = Ledger.load(path)
+    if mark:
+        feature, _, status = mark.partition("=")
+        if status not in STATUSES:
+            raise DataError(f"--mark: status must be one of {', '.join(STATUSES)}")
+        book.append(status, feature)
+    typer.echo(ledger_text(book), nl=False)
 
 
 @rules_app.command("list")

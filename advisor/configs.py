@@ -23,7 +23,11 @@ from advisor.validation import schema_violations
 from advisor.yamlio import load_data
 
 _EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-_SOURCE = re.compile(r"^\s*(?:source|\.)\s+(\S+)\s*$")
+_SOURCE = re.compile(r"^\s*(?:source|\.)\s+(.+?)\s*$")
+# `source "$(dirname "$0")/env.sh"` and friends: the script's own folder
+_SCRIPT_DIR = re.compile(
+    r'^\$\(\s*dirname\s+"?\$(?:0|\{0\}|\{BASH_SOURCE\[0\]\}|BASH_SOURCE)"?\s*\)|^\$\{(?:0|BASH_SOURCE\[0\])%/\*\}'
+)
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 _BOOL_WORDS = {
     "true": True,
@@ -62,6 +66,7 @@ class LaunchScript:
     overrides: list[Override] = field(default_factory=list)
     config_arg: str | None = None
     command_line: int | None = None
+    command_end_line: int | None = None
     nnodes: int | None = None
     nproc_per_node: int | None = None
 
@@ -96,20 +101,21 @@ def _unquote(value: str) -> str:
     return parts[0] if parts else ""
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Join backslash continuations; keep the first physical line number."""
-    out: list[tuple[int, str]] = []
+def _logical_lines(text: str) -> list[tuple[int, int, str]]:
+    """Join backslash continuations: (first physical line, last physical line, text), 1-based."""
+    out: list[tuple[int, int, str]] = []
     buffer, start = "", 0
+    number = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not buffer:
             start = number
         if raw.rstrip().endswith("\\"):
             buffer += raw.rstrip()[:-1] + " "
             continue
-        out.append((start, buffer + raw))
+        out.append((start, number, buffer + raw))
         buffer = ""
     if buffer:
-        out.append((start, buffer))
+        out.append((start, number, buffer))
     return out
 
 
@@ -172,20 +178,30 @@ def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    for number, line in _logical_lines(text):
+    for number, last, line in _logical_lines(text):
         m = _EXPORT.match(line)
         if m:
             script.exports.append(Export(m.group(1), _unquote(m.group(2)), path, number))
             continue
         s = _SOURCE.match(line)
         if s:
-            target = (path.parent / _unquote(s.group(1))).resolve()
+            argument = s.group(1).split(" #", 1)[0].strip()
+            if argument[:1] in "\"'" and argument[-1:] == argument[:1]:
+                argument = argument[1:-1]
+            argument = _SCRIPT_DIR.sub(".", argument)
+            if "$" in argument:
+                raise InputError(
+                    f"{path}:{number}",
+                    f"cannot resolve the sourced path {s.group(1)} (variables other than the script's folder)",
+                )
+            target = (path.parent / argument).resolve()
             if not target.is_file():
                 raise InputError(f"{path}:{number}", f"sourced file {s.group(1)} not found")
             _read_exports(target, script, seen)
             continue
         if path == script.path and any(launcher in line for launcher in _LAUNCHERS):
             _parse_command(script, number, line)
+            script.command_end_line = last
 
 
 def parse_launch(path: Path) -> LaunchScript:
@@ -262,25 +278,36 @@ def config_problems(data: Any) -> list[ConfigProblem]:
             allowed = set(keys) if section is None else set(keys.get(section, {}))
             for key in sorted(k for k in v.instance if k not in allowed):
                 if section is None:
-                    problems.append(ConfigProblem(
-                        str(key),
-                        f"unknown section (the backend reads only {', '.join(keys)})",
-                    ))
+                    problems.append(
+                        ConfigProblem(
+                            str(key),
+                            f"unknown section (the backend reads only {', '.join(keys)})",
+                        )
+                    )
                     continue
                 homes = _homes(str(key))
                 if homes:
-                    problems.append(ConfigProblem(
-                        f"{section}.{key}",
-                        f"not a key of {section}, so the backend silently ignores it; it belongs in {homes[0]}",
-                        f"{homes[0]}.{key}",
-                    ))
+                    problems.append(
+                        ConfigProblem(
+                            f"{section}.{key}",
+                            f"not a key of {section}, so the backend silently ignores it; it belongs in {homes[0]}",
+                            f"{homes[0]}.{key}",
+                        )
+                    )
                 else:
-                    problems.append(ConfigProblem(
-                        f"{section}.{key}", f"unknown key: {section} has no '{key}', the backend silently ignores it"
-                    ))
+                    problems.append(
+                        ConfigProblem(
+                            f"{section}.{key}",
+                            f"unknown key: {section} has no '{key}', the backend silently ignores it",
+                        )
+                    )
         elif len(v.path) == 2 and str(v.path[0]) in keys and str(v.path[1]) in keys[str(v.path[0])]:
             spec = keys[str(v.path[0])][str(v.path[1])]
-            problems.append(ConfigProblem(where, f"{v.instance!r} is not a valid {spec.get('description', 'value')}"))
+            problems.append(
+                ConfigProblem(
+                    where, f"{v.instance!r} is not a valid {spec.get('description', 'value')}"
+                )
+            )
         else:
             problems.append(ConfigProblem(where or "(top level)", v.message))
     return problems

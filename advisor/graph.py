@@ -70,6 +70,9 @@ def _facts_named(rule: Rule) -> list[str]:
         if scale:
             names.append(str(scale))
     names.extend(str(v["fact"]) for v in rule.data.get("verify", []) or [])
+    names.extend(str(f) for f in rule.data.get("collects", []) or [])
+    for op in (rule.data.get("change") or {}).get("ops", []) or []:
+        names.extend(referenced(op.get("unless"), "fact"))
     return names
 
 
@@ -139,8 +142,12 @@ def _check(g: Any, rules: RuleSet, errors: list[str]) -> None:
                 errors.append(f"{rule.path}: {rule.id} is unreachable: no symptom indicates it")
             if "addresses" not in kinds:
                 errors.append(f"{rule.path}: {rule.id} has no feature addressing it")
-        if rule.kind == "feature" and not rule.data.get("addresses"):
-            errors.append(f"{rule.path}: {rule.id} addresses no bottleneck")
+        if (
+            rule.kind == "feature"
+            and not rule.data.get("addresses")
+            and not rule.data.get("collects")
+        ):
+            errors.append(f"{rule.path}: {rule.id} addresses no bottleneck and collects no fact")
         for fact in _facts_named(rule):
             if not is_known(fact):
                 errors.append(

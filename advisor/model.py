@@ -84,3 +84,77 @@ class InputError(AdvisorError):
 
 class DataError(AdvisorError):
     """A project data file (taxonomy, rules, schemas) is invalid."""
+
+
+@dataclass(frozen=True)
+class PatchOp:
+    op: str  # "set" | "remove"
+    path: str  # "parallel.num_to_forward_prefetch" or "TASK_QUEUE_ENABLE"
+    value: Any = None
+    expect: Any = None  # the value before the change (None: not set)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op, "path": self.path}
+        if self.op == "set":
+            out["value"] = self.value
+        out["before"] = self.expect
+        return out
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Patch:
+    feature: str
+    target: str  # "config" | "cli" | "env"
+    file: str | None  # None: lines to add by hand (no launch script given)
+    ops: tuple[PatchOp, ...]
+    applicability: str  # "safe" | "review"
+    changes: tuple[FileChange, ...] = ()
+    lines_to_add: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "file": self.file,
+            "applicability": self.applicability,
+            "ops": [op.to_json() for op in self.ops],
+            "lines_to_add": list(self.lines_to_add),
+        }
+
+
+@dataclass(frozen=True)
+class Rejected:
+    feature: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"feature": self.feature, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    feature: str
+    bottleneck: str
+    title: str
+    why: str
+    evidence: tuple[Fact, ...]
+    patch: Patch | None
+    advice: str
+    expected: str
+    risk: str
+    verify: tuple[str, ...]
+    diff: str = ""
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    status: str  # "change" | "healthy" | "needs-data"
+    recommendation: Recommendation | None
+    rejected: tuple[Rejected, ...]
+    summary: str

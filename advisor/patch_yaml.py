@@ -92,7 +92,9 @@ class YamlTextEditor:
 
     def _format(self, value: Any, old: str | None) -> str:
         if isinstance(value, bool):
-            title = old[0].isupper() if old and old.lower() in ("true", "false") else self.title_bools
+            title = (
+                old[0].isupper() if old and old.lower() in ("true", "false") else self.title_bools
+            )
             word = "true" if value else "false"
             return word.capitalize() if title else word
         if isinstance(value, int | float):
@@ -136,9 +138,11 @@ class YamlTextEditor:
 
     def _replace(self, dotted: str, kind: str, line_no: int, col: int, value: Any) -> None:
         if kind != "scalar":
-            raise InputError(str(self.path), f"{dotted} holds a {kind}; only single values are edited")
+            raise InputError(
+                str(self.path), f"{dotted} holds a {kind}; only single values are edited"
+            )
         line = self.lines[line_no]
-        if line[col:col + 1] in ("|", ">"):
+        if line[col : col + 1] in ("|", ">"):
             raise InputError(str(self.path), f"{dotted} is a block scalar: edit it by hand")
         if col >= len(line.rstrip()):  # an empty value (`key:`)
             self.lines[line_no] = line.rstrip() + " " + self._format(value, None)
@@ -158,7 +162,9 @@ class YamlTextEditor:
             self.final_newline = True
             return
         if sec.flow:
-            raise InputError(str(self.path), f"section {section} is written in flow style: edit it by hand")
+            raise InputError(
+                str(self.path), f"section {section} is written in flow style: edit it by hand"
+            )
         if sec.kind == "scalar":
             if self.doc.data.get(section) is not None:
                 raise InputError(str(self.path), f"{section} is not a mapping")
@@ -175,5 +181,7 @@ class YamlTextEditor:
         text = self._text()
         data = locate(text, str(self.path)).data
         if data != self.expected:
-            raise InputError(str(self.path), "the edit would change more than the intended keys: refusing it")
+            raise InputError(
+                str(self.path), "the edit would change more than the intended keys: refusing it"
+            )
         return text.replace("\n", self.newline) if self.newline != "\n" else text

@@ -46,5 +46,7 @@ def schema_violations(instance: Any, schema_name: str) -> list[SchemaViolation]:
     validator = _validator(schema_name)
     return [
         SchemaViolation(tuple(e.absolute_path), str(e.validator), e.message, e.instance)
-        for e in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+        for e in sorted(
+            validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))
+        )
     ]

@@ -98,7 +98,9 @@ class LocatedDocument:
             return None
         key_line, key_col, value_line, value_col = node.lc.data[last]
         kind, flow = _kind(node[last])
-        return Entry(key_line, key_col, value_line, value_col, kind, flow, _last_line(node[last], value_line))
+        return Entry(
+            key_line, key_col, value_line, value_col, kind, flow, _last_line(node[last], value_line)
+        )
 
     def children(self, *keys: str) -> list[str]:
         node = self.roundtrip

@@ -50,12 +50,16 @@ def test_golden_edits_touch_only_the_changed_lines():
         changed = [line for line in difflib.ndiff(before, after) if line[:1] in "+-"]
         removed = [line for line in changed if line.startswith("-")]
         added = [line for line in changed if line.startswith("+")]
-        assert len(added) <= len(ops) + 2, folder.name  # a new section adds a blank line and its header
+        assert len(added) <= len(ops) + 2, (
+            folder.name
+        )  # a new section adds a blank line and its header
         assert len(removed) <= len(ops), folder.name
 
 
 def test_crlf_is_kept():
-    result = _apply(GOLDEN / "crlf" / "before.yaml", [{"op": "set", "path": "training.seed", "value": 7}])
+    result = _apply(
+        GOLDEN / "crlf" / "before.yaml", [{"op": "set", "path": "training.seed", "value": 7}]
+    )
     assert result.count("\r\n") == result.count("\n")
 
 
@@ -72,20 +76,29 @@ def test_block_scalar_and_flow_section_are_refused(tmp_path: Path):
 
 def test_real_upstream_configs_edit_with_one_line(tmp_path: Path):
     if not REAL.is_dir():
-        pytest.skip(f"real configs not available ({REAL} is absent: ../shared is not beside the checkout)")
+        pytest.skip(
+            f"real configs not available ({REAL} is absent: ../shared is not beside the checkout)"
+        )
     edited = 0
     for source in sorted(REAL.glob("*.yaml")):
         if config_problems(load_config(source)):
             continue  # the GLM-5.2 example really is invalid upstream
         copy = tmp_path / source.name
         copy.write_bytes(source.read_bytes())
-        result = _apply(copy, [{"op": "set", "path": "parallel.num_to_forward_prefetch", "value": 3}])
+        result = _apply(
+            copy, [{"op": "set", "path": "parallel.num_to_forward_prefetch", "value": 3}]
+        )
         diff = [
             line
-            for line in difflib.unified_diff(source.read_text().splitlines(), result.splitlines(), lineterm="", n=0)
+            for line in difflib.unified_diff(
+                source.read_text().splitlines(), result.splitlines(), lineterm="", n=0
+            )
             if line[:1] in "+-" and not line.startswith(("+++", "---"))
         ]
         assert len([d for d in diff if d.startswith("+")]) in (1, 3), (source.name, diff)
-        assert all("num_to_forward_prefetch" in d or d in ("+", "+parallel:") for d in diff), (source.name, diff)
+        assert all("num_to_forward_prefetch" in d or d in ("+", "+parallel:") for d in diff), (
+            source.name,
+            diff,
+        )
         edited += 1
     assert edited >= 30

@@ -167,7 +167,7 @@ def test_unknown_reference_and_feature_addressing_nothing(tmp_path: Path):
     write(tmp_path, "idle", text)
     _, errors = integrity_errors(load_rules([tmp_path]))
     assert any("unknown rule feature.nope" in e for e in errors)
-    assert any("feature.idle addresses no bottleneck" in e for e in errors)
+    assert any("feature.idle addresses no bottleneck and collects no fact" in e for e in errors)
     with pytest.raises(DataError):
         build_graph(load_rules([tmp_path]))
 

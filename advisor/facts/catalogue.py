@@ -71,6 +71,14 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "",
     ),
     FactSpec(
+        "profile.world_size",
+        "count",
+        "profile",
+        "World size of the job (profiler_metadata.json distributed_args).",
+        Combine.FIRST,
+        "profile with torch_npu >= 2.1 (profiler_metadata.json)",
+    ),
+    FactSpec(
         "profile.steps", "count", "profile", "Profiled steps of one rank.", Combine.MEDIAN, _STEPS
     ),
     FactSpec(

@@ -37,6 +37,18 @@ def derive(rank: RankProfile, out: Recorder) -> None:
     if not rank.env:
         reason = rank.absent.get(META, "has no ENV_VARIABLES")
         out.miss("env.*", f"{META} {reason}: the launch environment is unknown")
+    if rank.world_size is not None:
+        out.add(
+            "profile.world_size",
+            rank.world_size,
+            f"{META}:distributed_args",
+            "world_size recorded by the profiler",
+        )
+    else:
+        out.miss(
+            "profile.world_size",
+            f"{META} {rank.absent.get(META, 'has no distributed_args.world_size')}",
+        )
     for name, value in sorted(rank.env.items()):
         out.add(
             f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started"

@@ -1,0 +1,88 @@
+"""The experiment ledger: every suggested change, whether it was applied, kept or reverted.
+
+An append-only JSON-lines file (default `.advisor/ledger.jsonl` next to the config): the advisor
+never rewrites past entries, it adds events. The latest event of a feature is its status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from advisor.model import InputError
+
+LEDGER_SCHEMA = "advisor/ledger@1"
+STATUSES = ("proposed", "applied", "kept", "reverted", "rejected")
+FINAL_NO = ("reverted", "rejected")
+
+
+def default_path(config: Path) -> Path:
+    return config.resolve().parent / ".advisor" / "ledger.jsonl"
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@dataclass
+class Ledger:
+    path: Path
+    entries: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, path: Path) -> Ledger:
+        entries: list[dict[str, Any]] = []
+        if path.exists():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{number}", f"not a JSON line ({exc.msg})") from None
+                if (
+                    not isinstance(entry, dict)
+                    or entry.get("event") not in STATUSES
+                    or "feature" not in entry
+                ):
+                    raise InputError(
+                        f"{path}:{number}", "not a ledger entry (needs 'event' and 'feature')"
+                    )
+                entries.append(entry)
+        return cls(path, entries)
+
+    def status(self, feature: str) -> str | None:
+        for entry in reversed(self.entries):
+            if entry["feature"] == feature:
+                return str(entry["event"])
+        return None
+
+    def rejected(self) -> set[str]:
+        return {e["feature"] for e in self.entries if self.status(e["feature"]) in FINAL_NO}
+
+    def last_proposed(self) -> dict[str, Any] | None:
+        for entry in reversed(self.entries):
+            if entry["event"] == "proposed":
+                found: dict[str, Any] = entry
+                return found
+        return None
+
+    def append(self, event: str, feature: str, **fields: Any) -> dict[str, Any]:
+        if event not in STATUSES:
+            raise InputError(str(self.path), f"unknown ledger event {event}")
+        entry = {
+            "schema": LEDGER_SCHEMA,
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+            "event": event,
+            "feature": feature,
+            **fields,
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self.entries.append(entry)
+        return entry

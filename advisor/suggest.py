@@ -1,0 +1,175 @@
+"""`advisor suggest`: profile + config (+ launch script) -> one validated change, remembered."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.conditions import Context
+from advisor.configs import (
+    LaunchScript,
+    config_problems,
+    effective_config,
+    load_config,
+    parse_launch,
+)
+from advisor.diagnose import Diagnosis, diagnose
+from advisor.facts.catalogue import ENV_PREFIX
+from advisor.graph import RuleGraph
+from advisor.ledger import Ledger, default_path, file_hash
+from advisor.model import JOB_SCOPE, FactSet, InputError, Recommendation, Suggestion
+from advisor.patch import build_patch, unified_diff
+from advisor.pipeline import load_graph, profile_facts
+from advisor.planner import Plan, evidence_facts, is_applied, plan, verify_lines
+
+
+@dataclass
+class SuggestRun:
+    facts: FactSet
+    diagnosis: Diagnosis
+    suggestion: Suggestion
+    ledger: Ledger | None
+    notes: list[str]
+
+
+def _check_world_size(
+    facts: FactSet, config: dict[str, object], config_path: Path, launch: LaunchScript | None
+) -> None:
+    recorded = facts.value("profile.world_size")
+    if not isinstance(recorded, int):
+        return
+    parallel = config.get("parallel")
+    fsdp = parallel.get("fsdp_size") if isinstance(parallel, dict) else None
+    if isinstance(fsdp, int) and fsdp not in (1, recorded):
+        raise InputError(
+            str(config_path),
+            f"parallel.fsdp_size is {fsdp} but the profile ran with world size {recorded}: "
+            "the profile and the config are not the same job",
+        )
+    if launch is not None and launch.world_size is not None and launch.world_size != recorded:
+        raise InputError(
+            str(launch.path),
+            f"the launch command starts {launch.world_size} processes (nnodes x nproc_per_node) but the "
+            f"profile ran with world size {recorded}",
+        )
+
+
+def _context(facts: FactSet, config: dict[str, object], launch: LaunchScript | None) -> Context:
+    values = {f.id: f.value for f in facts.facts if f.scope == JOB_SCOPE}
+    recorded = {k[len(ENV_PREFIX) :]: str(v) for k, v in values.items() if k.startswith(ENV_PREFIX)}
+    env: dict[str, str] | None = {**recorded, **(launch.env if launch else {})}
+    if not recorded and launch is None:
+        env = None
+    return Context(facts=values, config=config, env=env)
+
+
+def _mark_applied(ledger: Ledger, graph: RuleGraph, ctx: Context) -> list[str]:
+    notes: list[str] = []
+    last = ledger.last_proposed()
+    if (
+        last is None
+        or ledger.status(last["feature"]) != "proposed"
+        or last["feature"] not in graph.ruleset
+    ):
+        return notes
+    rule = graph.ruleset[last["feature"]]
+    if is_applied(rule, ctx):
+        ledger.append("applied", rule.id, bottleneck=last.get("bottleneck"))
+        notes.append(f"the previous suggestion ({rule.id}) is now applied; moving on")
+    return notes
+
+
+def _recommendation(
+    run_plan: Plan,
+    graph: RuleGraph,
+    facts: FactSet,
+    diagnosis: Diagnosis,
+    config_path: Path,
+    launch: LaunchScript | None,
+) -> Recommendation | None:
+    choice = run_plan.choice
+    if choice is None:
+        return None
+    rule = choice.rule
+    change = rule.data["change"]
+    patch = None
+    if change["target"] != "none" and choice.ops:
+        patch = build_patch(
+            rule.id, change["target"], change["applicability"], choice.ops, config_path, launch
+        )
+    bottleneck = next((b for b in diagnosis.bottlenecks if b.id == choice.bottleneck), None)
+    why = bottleneck.message if bottleneck else run_plan.summary
+    if choice.needs_data:
+        why = f"{run_plan.summary}. {why}"
+    effect = rule.data["effect"]
+    expected = effect["gain"] + (f"; memory: {effect['memory']}" if effect.get("memory") else "")
+    return Recommendation(
+        feature=rule.id,
+        bottleneck=choice.bottleneck,
+        title=rule.title,
+        why=why,
+        evidence=tuple(evidence_facts(facts, diagnosis, choice.bottleneck)),
+        patch=patch,
+        advice=str(change.get("advice", "")).strip(),
+        expected=expected,
+        risk=str(effect["risk"]),
+        verify=tuple(verify_lines(rule, facts)),
+        diff=unified_diff(patch.changes) if patch else "",
+    )
+
+
+def run_suggest(
+    profile: Path,
+    config_path: Path,
+    launch_path: Path | None = None,
+    settings_path: Path | None = None,
+    rules_dirs: list[Path] | None = None,
+    ledger_path: Path | None = None,
+    use_ledger: bool = True,
+    skip_bad_files: bool = False,
+) -> SuggestRun:
+    graph = load_graph(settings_path, rules_dirs)
+    launch = parse_launch(launch_path) if launch_path else None
+    raw = load_config(config_path)
+    problems = config_problems(raw)
+    if problems:
+        more = (
+            f" (and {len(problems) - 1} more: advisor check lists them)"
+            if len(problems) > 1
+            else ""
+        )
+        raise InputError(str(config_path), f"fails the FSDP2 config schema: {problems[0]}{more}")
+    config = effective_config(raw, launch)
+    cli_problems = config_problems(config)
+    if cli_problems and launch is not None:
+        raise InputError(str(launch.path), f"a command-line override is invalid: {cli_problems[0]}")
+    facts = profile_facts(profile, skip_bad_files=skip_bad_files)
+    _check_world_size(facts, config, config_path, launch)
+    ctx = _context(facts, config, launch)
+    ledger = Ledger.load(ledger_path or default_path(config_path)) if use_ledger else None
+    notes = _mark_applied(ledger, graph, ctx) if ledger else []
+    diagnosis = diagnose(graph, ctx)
+    run_plan = plan(graph, diagnosis, ctx, ledger.rejected() if ledger else set())
+    recommendation = _recommendation(run_plan, graph, facts, diagnosis, config_path, launch)
+    suggestion = Suggestion(run_plan.status, recommendation, run_plan.rejected, run_plan.summary)
+    if ledger is not None and recommendation is not None:
+        last = ledger.last_proposed()
+        config_hash = file_hash(config_path)
+        repeat = (
+            last is not None
+            and last["feature"] == recommendation.feature
+            and last.get("config_sha256") == config_hash
+        )
+        if not repeat:
+            ledger.append(
+                "proposed",
+                recommendation.feature,
+                bottleneck=recommendation.bottleneck,
+                status=run_plan.status,
+                patch=recommendation.patch.to_json() if recommendation.patch else None,
+                facts={f.id: f.value for f in recommendation.evidence},
+                config=str(config_path),
+                config_sha256=config_hash,
+                profile=str(profile),
+            )
+    return SuggestRun(facts, diagnosis, suggestion, ledger, notes)
