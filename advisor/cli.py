@@ -14,7 +14,7 @@ from advisor.graph import integrity_errors, to_dot, to_mermaid
 from advisor.ledger import STATUSES, Ledger, default_path
 from advisor.model import AdvisorError, DataError
 from advisor.patch import write_changes
-from advisor.pipeline import diagnose_profile, load_graph, profile_facts
+from advisor.pipeline import collect_facts, diagnose_profile, load_graph
 from advisor.render import facts_json, facts_text
 from advisor.render_diagnosis import diagnosis_json, diagnosis_text
 from advisor.render_ledger import ledger_text
@@ -94,9 +94,25 @@ def _root(
     """advisor: profile in, one validated change out."""
 
 
+LogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--log",
+        help="A training log (repeat for rotated files): step time, tokens/s, memory, loss.",
+    ),
+]
+
+
 @app.command()
 def facts(
-    path: ProfileArg,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
+            "or a folder holding one such directory per rank (optional with --log)."
+        ),
+    ] = None,
+    log: LogOpt = None,
     output_format: Annotated[
         FactsFormat, typer.Option("--format", "-f", help="text table or the advisor/facts@1 JSON.")
     ] = FactsFormat.text,
@@ -105,8 +121,10 @@ def facts(
     ] = False,
     skip_bad_files: SkipBadOpt = False,
 ) -> None:
-    """Derive the diagnosis facts of a profile (step time model, operators, host, comm, memory)."""
-    result = profile_facts(path, skip_bad_files=skip_bad_files)
+    """Derive the diagnosis facts of a profile and/or training logs."""
+    if path is None and not log:
+        raise DataError("give a profile folder, --log train.log, or both")
+    result = collect_facts(path, log, skip_bad_files=skip_bad_files)
     if output_format is FactsFormat.json:
         typer.echo(facts_json(result))
     else:

@@ -9,12 +9,37 @@ from advisor.conditions import Context
 from advisor.configs import effective_config, load_config, parse_launch
 from advisor.diagnose import Diagnosis, diagnose
 from advisor.facts import derive_facts
+from advisor.facts.base import Recorder
 from advisor.facts.catalogue import ENV_PREFIX
+from advisor.facts.log import derive as log_derive
 from advisor.graph import RuleGraph, build_graph
 from advisor.model import JOB_SCOPE, FactSet
 from advisor.parsers.ascend import read_profile
+from advisor.parsers.trainlog import read_logs
 from advisor.rules import load_rules, load_settings
 from advisor.taxonomy import default_taxonomy
+
+
+def log_facts(logs: list[Path], into: FactSet | None = None) -> FactSet:
+    """Facts of training logs (rotated files together), added to `into` when given."""
+    result = into or FactSet()
+    log = read_logs(logs)
+    out = Recorder(JOB_SCOPE)
+    log_derive(log, default_taxonomy(), out)
+    result.facts.extend(out.facts.values())
+    result.missing.extend(out.missing.values())
+    result.inputs.extend(str(p) for p in logs)
+    return result
+
+
+def collect_facts(
+    profile: Path | None, logs: list[Path] | None, skip_bad_files: bool = False
+) -> FactSet:
+    """Facts of a profile, of training logs, or of both."""
+    result = profile_facts(profile, skip_bad_files) if profile is not None else FactSet()
+    if logs:
+        log_facts(logs, result)
+    return result
 
 
 def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:

@@ -38,7 +38,7 @@ def format_value(value: Any, unit: str) -> str:
     if unit == "ms" and isinstance(value, int | float):
         return f"{value:.2f} ms"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, list):
         return f"{len(value)} entries"
     return str(value)

@@ -23,6 +23,9 @@ class Taxonomy:
     partial_step_ratio: float
     small_op_max_us: float
     cross_check_tolerance: float
+    log_warmup_iterations: int
+    log_outlier_mads: float
+    grad_norm_spike_factor: float
     operator_classes: dict[str, re.Pattern[str]]
     operator_docs: dict[str, str]
     aicpu_core: str
@@ -60,6 +63,9 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         partial_step_ratio=float(measurement["partial_step_ratio"]),
         small_op_max_us=float(measurement["small_op_max_us"]),
         cross_check_tolerance=float(measurement["cross_check_tolerance"]),
+        log_warmup_iterations=int(measurement["log_warmup_iterations"]),
+        log_outlier_mads=float(measurement["log_outlier_mads"]),
+        grad_norm_spike_factor=float(measurement["grad_norm_spike_factor"]),
         operator_classes={k: _alternation(v["types"]) for k, v in ops.items()},
         operator_docs={k: str(v["doc"]) for k, v in ops.items()},
         aicpu_core=str(raw["aicpu_core"]),

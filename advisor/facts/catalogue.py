@@ -416,11 +416,108 @@ CATALOGUE: tuple[FactSpec, ...] = (
         Combine.JOB,
         "profile several ranks (training.profile_ranks)",
     ),
+    # training log
+    FactSpec(
+        "log.iterations",
+        "count",
+        "log",
+        "Iteration lines parsed from the training log(s).",
+        Combine.JOB,
+        "pass --log train.log",
+    ),
+    FactSpec(
+        "log.step_time_ms",
+        "ms",
+        "log",
+        "Median logged step time of steady iterations (warm-up and outliers such as checkpoint steps excluded).",
+        Combine.JOB,
+        "pass --log train.log",
+    ),
+    FactSpec(
+        "log.step_time_mad_ms",
+        "ms",
+        "log",
+        "Median absolute deviation of the steady step times: the noise of the measurement.",
+        Combine.JOB,
+        "pass --log train.log",
+    ),
+    FactSpec(
+        "log.tokens_per_s",
+        "tokens/s",
+        "log",
+        "Median logged throughput (training.log_throughput).",
+        Combine.JOB,
+        "log with training.log_throughput: true",
+    ),
+    FactSpec(
+        "log.mfu",
+        "ratio",
+        "log",
+        "Median logged MFU (the backend logs it for qwen3/qwen3_moe on 910B only).",
+        Combine.JOB,
+        "log with training.log_throughput: true",
+    ),
+    FactSpec(
+        "log.tflops_per_device",
+        "TFLOP/s",
+        "log",
+        "Median logged throughput per device (Megatron / MindFormers logs).",
+        Combine.JOB,
+        "a Megatron or MindFormers log",
+    ),
+    FactSpec(
+        "log.memory_allocated_peak_bytes",
+        "bytes",
+        "log",
+        "Largest logged max_memory_allocated (process lifetime peak, max over ranks).",
+        Combine.JOB,
+        "an FSDP2 backend log",
+    ),
+    FactSpec(
+        "log.memory_reserved_peak_bytes",
+        "bytes",
+        "log",
+        "Largest logged max_memory_reserved.",
+        Combine.JOB,
+        "an FSDP2 backend log",
+    ),
+    FactSpec(
+        "log.loss",
+        "list",
+        "log",
+        "The loss curve: [iteration, loss] pairs.",
+        Combine.JOB,
+        "pass --log train.log",
+    ),
+    FactSpec(
+        "log.grad_norm_spikes",
+        "count",
+        "log",
+        "Iterations whose grad norm exceeds the taxonomy's spike factor x the median.",
+        Combine.JOB,
+        "pass --log train.log",
+    ),
+    FactSpec(
+        "log.nan_iterations",
+        "count",
+        "log",
+        "Iterations with a NaN loss (or reported as NaN iterations).",
+        Combine.JOB,
+        "pass --log train.log",
+    ),
+    FactSpec(
+        "log.skipped_iterations",
+        "count",
+        "log",
+        "Iterations the optimizer skipped (reported by the Megatron-style backend).",
+        Combine.JOB,
+        "a Megatron-style log",
+    ),
 )
 
 SPECS: dict[str, FactSpec] = {spec.id: spec for spec in CATALOGUE}
 ENV_PREFIX = "env."
-AREAS = ("profile", "step", "ops", "host", "comm", "data", "memory", "cluster", "env")
+AREAS = ("profile", "step", "ops", "host", "comm", "data", "memory", "cluster", "log", "env")
 
 
 def spec_for(fact_id: str) -> FactSpec:

@@ -1,0 +1,149 @@
+"""Facts from training logs: steady step time with its noise, throughput, memory, convergence."""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+
+from advisor.facts.base import Recorder
+from advisor.parsers.trainlog import GB, Iteration, TrainLog
+from advisor.taxonomy import Taxonomy
+
+MAD_SCALE = 1.4826  # MAD of a normal distribution -> its standard deviation
+
+
+def steady_iterations(log: TrainLog, taxonomy: Taxonomy) -> tuple[list[Iteration], str]:
+    """Iterations with a step time, minus warm-up and outliers (checkpoint saves, hiccups)."""
+    timed = [it for it in log.iterations if it.step_ms is not None and not math.isnan(it.step_ms)]
+    warmup = (
+        timed[: taxonomy.log_warmup_iterations]
+        if len(timed) > taxonomy.log_warmup_iterations
+        else []
+    )
+    rest = timed[len(warmup) :]
+    if not rest:
+        return [], "no timed iterations"
+    center = median(it.step_ms or 0.0 for it in rest)
+    mad = median(abs((it.step_ms or 0.0) - center) for it in rest)
+    limit = taxonomy.log_outlier_mads * MAD_SCALE * mad
+    kept = [it for it in rest if mad == 0 or abs((it.step_ms or 0.0) - center) <= limit]
+    outliers = [it.number for it in rest if it not in kept]
+    parts = [f"iterations {kept[0].number}-{kept[-1].number} ({len(kept)} logged)"]
+    if warmup:
+        parts.append(f"warm-up {', '.join(str(it.number) for it in warmup)} dropped")
+    if outliers:
+        shown = ", ".join(map(str, outliers[:8])) + ("..." if len(outliers) > 8 else "")
+        parts.append(f"outliers {shown} dropped (beyond {taxonomy.log_outlier_mads:g} MADs)")
+    return kept, "; ".join(parts)
+
+
+def derive(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
+    source = ",".join(p.name for p in log.paths)
+    first, last = log.iterations[0], log.iterations[-1]
+    out.add(
+        "log.iterations",
+        len(log.iterations),
+        source,
+        f"iterations {first.number}-{last.number} of {last.total}",
+    )
+    steady, note = steady_iterations(log, taxonomy)
+    if steady:
+        times = [it.step_ms or 0.0 for it in steady]
+        center = median(times)
+        out.add(
+            "log.step_time_ms",
+            center,
+            f"{source}:elapsed time per iteration (ms)",
+            "median of " + note,
+        )
+        out.add(
+            "log.step_time_mad_ms",
+            median(abs(t - center) for t in times),
+            f"{source}:elapsed time per iteration (ms)",
+            "MAD of " + note,
+        )
+    else:
+        out.miss("log.step_time_ms", "no iteration line with a step time")
+        out.miss("log.step_time_mad_ms", "no iteration line with a step time")
+    pool = steady or log.iterations
+    for fact_id, attr, scale, segment in (
+        ("log.tokens_per_s", "tokens_per_s", 1.0, "tokens/s"),
+        ("log.mfu", "mfu", 0.01, "mfu"),
+        ("log.tflops_per_device", "tflops_per_device", 1.0, "throughput per device"),
+    ):
+        values = [getattr(it, attr) for it in pool if getattr(it, attr) is not None]
+        if values and not (attr == "mfu" and max(values) <= 0):
+            out.add(
+                fact_id,
+                median(values) * scale,
+                f"{source}:{segment}",
+                "median over " + (note if steady else "all iterations"),
+            )
+        else:
+            reason = (
+                "the backend logs 0.00 (MFU is computed for qwen3/qwen3_moe on 910B only)"
+                if attr == "mfu" and values
+                else "not in the log"
+            )
+            out.miss(fact_id, reason)
+    for fact_id, attr in (
+        ("log.memory_allocated_peak_bytes", "allocated_gb"),
+        ("log.memory_reserved_peak_bytes", "reserved_gb"),
+    ):
+        values = [getattr(it, attr) for it in log.iterations if getattr(it, attr) is not None]
+        if values:
+            out.add(
+                fact_id,
+                int(max(values) * GB),
+                f"{source}:{attr.replace('_gb', '')}",
+                "largest logged value (process-lifetime peak, max over ranks); GB read as GiB",
+            )
+        else:
+            out.miss(fact_id, "not in the log")
+    losses = [[it.number, it.loss] for it in log.iterations if it.loss is not None]
+    if losses:
+        out.add(
+            "log.loss",
+            [[n, None if math.isnan(v) else v] for n, v in losses],
+            f"{source}:lm loss",
+            "every logged iteration (NaN as null)",
+        )
+    else:
+        out.miss("log.loss", "no loss in the log")
+    norms = [
+        it.grad_norm
+        for it in log.iterations
+        if it.grad_norm is not None and not math.isnan(it.grad_norm)
+    ]
+    if norms:
+        center = median(norms)
+        spikes = sum(
+            1 for n in norms if center > 0 and n > taxonomy.grad_norm_spike_factor * center
+        )
+        out.add(
+            "log.grad_norm_spikes",
+            spikes,
+            f"{source}:grad norm",
+            f"grad norm above {taxonomy.grad_norm_spike_factor:g} x the median ({center:.3g})",
+        )
+    else:
+        out.miss("log.grad_norm_spikes", "no grad norm in the log")
+    reported = [it.nan for it in log.iterations if it.nan is not None]
+    nan_losses = sum(1 for it in log.iterations if it.loss is not None and math.isnan(it.loss))
+    nan_count = max(nan_losses, sum(reported)) if reported else nan_losses
+    out.add(
+        "log.nan_iterations",
+        nan_count,
+        f"{source}:lm loss",
+        "NaN losses, or the backend's reported NaN iterations",
+    )
+    skipped = [it.skipped for it in log.iterations if it.skipped is not None]
+    if skipped:
+        out.add(
+            "log.skipped_iterations",
+            sum(skipped),
+            f"{source}:number of skipped iterations",
+            "sum over logged intervals",
+        )
+    else:
+        out.miss("log.skipped_iterations", "not reported by this backend's log")

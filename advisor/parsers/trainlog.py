@@ -1,0 +1,143 @@
+"""Training logs: the iteration lines of MindSpeed-LLM's FSDP2 backend, the Megatron-style
+backend and MindSpore Transformers, wherever they sit among other output.
+
+Lines may be interleaved with anything, files rotated (several paths), and the last line cut
+mid-write: a value is taken only when its segment is complete (followed by a separator).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.model import InputError
+
+GB = 1024**3
+
+_ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
+_MINDFORMERS = re.compile(r"step:\[\s*(\d+)\s*/\s*(\d+)\s*\],(.*)$")
+_NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
+
+
+@dataclass
+class Iteration:
+    number: int
+    total: int
+    line: int
+    fmt: str  # "fsdp2" | "megatron" | "mindformers"
+    step_ms: float | None = None
+    tokens_per_s: float | None = None
+    mfu: float | None = None  # percent, as logged
+    tflops_per_device: float | None = None
+    loss: float | None = None
+    grad_norm: float | None = None
+    allocated_gb: float | None = None
+    reserved_gb: float | None = None
+    skipped: int | None = None
+    nan: int | None = None
+
+
+@dataclass
+class TrainLog:
+    paths: list[Path]
+    iterations: list[Iteration] = field(default_factory=list)
+    lines_read: int = 0
+
+
+def _num(text: str) -> float | None:
+    m = re.fullmatch(r"\s*" + _NUMBER + r"\s*[A-Za-z%]*\s*", text)
+    if not m:
+        return None
+    value = m.group(1)
+    return float("nan") if value.lower() == "nan" else float(value)
+
+
+def _pipe_segments(rest: str) -> dict[str, str]:
+    """`key: value |` segments; the last one counts only if its closing '|' was written."""
+    parts = rest.split("|")
+    complete = parts[:-1]  # the text after the final '|' is empty or cut
+    out = {}
+    for part in complete:
+        key, sep, value = part.partition(":")
+        if sep:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _from_pipes(it: Iteration, segments: dict[str, str]) -> None:
+    def get(*names: str) -> float | None:
+        for name in names:
+            if name in segments:
+                return _num(segments[name])
+        return None
+
+    it.step_ms = get("elapsed time per iteration (ms)")
+    it.tokens_per_s = get("tokens/s")
+    it.mfu = get("mfu")
+    it.tflops_per_device = get("throughput per gpu (tflop/s/gpu)")
+    it.loss = get("lm loss")
+    it.grad_norm = get("grad norm")
+    it.allocated_gb = get("max_memory_allocated(gb)")
+    it.reserved_gb = get("max_memory_reserved(gb)")
+    skipped = get("number of skipped iterations")
+    nan = get("number of nan iterations")
+    it.skipped = int(skipped) if skipped is not None and not math.isnan(skipped) else None
+    it.nan = int(nan) if nan is not None and not math.isnan(nan) else None
+
+
+def _from_mindformers(it: Iteration, rest: str) -> None:
+    # the segment list ends at '}' or at the throughput; a cut line misses its tail
+    segments = {}
+    for part in rest.split(","):
+        key, sep, value = part.partition(":")
+        if sep:
+            segments[key.strip().lower()] = value.strip()
+    loss = segments.get("loss")
+    it.loss = _num(loss) if loss is not None else None
+    per_step = segments.get("per_step_time")
+    if per_step is not None and per_step.endswith("ms"):
+        it.step_ms = _num(per_step[:-2])
+    throughput = segments.get("train_throughput_per_npu")
+    if throughput is not None and throughput.rstrip("}").strip().endswith("T"):
+        it.tflops_per_device = _num(throughput.rstrip("}").strip()[:-1])
+
+
+def parse_line(text: str, line_no: int) -> Iteration | None:
+    m = _ITERATION.search(text)
+    if m:
+        fmt = "fsdp2" if ">>" in text[: m.start()] or "consumed tokens" in text else "megatron"
+        it = Iteration(int(m.group(1)), int(m.group(2)), line_no, fmt)
+        _from_pipes(it, _pipe_segments(m.group(3)))
+        return it
+    m = _MINDFORMERS.search(text)
+    if m:
+        it = Iteration(int(m.group(1)), int(m.group(2)), line_no, "mindformers")
+        _from_mindformers(it, m.group(3))
+        return it
+    return None
+
+
+def read_logs(paths: list[Path]) -> TrainLog:
+    """Iteration records of one or more (rotated) log files, in iteration order."""
+    log = TrainLog(paths=list(paths))
+    by_number: dict[int, Iteration] = {}
+    for path in paths:
+        try:
+            handle = path.open("r", encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        with handle:
+            for line_no, text in enumerate(handle, start=1):
+                log.lines_read += 1
+                it = parse_line(text.rstrip("\n"), line_no)
+                if it is not None:
+                    by_number[it.number] = it  # a restarted run's repeat replaces the old line
+    if not by_number:
+        names = ", ".join(str(p) for p in paths)
+        raise InputError(
+            names, "no training iteration lines (FSDP2, Megatron or MindFormers format) found"
+        )
+    log.iterations = [by_number[n] for n in sorted(by_number)]
+    return log
