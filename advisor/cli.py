@@ -10,12 +10,14 @@ from typing import Annotated
 import typer
 
 from advisor import __version__
+from advisor.compare_run import run_compare
 from advisor.graph import integrity_errors, to_dot, to_mermaid
 from advisor.ledger import STATUSES, Ledger, default_path
 from advisor.model import AdvisorError, DataError
 from advisor.patch import write_changes
 from advisor.pipeline import collect_facts, diagnose_profile, load_graph
 from advisor.render import facts_json, facts_text
+from advisor.render_compare import comparison_json, comparison_text
 from advisor.render_diagnosis import diagnosis_json, diagnosis_text
 from advisor.render_ledger import ledger_text
 from advisor.render_rules import rule_show_text, rules_list_text
@@ -220,6 +222,33 @@ def suggest(
             return
         written = write_changes(rec.patch)
         typer.echo(f"advisor: wrote {', '.join(written)}", err=True)
+
+
+@app.command("compare")
+def compare_cmd(
+    baseline: Annotated[
+        Path | None, typer.Argument(help="Baseline: a profile folder or a training log.")
+    ] = None,
+    candidate: Annotated[
+        Path | None, typer.Argument(help="Candidate: a profile folder or a training log.")
+    ] = None,
+    baseline_log: Annotated[Path | None, typer.Option("--baseline-log")] = None,
+    candidate_log: Annotated[Path | None, typer.Option("--candidate-log")] = None,
+    baseline_config: Annotated[Path | None, typer.Option("--baseline-config")] = None,
+    candidate_config: Annotated[Path | None, typer.Option("--candidate-config")] = None,
+    ledger: Annotated[
+        Path | None, typer.Option("--ledger", help="Mark the latest suggestion kept or reverted.")
+    ] = None,
+    output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
+) -> None:
+    """Keep, revert or inconclusive: compare a candidate run with its baseline."""
+    result, note = run_compare(
+        baseline, candidate, baseline_log, candidate_log, baseline_config, candidate_config, ledger
+    )
+    if output_format is FactsFormat.json:
+        typer.echo(comparison_json(result, note))
+    else:
+        typer.echo(comparison_text(result, note), nl=False)
 
 
 @app.command("ledger")

@@ -13,7 +13,7 @@ from advisor.facts.base import Recorder
 from advisor.facts.catalogue import ENV_PREFIX
 from advisor.facts.log import derive as log_derive
 from advisor.graph import RuleGraph, build_graph
-from advisor.model import JOB_SCOPE, FactSet
+from advisor.model import JOB_SCOPE, FactSet, InputError
 from advisor.parsers.ascend import read_profile
 from advisor.parsers.trainlog import read_logs
 from advisor.rules import load_rules, load_settings
@@ -98,3 +98,15 @@ def diagnose_profile(
     facts = profile_facts(path, skip_bad_files=skip_bad_files)
     ctx = condition_context(facts, config_path, launch_path)
     return DiagnosisRun(facts, diagnose(graph, ctx), graph)
+
+
+def side_facts(path: Path | None, log: Path | None) -> FactSet:
+    """One side of a comparison: a profile folder, a training log file, or both."""
+    profile = path if path is not None and path.is_dir() else None
+    logs = [
+        p for p in (log, path if path is not None and path.is_file() else None) if p is not None
+    ]
+    if profile is None and not logs:
+        where = str(path) if path is not None else "comparison side"
+        raise InputError(where, "no such profile folder or training log")
+    return collect_facts(profile, logs)

@@ -17,7 +17,7 @@ from advisor.diagnose import Diagnosis, diagnose
 from advisor.facts.catalogue import ENV_PREFIX
 from advisor.graph import RuleGraph
 from advisor.ledger import Ledger, default_path, file_hash
-from advisor.model import JOB_SCOPE, FactSet, InputError, Recommendation, Suggestion
+from advisor.model import JOB_SCOPE, FactSet, InputError, PatchOp, Recommendation, Suggestion
 from advisor.patch import build_patch, unified_diff
 from advisor.pipeline import load_graph, profile_facts
 from advisor.planner import Plan, evidence_facts, is_applied, plan, verify_lines
@@ -118,6 +118,77 @@ def _recommendation(
     )
 
 
+def _undo(
+    ledger: Ledger, graph: RuleGraph, ctx: Context, config_path: Path, launch: LaunchScript | None
+) -> Suggestion | None:
+    """After a 'revert' verdict, the next change is undoing the reverted change (if still in place)."""
+    reverted = [e for e in ledger.entries if e["event"] == "reverted"]
+    if not reverted:
+        return None
+    feature = str(reverted[-1]["feature"])
+    if ledger.status(feature) != "reverted" or feature not in graph.ruleset:
+        return None
+    proposal = next(
+        (
+            e
+            for e in reversed(ledger.entries)
+            if e["event"] == "proposed" and e["feature"] == feature
+        ),
+        None,
+    )
+    patch_json = proposal.get("patch") if proposal else None
+    if not isinstance(patch_json, dict):
+        return None
+    rule = graph.ruleset[feature]
+    ops = []
+    for op in patch_json.get("ops", []):
+        before = op.get("before")
+        if op.get("op") == "set":
+            current = (
+                (ctx.env or {}).get(op["path"])
+                if patch_json.get("target") == "env"
+                else _value(ctx, op["path"])
+            )
+            if str(current) != str(op.get("value")):
+                continue  # already undone
+            ops.append(
+                PatchOp("remove", op["path"], None, current)
+                if before is None
+                else PatchOp("set", op["path"], before, current)
+            )
+        elif before is not None:
+            ops.append(PatchOp("set", op["path"], before, None))
+    if not ops:
+        return None
+    target = "env" if patch_json.get("target") == "env" else "config"
+    patch = build_patch(feature, target, "safe", tuple(ops), config_path, launch)
+    why = f"compare said revert: {reverted[-1].get('note', 'the change did not help')}"
+    rec = Recommendation(
+        feature=feature,
+        bottleneck=str(reverted[-1].get("bottleneck") or ""),
+        title=f"Undo: {rule.title}",
+        why=why,
+        evidence=(),
+        patch=patch,
+        advice="",
+        expected="back to the baseline's behaviour",
+        risk="none: restores the measured baseline",
+        verify=("step time back to the baseline's",),
+        diff=unified_diff(patch.changes),
+    )
+    summary = f"undo {feature}; it will not be proposed again"
+    return Suggestion("change", rec, (), summary)
+
+
+def _value(ctx: Context, dotted: str) -> object:
+    node: object = ctx.config or {}
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 def run_suggest(
     profile: Path,
     config_path: Path,
@@ -149,6 +220,9 @@ def run_suggest(
     ledger = Ledger.load(ledger_path or default_path(config_path)) if use_ledger else None
     notes = _mark_applied(ledger, graph, ctx) if ledger else []
     diagnosis = diagnose(graph, ctx)
+    undo = _undo(ledger, graph, ctx, config_path, launch) if ledger else None
+    if undo is not None:
+        return SuggestRun(facts, diagnosis, undo, ledger, notes)
     run_plan = plan(graph, diagnosis, ctx, ledger.rejected() if ledger else set())
     recommendation = _recommendation(run_plan, graph, facts, diagnosis, config_path, launch)
     suggestion = Suggestion(run_plan.status, recommendation, run_plan.rejected, run_plan.summary)
@@ -170,6 +244,7 @@ def run_suggest(
                 facts={f.id: f.value for f in recommendation.evidence},
                 config=str(config_path),
                 config_sha256=config_hash,
+                config_values=config,
                 profile=str(profile),
             )
     return SuggestRun(facts, diagnosis, suggestion, ledger, notes)

@@ -26,6 +26,9 @@ class Taxonomy:
     log_warmup_iterations: int
     log_outlier_mads: float
     grad_norm_spike_factor: float
+    compare_z: float
+    compare_min_effect: float
+    compare_loss_tolerance: float
     operator_classes: dict[str, re.Pattern[str]]
     operator_docs: dict[str, str]
     aicpu_core: str
@@ -66,6 +69,9 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         log_warmup_iterations=int(measurement["log_warmup_iterations"]),
         log_outlier_mads=float(measurement["log_outlier_mads"]),
         grad_norm_spike_factor=float(measurement["grad_norm_spike_factor"]),
+        compare_z=float(measurement["compare_z"]),
+        compare_min_effect=float(measurement["compare_min_effect"]),
+        compare_loss_tolerance=float(measurement["compare_loss_tolerance"]),
         operator_classes={k: _alternation(v["types"]) for k, v in ops.items()},
         operator_docs={k: str(v["doc"]) for k, v in ops.items()},
         aicpu_core=str(raw["aicpu_core"]),

@@ -115,6 +115,22 @@ CATALOGUE: tuple[FactSpec, ...] = (
         _STEPS,
     ),
     FactSpec(
+        "step.time_mad_ms",
+        "ms",
+        "step",
+        "Median absolute deviation of the steady steps' time: the profile's noise.",
+        Combine.MAX,
+        _STEPS,
+    ),
+    FactSpec(
+        "step.steady_steps",
+        "count",
+        "step",
+        "Steady steps the step facts were computed from.",
+        Combine.MEDIAN,
+        _STEPS,
+    ),
+    FactSpec(
         "step.compute_ratio",
         "ratio",
         "step",

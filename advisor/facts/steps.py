@@ -109,7 +109,17 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
     check = _cross_check(rank, rows, out, taxonomy.cross_check_tolerance)
     note = steady.note + check
     total = sum(r.total for r in rows)
-    out.add("step.time_ms", median(r.total for r in rows) / 1000.0, source, "median of " + note)
+    center = median(r.total for r in rows)
+    out.add("step.time_ms", center / 1000.0, source, "median of " + note)
+    out.add("step.steady_steps", len(rows), source, steady.note)
+    if len(rows) >= 2:
+        mad = median(abs(r.total - center) for r in rows)
+        out.add("step.time_mad_ms", mad / 1000.0, source, "MAD of " + note)
+    else:
+        out.miss(
+            "step.time_mad_ms",
+            "one steady step: no spread to measure (profile at least 3 steady steps)",
+        )
     shares = {
         "step.compute_ratio": ("Computing", sum(r.computing for r in rows)),
         "step.comm_total_ratio": ("Communication", sum(r.communication for r in rows)),

@@ -52,6 +52,7 @@ class Scenario:
     reserved_peak_mb: float = 21000.0
     with_memory: bool = True
     kernel_step_ids: bool = True
+    jitter: float = 0.0  # each step's kernels run up to this fraction slower or faster (seeded)
     partial_last_step: bool = False  # the profiler stop cuts the last step after 30% of kernels
     host_ops_per_kernel: int = 1  # aten operators recorded on the host per launch (trace size)
     env: dict[str, str] = field(default_factory=lambda: dict(UPSTREAM_ENV))

@@ -6,6 +6,7 @@ ground truth is computed here from the simulation itself, independently of the r
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 from advisor.synth.scenario import Scenario
@@ -167,6 +168,15 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
     for index in range(s.steps):
         number = s.first_step + index
         kernels = recipe
+        if s.jitter:
+            # deterministic per-step noise, as repeated runs of a real job show
+            factor = 1.0 + s.jitter * random.Random(f"{s.rank}:{number}").uniform(-1.0, 1.0)
+            kernels = [
+                Kernel(
+                    k.name, k.op_type, k.core, round(k.dur * factor), k.compute_ratio, k.mte2_ratio
+                )
+                for k in recipe
+            ]
         partial = s.partial_last_step and index == s.steps - 1
         if partial:
             kernels = recipe[: max(1, int(len(recipe) * 0.3))]
