@@ -37,6 +37,10 @@ def format_value(value: Any, unit: str) -> str:
         return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
     if unit == "ms" and isinstance(value, int | float):
         return f"{value:.2f} ms"
+    if unit == "count" and isinstance(value, int) and value >= 10**6:
+        return f"{value / 1e9:.3f} B" if value >= 10**9 else f"{value / 1e6:.1f} M"
+    if unit == "FLOP" and isinstance(value, int | float):
+        return f"{value / 1e9:.2f} GFLOP"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, list):

@@ -529,11 +529,112 @@ CATALOGUE: tuple[FactSpec, ...] = (
         Combine.JOB,
         "a Megatron-style log",
     ),
+    # estimates (advisor estimate --model-config)
+    FactSpec(
+        "model.params",
+        "count",
+        "estimate",
+        "Total parameters from the Hugging Face model config.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "model.active_params",
+        "count",
+        "estimate",
+        "Parameters used per token (MoE: routed experts only).",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "model.flops_per_token",
+        "FLOP",
+        "estimate",
+        "Training model FLOPs per token: 6 x active parameters + attention term.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "model.hardware_flops_per_token",
+        "FLOP",
+        "estimate",
+        "With full recompute: 8 x active parameters + attention (hardware view).",
+        Combine.JOB,
+        "pass --model-config with parallel.recompute: true",
+    ),
+    FactSpec(
+        "mfu.estimated",
+        "ratio",
+        "estimate",
+        "Model FLOPs utilisation from the step time and the device peak.",
+        Combine.JOB,
+        "pass --model-config with --step-ms or --log and --device",
+    ),
+    FactSpec(
+        "memory.estimate.weights_bytes",
+        "bytes",
+        "estimate",
+        "Per-rank bf16 weights after FSDP sharding.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "memory.estimate.gradients_bytes",
+        "bytes",
+        "estimate",
+        "Per-rank gradients after FSDP sharding.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "memory.estimate.optimizer_bytes",
+        "bytes",
+        "estimate",
+        "Per-rank Adam states and master weights after FSDP sharding.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "memory.estimate.activations_bytes",
+        "bytes",
+        "estimate",
+        "Per-rank activation estimate for one micro-batch.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "memory.estimate.total_bytes",
+        "bytes",
+        "estimate",
+        "Sum of the per-rank estimates.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
+    FactSpec(
+        "memory.estimate.dominant",
+        "",
+        "estimate",
+        "Which part (weights, gradients, optimizer, activations) dominates the estimate.",
+        Combine.JOB,
+        "pass --model-config config.json",
+    ),
 )
 
 SPECS: dict[str, FactSpec] = {spec.id: spec for spec in CATALOGUE}
 ENV_PREFIX = "env."
-AREAS = ("profile", "step", "ops", "host", "comm", "data", "memory", "cluster", "log", "env")
+AREAS = (
+    "profile",
+    "step",
+    "ops",
+    "host",
+    "comm",
+    "data",
+    "memory",
+    "cluster",
+    "log",
+    "estimate",
+    "env",
+)
 
 
 def spec_for(fact_id: str) -> FactSpec:

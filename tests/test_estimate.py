@@ -1,0 +1,91 @@
+"""Parameter counts, FLOPs, MFU and memory estimates against hand arithmetic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.estimate import Training, estimate, load_model_config, parameter_counts, peak_tflops
+from advisor.model import InputError
+
+MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
+runner = CliRunner()
+
+
+def test_qwen3_8b_dense_parameter_count():
+    total, active = parameter_counts(load_model_config(MODELS / "qwen3-8b.json"))
+    h, layers, vocab = 4096, 36, 151936
+    attention = h * 4096 + 2 * h * 1024 + 4096 * h  # q, k, v, o
+    mlp = 3 * h * 12288
+    by_hand = 2 * vocab * h + layers * (attention + mlp)
+    assert total == pytest.approx(by_hand, rel=0.01)
+    assert total == pytest.approx(8.19e9, rel=0.01)  # the published 8.2B
+    assert active == total
+
+
+def test_qwen3_30b_a3b_moe_parameter_counts():
+    total, active = parameter_counts(load_model_config(MODELS / "qwen3-30b-a3b.json"))
+    h, layers, vocab, experts, per_token, moe_i = 2048, 48, 151936, 128, 8, 768
+    attention = h * 4096 + 2 * h * 512 + 4096 * h
+    expert = 3 * h * moe_i
+    by_hand_total = 2 * vocab * h + layers * (attention + experts * expert + h * experts)
+    by_hand_active = 2 * vocab * h + layers * (attention + per_token * expert + h * experts)
+    assert total == pytest.approx(by_hand_total, rel=0.01)
+    assert active == pytest.approx(by_hand_active, rel=0.01)
+    assert total == pytest.approx(30.5e9, rel=0.01) and active == pytest.approx(3.3e9, rel=0.03)
+
+
+def test_flops_mfu_and_memory():
+    shape = load_model_config(MODELS / "qwen3-8b.json")
+    train = Training(
+        seq=4096, micro_batch=1, grad_accum=8, world=8, fsdp=8, cp=1, ep=1, recompute=False
+    )
+    facts = estimate(shape, train, step_ms=2000.0, peak=354.0)
+    total, active = parameter_counts(shape)
+    flops = 6 * active + 12 * 4096 * 128 * 32 * 36
+    assert facts.value("model.flops_per_token") == flops
+    tokens = 1 * 8 * 8 * 4096
+    assert facts.value("mfu.estimated") == pytest.approx(flops * tokens / 2.0 / 8 / 354e12)
+    assert facts.value("memory.estimate.optimizer_bytes") == pytest.approx(total / 8 * 12, rel=1e-6)
+    assert facts.value("memory.estimate.weights_bytes") == pytest.approx(total / 8 * 2, rel=1e-6)
+    recompute = estimate(shape, Training(4096, 1, 8, 8, 8, 1, 1, True), None, None)
+    assert (
+        recompute.value("memory.estimate.activations_bytes")
+        < facts.value("memory.estimate.activations_bytes") / 10
+    )
+    assert recompute.value("model.hardware_flops_per_token") > recompute.value(
+        "model.flops_per_token"
+    )
+
+
+def test_device_table_and_unknown_device():
+    assert peak_tflops("Ascend910B3")[0] == 354
+    assert peak_tflops("H800")[0] == 989
+    with pytest.raises(InputError, match="unknown device"):
+        peak_tflops("abacus")
+
+
+def test_estimate_command(tmp_path: Path):
+    result = runner.invoke(
+        app,
+        [
+            "estimate",
+            "--model-config",
+            str(MODELS / "qwen3-30b-a3b.json"),
+            "--world",
+            "8",
+            "--step-ms",
+            "5000",
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert '"model.active_params"' in result.output and '"mfu.estimated"' in result.output
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hidden_size": 1}')
+    broken = runner.invoke(app, ["estimate", "--model-config", str(bad)])
+    assert broken.exit_code != 0
