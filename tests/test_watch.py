@@ -28,8 +28,8 @@ def feed(watcher: Watcher, times: list[float], loss: float | str = 1.0) -> list[
 def test_regression_needs_consecutive_slow_steps():
     watcher = Watcher(regression=1.2, consecutive=3)
     normal = [10000.0] + [1800.0] * 10
-    assert feed(watcher, normal + [2500.0, 2500.0, 1800.0, 2500.0]) == []  # a blip is not an alert
-    alerts = feed(Watcher(regression=1.2, consecutive=3), normal + [2500.0, 2600.0, 2700.0])
+    assert feed(watcher, [*normal, 2500.0, 2500.0, 1800.0, 2500.0]) == []  # a blip is not an alert
+    alerts = feed(Watcher(regression=1.2, consecutive=3), [*normal, 2500.0, 2600.0, 2700.0])
     assert (
         len(alerts) == 1
         and "1.2 x the steady median 1800.0 ms" in alerts[0]
