@@ -99,6 +99,12 @@ def _root(
     """advisor: profile in, one validated change out."""
 
 
+ModelConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-config", help="Hugging Face config.json: adds parameter, MFU and memory estimates."
+    ),
+]
 LogOpt = Annotated[
     list[Path] | None,
     typer.Option(
@@ -154,9 +160,13 @@ def diagnose(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     skip_bad_files: SkipBadOpt = False,
+    log: LogOpt = None,
+    model_config: ModelConfigOpt = None,
 ) -> None:
     """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
-    run = diagnose_profile(path, config, launch, settings, rules_dir, skip_bad_files)
+    run = diagnose_profile(
+        path, config, launch, settings, rules_dir, skip_bad_files, log, model_config
+    )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)
     if output_format is FactsFormat.json:
@@ -175,9 +185,8 @@ def suggest(
         Path | None,
         typer.Option("--launch", help="The launch script (exports + torchrun command)."),
     ] = None,
-    log: Annotated[
-        Path | None, typer.Option("--log", help="The training log (step time, tokens/s, memory).")
-    ] = None,
+    log: LogOpt = None,
+    model_config: ModelConfigOpt = None,
     output_format: Annotated[
         SuggestFormat,
         typer.Option(
@@ -204,10 +213,17 @@ def suggest(
     skip_bad_files: SkipBadOpt = False,
 ) -> None:
     """Propose the ONE next change for the main bottleneck, as a validated patch."""
-    if log is not None and not log.is_file():
-        raise DataError(f"{log}: training log not found")
     run = run_suggest(
-        path, config, launch, settings, rules_dir, ledger, not no_ledger, skip_bad_files
+        path,
+        config,
+        launch,
+        settings,
+        rules_dir,
+        ledger,
+        not no_ledger,
+        skip_bad_files,
+        log,
+        model_config,
     )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)

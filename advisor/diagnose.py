@@ -166,8 +166,22 @@ def evaluate_symptom(rule: Rule, ctx: Context) -> Symptom | Unknown | None:
     return Symptom(rule.id, level, fact, value, threshold, fine, cost, message)
 
 
+class _FactView(dict[str, str]):
+    """Lets rule messages quote facts: `{facts[memory.estimate.dominant]}`."""
+
+    def __init__(self, facts: Mapping[str, Any]) -> None:
+        super().__init__({k: str(v) for k, v in facts.items()})
+
+    def __missing__(self, key: str) -> str:
+        return f"unknown ({key} not measured)"
+
+
 def _evaluate_bottleneck(
-    rule: Rule, graph: RuleGraph, fired: Mapping[str, Symptom], unknown: Mapping[str, Unknown]
+    rule: Rule,
+    graph: RuleGraph,
+    fired: Mapping[str, Symptom],
+    unknown: Mapping[str, Unknown],
+    facts: Mapping[str, Any],
 ) -> tuple[Bottleneck | None, Unknown | None]:
     evidence = rule.data["evidence"]
     any_ids = list(evidence.get("any", []) or [])
@@ -190,12 +204,17 @@ def _evaluate_bottleneck(
     cost = max(s.cost_ratio for s in symptoms)
     detail = "; ".join(s.message for s in symptoms)
     if cost > 0:
-        message = str(rule.data["message"]).format(cost=f"{cost:.1%}", evidence=detail)
+        message = str(rule.data["message"]).format(
+            cost=f"{cost:.1%}", evidence=detail, facts=_FactView(facts)
+        )
     else:
         message = (
             f"{rule.title}: {detail}. It claims no measurable step time, so it ranks after "
             "bottlenecks that do."
         )
+        extra = rule.data.get("docs", {}).get("notes")
+        if extra:
+            message += " " + str(extra).format(facts=_FactView(facts))
     return Bottleneck(rule.id, severity, cost, hits, message), gap
 
 
@@ -232,7 +251,7 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     bottlenecks = []
     gaps = list(unknown.values())
     for rule in sorted(graph.ruleset.of_kind("bottleneck"), key=lambda r: r.id):
-        found, gap = _evaluate_bottleneck(rule, graph, fired, unknown)
+        found, gap = _evaluate_bottleneck(rule, graph, fired, unknown, ctx.facts)
         if found:
             bottlenecks.append(found)
         if gap:

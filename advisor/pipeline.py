@@ -93,9 +93,13 @@ def diagnose_profile(
     settings_path: Path | None = None,
     rules_dirs: list[Path] | None = None,
     skip_bad_files: bool = False,
+    logs: list[Path] | None = None,
+    model_config: Path | None = None,
 ) -> DiagnosisRun:
     graph = load_graph(settings_path, rules_dirs)
-    facts = profile_facts(path, skip_bad_files=skip_bad_files)
+    facts = collect_facts(path, logs, skip_bad_files=skip_bad_files)
+    if model_config is not None:
+        add_estimates(facts, model_config, load_config(config_path) if config_path else None)
     ctx = condition_context(facts, config_path, launch_path)
     return DiagnosisRun(facts, diagnose(graph, ctx), graph)
 
@@ -110,3 +114,25 @@ def side_facts(path: Path | None, log: Path | None) -> FactSet:
         where = str(path) if path is not None else "comparison side"
         raise InputError(where, "no such profile folder or training log")
     return collect_facts(profile, logs)
+
+
+def add_estimates(
+    facts: FactSet, model_config: Path, config: dict[str, object] | None, device: str = "910B"
+) -> None:
+    """Merge `advisor estimate` facts (with the measured step time and world size) into `facts`."""
+    from advisor.estimate import estimate, load_model_config, peak_tflops, training_from_config
+
+    world = facts.value("profile.world_size")
+    train = training_from_config(config, world if isinstance(world, int) else None)
+    step = facts.value("log.step_time_ms") or facts.value("step.time_ms")
+    peak, source = peak_tflops(device)
+    extra = estimate(
+        load_model_config(model_config),
+        train,
+        float(step) if isinstance(step, int | float) else None,
+        peak,
+        source,
+        model_config.name,
+    )
+    facts.facts.extend(extra.facts)
+    facts.inputs.append(str(model_config))

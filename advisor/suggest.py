@@ -19,7 +19,7 @@ from advisor.graph import RuleGraph
 from advisor.ledger import Ledger, default_path, file_hash
 from advisor.model import JOB_SCOPE, FactSet, InputError, PatchOp, Recommendation, Suggestion
 from advisor.patch import build_patch, unified_diff
-from advisor.pipeline import load_graph, profile_facts
+from advisor.pipeline import add_estimates, collect_facts, load_graph
 from advisor.planner import Plan, evidence_facts, is_applied, plan, verify_lines
 
 
@@ -198,6 +198,8 @@ def run_suggest(
     ledger_path: Path | None = None,
     use_ledger: bool = True,
     skip_bad_files: bool = False,
+    logs: list[Path] | None = None,
+    model_config: Path | None = None,
 ) -> SuggestRun:
     graph = load_graph(settings_path, rules_dirs)
     launch = parse_launch(launch_path) if launch_path else None
@@ -214,7 +216,9 @@ def run_suggest(
     cli_problems = config_problems(config)
     if cli_problems and launch is not None:
         raise InputError(str(launch.path), f"a command-line override is invalid: {cli_problems[0]}")
-    facts = profile_facts(profile, skip_bad_files=skip_bad_files)
+    facts = collect_facts(profile, logs, skip_bad_files=skip_bad_files)
+    if model_config is not None:
+        add_estimates(facts, model_config, config)
     _check_world_size(facts, config, config_path, launch)
     ctx = _context(facts, config, launch)
     ledger = Ledger.load(ledger_path or default_path(config_path)) if use_ledger else None

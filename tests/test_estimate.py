@@ -89,3 +89,19 @@ def test_estimate_command(tmp_path: Path):
     bad.write_text('{"hidden_size": 1}')
     broken = runner.invoke(app, ["estimate", "--model-config", str(bad)])
     assert broken.exit_code != 0
+
+
+def test_memory_bottleneck_names_the_dominant_part():
+    from advisor.pipeline import diagnose_profile
+
+    examples = MODELS.parent
+    run = diagnose_profile(
+        examples / "profiles" / "fragmentation",
+        config_path=examples / "fsdp2" / "config.yaml",
+        model_config=MODELS / "qwen3-30b-a3b.json",
+    )
+    memory = run.diagnosis.main
+    assert memory is not None and memory.id == "bottleneck.memory"
+    dominant = run.facts.value("memory.estimate.dominant")
+    assert dominant == "optimizer"  # 30.5B parameters x 12 bytes / 8 ranks dwarfs one micro-batch
+    assert f"Largest part of the per-rank estimate: {dominant}" in memory.message
