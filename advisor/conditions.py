@@ -102,6 +102,10 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
         options = expected if isinstance(expected, list) else [expected]
         found = any(_equal(actual, option) for option in options)
         return found if op == "in" else not found
+    if op == "contains":
+        if isinstance(actual, list):
+            return any(_equal(item, expected) for item in actual)
+        return str(expected) in str(actual)
     if op == "matches":
         return re.search(str(expected), str(actual)) is not None
     a, b = _number(actual), _number(expected)

@@ -134,6 +134,12 @@ class YamlTextEditor:
             raise InputError(str(self.path), f"{dotted} spans several lines: remove it by hand")
         del self.lines[entry.key_line]
         self.expected[section].pop(key, None)
+        sec = self.doc.entry(section)
+        header_only = sec is not None and self.lines[sec.key_line].strip().rstrip(":") == section
+        if not self.expected[section] and sec is not None and not sec.flow and header_only:
+            # the section is now empty: drop its header too, rather than leave a null section
+            del self.lines[sec.key_line]
+            self.expected.pop(section)
         self.doc = self._parse()
 
     def _replace(self, dotted: str, kind: str, line_no: int, col: int, value: Any) -> None:

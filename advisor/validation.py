@@ -9,16 +9,21 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 
 from advisor.resources import schemas_dir
 
 
 @cache
-def _validator(schema_name: str) -> Draft202012Validator:
+def _validator(schema_name: str) -> Validator:
+    """A validator of the draft the schema declares (the SARIF schema is draft-04)."""
     path = schemas_dir() / schema_name
     schema = json.loads(path.read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    cls = validator_for(schema, default=Draft202012Validator)
+    cls.check_schema(schema)
+    validator: Validator = cls(schema)
+    return validator
 
 
 def schema_errors(instance: Any, schema_name: str) -> list[str]:

@@ -79,13 +79,24 @@ def _kind(node: Any) -> tuple[str, bool]:
     return "scalar", False
 
 
-@dataclass
 class LocatedDocument:
-    """A YAML document parsed for positions: plain data plus where each top-level entry sits."""
+    """A YAML document: its plain data at once, its positions (round-trip parse) on first use.
 
-    text: str
-    data: Any
-    roundtrip: Any
+    Most checked files have nothing to report, so the slower round-trip parse that gives line and
+    column numbers only runs for the files that need them.
+    """
+
+    def __init__(self, text: str, data: Any, where: str) -> None:
+        self.text = text
+        self.data = data
+        self.where = where
+        self._roundtrip: Any = None
+
+    @property
+    def roundtrip(self) -> Any:
+        if self._roundtrip is None:
+            self._roundtrip = _parse(YAML(typ="rt", pure=True), self.text, self.where)
+        return self._roundtrip
 
     def entry(self, *keys: str) -> Entry | None:
         node = self.roundtrip
@@ -109,13 +120,15 @@ class LocatedDocument:
         return [str(k) for k in node] if isinstance(node, CommentedMap) else []
 
 
-def locate(text: str, where: str) -> LocatedDocument:
-    """Parse text twice: plain data (safe loader) and positions (round-trip loader)."""
+def _parse(loader: YAML, text: str, where: str) -> Any:
     try:
-        data = YAML(typ="safe", pure=True).load(text)
-        roundtrip = YAML(typ="rt", pure=True).load(text)
+        return loader.load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise InputError(where, f"{getattr(exc, 'problem', None) or 'invalid YAML'}{at}") from None
-    return LocatedDocument(text, data, roundtrip)
+
+
+def locate(text: str, where: str) -> LocatedDocument:
+    """Plain data now (the C-accelerated safe loader when available), positions when asked."""
+    return LocatedDocument(text, _parse(YAML(typ="safe"), text, where), where)
