@@ -1,0 +1,77 @@
+"""Command line: parse arguments, call the pipeline, render, choose the exit code.
+
+The commands live in small modules of this package; they are registered here, explicitly.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from advisor import __version__
+from advisor.cli.check_cmds import check_cmd
+from advisor.cli.loop_cmds import compare_cmd, estimate_cmd, ledger_cmd, watch_cmd
+from advisor.cli.options import EXIT_INPUT_ERROR
+from advisor.cli.profile_cmds import diagnose, facts, suggest
+from advisor.cli.rules_cmds import rules_graph, rules_lint, rules_list, rules_show
+from advisor.model import AdvisorError
+
+app = typer.Typer(
+    name="advisor",
+    help="Reads training profiles, finds the bottleneck, and proposes the one next change.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+rules_app = typer.Typer(help="List, show, lint and draw the rule graph.", no_args_is_help=True)
+app.add_typer(rules_app, name="rules")
+
+app.command()(facts)
+app.command()(diagnose)
+app.command()(suggest)
+app.command("check")(check_cmd)
+app.command("compare")(compare_cmd)
+app.command("estimate")(estimate_cmd)
+app.command("watch")(watch_cmd)
+app.command("ledger")(ledger_cmd)
+rules_app.command("list")(rules_list)
+rules_app.command("show")(rules_show)
+rules_app.command("lint")(rules_lint)
+rules_app.command("graph")(rules_graph)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"advisor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """advisor: profile in, one validated change out."""
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except AdvisorError as exc:
+        print(f"advisor: error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_INPUT_ERROR)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("advisor: aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit code
+        code = getattr(exc, "exit_code", None)
+        show = getattr(exc, "show", None)
+        if code is not None and callable(show):
+            show()
+            sys.exit(code)
+        raise

@@ -1,0 +1,5 @@
+"""`python -m advisor.cli`."""
+
+from advisor.cli import main
+
+main()

@@ -1,0 +1,82 @@
+"""The check command: policy findings for code review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.check_run import fix_changes, run_check, write_baseline
+from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt
+from advisor.model import DataError
+from advisor.patch import unified_diff
+from advisor.pipeline import load_graph
+from advisor.policy import fails
+from advisor.render_check import findings_github, findings_json, findings_sarif, findings_text
+
+
+def check_cmd(
+    configs: Annotated[list[Path] | None, typer.Argument(help="FSDP2 config YAML files.")] = None,
+    launch: Annotated[
+        list[Path] | None, typer.Option("--launch", help="Launch scripts (repeatable).")
+    ] = None,
+    output_format: Annotated[CheckFormat, typer.Option("--format", "-f")] = CheckFormat.text,
+    fail_on: Annotated[
+        Level,
+        typer.Option("--fail-on", help="Exit 1 when a finding at or above this level remains."),
+    ] = Level.error,
+    fix: Annotated[
+        bool,
+        typer.Option("--fix", help="Apply safe autofixes (comment-preserving) and print the diff."),
+    ] = False,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="Accepted findings: only new ones count.")
+    ] = None,
+    update_baseline: Annotated[
+        bool, typer.Option("--update-baseline", help="Write the current findings to --baseline.")
+    ] = False,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+) -> None:
+    """Policy checks for training configs and launch scripts (for code review and CI)."""
+    files = list(configs or [])
+    scripts = list(launch or [])
+    if not files and not scripts:
+        raise DataError("give config files and/or --launch scripts to check")
+    graph = load_graph(settings, rules_dir)
+    result = run_check(files, scripts, graph.ruleset, baseline if not update_baseline else None)
+    if update_baseline:
+        if baseline is None:
+            raise DataError("--update-baseline needs --baseline FILE")
+        write_baseline(baseline, result.findings)
+        typer.echo(
+            f"advisor: wrote {baseline} ({len(result.findings)} findings accepted)", err=True
+        )
+        return
+    names = [str(d.path) for d in result.documents]
+    docs = {str(d.path): d for d in result.documents}
+    if fix:
+        changes = [c for d in result.documents for c in fix_changes(d, d.findings, safe_only=True)]
+        diff = unified_diff(tuple(changes))
+        for change in changes:
+            Path(change.path).write_text(change.after, encoding="utf-8", newline="")
+        typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
+        if changes:
+            result = run_check(files, scripts, graph.ruleset, baseline)
+    if output_format is CheckFormat.json:
+        typer.echo(findings_json(result.findings, names))
+    elif output_format is CheckFormat.sarif:
+        typer.echo(
+            findings_sarif(
+                result.findings,
+                graph.ruleset,
+                lambda f: fix_changes(docs[f.file], [f], safe_only=False),
+            )
+        )
+    elif output_format is CheckFormat.github:
+        typer.echo(findings_github(result.findings), nl=False)
+    else:
+        typer.echo(findings_text(result.findings, names), nl=False)
+    if fails(result.findings, fail_on.value):
+        raise typer.Exit(1)

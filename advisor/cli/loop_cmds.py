@@ -1,0 +1,145 @@
+"""Closing the loop: compare, estimate, watch, ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli.options import FactsFormat
+from advisor.compare_run import run_compare
+from advisor.configs import load_config
+from advisor.estimate import estimate, load_model_config, peak_tflops, training_from_config
+from advisor.ledger import STATUSES, Ledger, default_path
+from advisor.model import DataError
+from advisor.pipeline import log_facts
+from advisor.render import facts_json, facts_text
+from advisor.render_compare import comparison_json, comparison_text
+from advisor.render_ledger import ledger_text
+from advisor.watch import Watcher, watch
+
+
+def compare_cmd(
+    baseline: Annotated[
+        Path | None, typer.Argument(help="Baseline: a profile folder or a training log.")
+    ] = None,
+    candidate: Annotated[
+        Path | None, typer.Argument(help="Candidate: a profile folder or a training log.")
+    ] = None,
+    baseline_log: Annotated[Path | None, typer.Option("--baseline-log")] = None,
+    candidate_log: Annotated[Path | None, typer.Option("--candidate-log")] = None,
+    baseline_config: Annotated[Path | None, typer.Option("--baseline-config")] = None,
+    candidate_config: Annotated[Path | None, typer.Option("--candidate-config")] = None,
+    ledger: Annotated[
+        Path | None, typer.Option("--ledger", help="Mark the latest suggestion kept or reverted.")
+    ] = None,
+    output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
+) -> None:
+    """Keep, revert or inconclusive: compare a candidate run with its baseline."""
+    result, note = run_compare(
+        baseline, candidate, baseline_log, candidate_log, baseline_config, candidate_config, ledger
+    )
+    if output_format is FactsFormat.json:
+        typer.echo(comparison_json(result, note))
+    else:
+        typer.echo(comparison_text(result, note), nl=False)
+
+
+def estimate_cmd(
+    model_config: Annotated[
+        Path, typer.Option("--model-config", help="Hugging Face config.json of the model.")
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="The FSDP2 training config (seq, batch, sizes, recompute)."),
+    ] = None,
+    world: Annotated[
+        int | None, typer.Option("--world", help="Number of devices (default: parallel.fsdp_size).")
+    ] = None,
+    step_ms: Annotated[
+        float | None, typer.Option("--step-ms", help="Measured step time for MFU.")
+    ] = None,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="Take the step time from a training log.")
+    ] = None,
+    device: Annotated[
+        str,
+        typer.Option("--device", help="Device name for the peak FLOPS table (910B, A3, H100...)."),
+    ] = "910B",
+    peak: Annotated[
+        float | None, typer.Option("--peak-tflops", help="Override the device's peak TFLOPS.")
+    ] = None,
+    output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
+) -> None:
+    """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs."""
+    shape = load_model_config(model_config)
+    train = training_from_config(load_config(config) if config else None, world)
+    if step_ms is None and log is not None:
+        measured = log_facts([log]).value("log.step_time_ms")
+        step_ms = float(measured) if isinstance(measured, int | float) else None
+    peak_source = "--peak-tflops"
+    if peak is None:
+        peak, peak_source = peak_tflops(device)
+    result = estimate(shape, train, step_ms, peak, peak_source, model_config.name)
+    typer.echo(
+        facts_json(result) if output_format is FactsFormat.json else facts_text(result), nl=False
+    )
+
+
+def watch_cmd(
+    log: Annotated[Path, typer.Argument(help="The training log to follow (like tail -f).")],
+    max_step_ms: Annotated[
+        float | None, typer.Option("--max-step-ms", help="Alert above this step time.")
+    ] = None,
+    regression: Annotated[
+        float | None,
+        typer.Option("--regression", help="Alert above this factor x the steady median."),
+    ] = None,
+    consecutive: Annotated[
+        int,
+        typer.Option("--consecutive", min=1, help="Logged iterations in a row before alerting."),
+    ] = 3,
+    exit_on_alert: Annotated[
+        bool, typer.Option("--exit-on-alert", help="Exit with code 1 at the first alert.")
+    ] = False,
+    poll: Annotated[
+        float, typer.Option("--poll", help="Seconds between checks for new lines.")
+    ] = 1.0,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option("--idle-timeout", help="Stop after this many seconds without new lines."),
+    ] = None,
+) -> None:
+    """Follow a growing log; alert on slow steps or NaN loss (find it in minutes, not the next morning)."""
+    if max_step_ms is None and regression is None:
+        regression = 1.2
+    watcher = Watcher(max_step_ms=max_step_ms, regression=regression, consecutive=consecutive)
+    alerts = watch(
+        log, watcher, lambda a: typer.echo(a), poll, idle_timeout, stop_on_alert=exit_on_alert
+    )
+    if alerts and exit_on_alert:
+        raise typer.Exit(1)
+
+
+def ledger_cmd(
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Find the ledger next to this config.")
+    ] = None,
+    ledger: Annotated[Path | None, typer.Option("--ledger", help="The ledger file.")] = None,
+    mark: Annotated[
+        str | None,
+        typer.Option("--mark", help="FEATURE=STATUS, e.g. feature.task-queue-level2=rejected."),
+    ] = None,
+) -> None:
+    """Print the history of suggested changes; --mark records a decision."""
+    if ledger is None and config is None:
+        ledger = Path(".advisor/ledger.jsonl")
+    path = ledger or default_path(config)  # type: ignore[arg-type]
+    book = Ledger.load(path)
+    if mark:
+        feature, _, status = mark.partition("=")
+        if status not in STATUSES:
+            raise DataError(f"--mark: status must be one of {', '.join(STATUSES)}")
+        book.append(status, feature)
+    typer.echo(ledger_text(book), nl=False)

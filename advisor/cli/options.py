@@ -1,0 +1,81 @@
+"""Shared option types and output-format choices of the commands."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+EXIT_INPUT_ERROR = 2
+
+
+class FactsFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class SuggestFormat(StrEnum):
+    text = "text"
+    json = "json"
+    diff = "diff"
+
+
+class CheckFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class Level(StrEnum):
+    error = "error"
+    warning = "warning"
+    note = "note"
+
+
+class GraphFormat(StrEnum):
+    dot = "dot"
+    mermaid = "mermaid"
+
+
+ProfileArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
+        "or a folder holding one such directory per rank."
+    ),
+]
+SkipBadOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad-files",
+        help="Warn about unreadable files (e.g. a truncated trace_view.json) and use the rest.",
+    ),
+]
+SettingsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings", help="Settings file (.advisor.yaml): enable/disable rules, override params."
+    ),
+]
+RulesDirOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--rules-dir", help="A folder of extra rule files (repeatable)."),
+]
+
+
+ModelConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-config", help="Hugging Face config.json: adds parameter, MFU and memory estimates."
+    ),
+]
+LogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--log",
+        help="A training log (repeat for rotated files): step time, tokens/s, memory, loss.",
+    ),
+]

@@ -1,0 +1,152 @@
+"""Commands on one profile: facts, diagnose, suggest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli.options import (
+    FactsFormat,
+    LogOpt,
+    ModelConfigOpt,
+    ProfileArg,
+    RulesDirOpt,
+    SettingsOpt,
+    SkipBadOpt,
+    SuggestFormat,
+)
+from advisor.model import DataError
+from advisor.patch import write_changes
+from advisor.pipeline import collect_facts, diagnose_profile
+from advisor.render import facts_json, facts_text
+from advisor.render_diagnosis import diagnosis_json, diagnosis_text
+from advisor.render_suggestion import suggestion_json, suggestion_text
+from advisor.suggest import run_suggest
+
+
+def facts(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
+            "or a folder holding one such directory per rank (optional with --log)."
+        ),
+    ] = None,
+    log: LogOpt = None,
+    output_format: Annotated[
+        FactsFormat, typer.Option("--format", "-f", help="text table or the advisor/facts@1 JSON.")
+    ] = FactsFormat.text,
+    notes: Annotated[
+        bool, typer.Option("--notes", help="Text: show how each fact was computed.")
+    ] = False,
+    skip_bad_files: SkipBadOpt = False,
+) -> None:
+    """Derive the diagnosis facts of a profile and/or training logs."""
+    if path is None and not log:
+        raise DataError("give a profile folder, --log train.log, or both")
+    result = collect_facts(path, log, skip_bad_files=skip_bad_files)
+    if output_format is FactsFormat.json:
+        typer.echo(facts_json(result))
+    else:
+        for warning in result.warnings:
+            typer.echo(f"advisor: warning: {warning}", err=True)
+        result.warnings = []
+        typer.echo(facts_text(result, show_notes=notes), nl=False)
+
+
+def diagnose(
+    path: ProfileArg,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The training config YAML.")
+    ] = None,
+    launch: Annotated[
+        Path | None, typer.Option("--launch", help="The launch script (run.sh).")
+    ] = None,
+    output_format: Annotated[
+        FactsFormat, typer.Option("--format", "-f", help="text or the advisor/diagnosis@1 JSON.")
+    ] = FactsFormat.text,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+    skip_bad_files: SkipBadOpt = False,
+    log: LogOpt = None,
+    model_config: ModelConfigOpt = None,
+) -> None:
+    """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
+    run = diagnose_profile(
+        path, config, launch, settings, rules_dir, skip_bad_files, log, model_config
+    )
+    for warning in run.facts.warnings:
+        typer.echo(f"advisor: warning: {warning}", err=True)
+    if output_format is FactsFormat.json:
+        typer.echo(diagnosis_json(run.diagnosis))
+    else:
+        typer.echo(diagnosis_text(run.diagnosis), nl=False)
+
+
+def suggest(
+    path: ProfileArg,
+    config: Annotated[
+        Path, typer.Argument(help="The training config YAML (train_fsdp2.py CONFIG.yaml).")
+    ],
+    launch: Annotated[
+        Path | None,
+        typer.Option("--launch", help="The launch script (exports + torchrun command)."),
+    ] = None,
+    log: LogOpt = None,
+    model_config: ModelConfigOpt = None,
+    output_format: Annotated[
+        SuggestFormat,
+        typer.Option(
+            "--format", "-f", help="text, the advisor/suggestion@1 JSON, or a git-apply diff."
+        ),
+    ] = SuggestFormat.text,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write", help="Edit the config / launch script in place (safe changes only)."
+        ),
+    ] = False,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger", help="Ledger file (default .advisor/ledger.jsonl next to the config)."
+        ),
+    ] = None,
+    no_ledger: Annotated[
+        bool, typer.Option("--no-ledger", help="Do not read or record the ledger.")
+    ] = False,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+    skip_bad_files: SkipBadOpt = False,
+) -> None:
+    """Propose the ONE next change for the main bottleneck, as a validated patch."""
+    run = run_suggest(
+        path,
+        config,
+        launch,
+        settings,
+        rules_dir,
+        ledger,
+        not no_ledger,
+        skip_bad_files,
+        log,
+        model_config,
+    )
+    for warning in run.facts.warnings:
+        typer.echo(f"advisor: warning: {warning}", err=True)
+    suggestion = run.suggestion
+    rec = suggestion.recommendation
+    if output_format is SuggestFormat.json:
+        typer.echo(suggestion_json(suggestion, run.notes))
+    elif output_format is SuggestFormat.diff:
+        typer.echo(rec.diff if rec else "", nl=False)
+    else:
+        typer.echo(suggestion_text(suggestion, run.notes), nl=False)
+    if write:
+        if rec is None or rec.patch is None or not rec.patch.changes:
+            typer.echo("advisor: nothing to write", err=True)
+            return
+        written = write_changes(rec.patch)
+        typer.echo(f"advisor: wrote {', '.join(written)}", err=True)
