@@ -177,6 +177,13 @@ def _env_position(doc: Document, name: str) -> tuple[int, int]:
 # ---------------------------------------------------------------- built-in structural checks
 
 
+def _finding(
+    rule: Rule, doc: Document, message: str, line: int, col: int, key: str, fix: Fix | None = None
+) -> Finding:
+    severity = rule.severity or str(rule.data["severity"])
+    return Finding(rule.id, severity, message, str(doc.path), line, col, key, fix)
+
+
 def _cli_paths(doc: Document) -> set[str]:
     return {o.path for o in doc.script.overrides} if doc.script else set()
 
@@ -211,16 +218,7 @@ def _check_config_keys(rule: Rule, doc: Document, invalid_values: bool) -> Itera
                     f"move {problem.path} to {problem.moved_to}",
                 )
         message = str(rule.data["message"]).format(path=problem.path, detail=problem.message)
-        yield Finding(
-            rule.id,
-            rule.severity or str(rule.data["severity"]),
-            message,
-            str(doc.path),
-            line,
-            col,
-            problem.path,
-            fix,
-        )
+        yield _finding(rule, doc, message, line, col, problem.path, fix)
 
 
 def _check_cli(rule: Rule, doc: Document, mode: str) -> Iterator[Finding]:
@@ -244,15 +242,7 @@ def _check_cli(rule: Rule, doc: Document, mode: str) -> Iterator[Finding]:
             detail = f"--{override.path}"
         if detail:
             message = str(rule.data["message"]).format(flag=detail, path=override.path)
-            yield Finding(
-                rule.id,
-                rule.severity or str(rule.data["severity"]),
-                message,
-                str(doc.path),
-                line,
-                col,
-                override.path,
-            )
+            yield _finding(rule, doc, message, line, col, override.path)
 
 
 def _check_world(rule: Rule, doc: Document) -> Iterator[Finding]:
@@ -264,15 +254,7 @@ def _check_world(rule: Rule, doc: Document) -> Iterator[Finding]:
     if isinstance(fsdp, int) and fsdp != script.world_size:
         line, col = _config_position(doc, "parallel.fsdp_size")
         message = str(rule.data["message"]).format(fsdp=fsdp, world=script.world_size)
-        yield Finding(
-            rule.id,
-            rule.severity or str(rule.data["severity"]),
-            message,
-            str(doc.path),
-            line,
-            col,
-            "parallel.fsdp_size",
-        )
+        yield _finding(rule, doc, message, line, col, "parallel.fsdp_size")
 
 
 def waivers(doc: Document) -> dict[int, tuple[set[str], str]]:
@@ -290,15 +272,7 @@ def _check_waivers(rule: Rule, doc: Document) -> Iterator[Finding]:
     for line, (ids, reason) in waivers(doc).items():
         if not reason:
             message = str(rule.data["message"]).format(ids=", ".join(sorted(ids)) or "?")
-            yield Finding(
-                rule.id,
-                rule.severity or str(rule.data["severity"]),
-                message,
-                str(doc.path),
-                line,
-                1,
-                f"waiver:{','.join(sorted(ids))}",
-            )
+            yield _finding(rule, doc, message, line, 1, f"waiver:{','.join(sorted(ids))}")
 
 
 CHECKS: dict[str, Callable[[Rule, Document], Iterator[Finding]]] = {
@@ -352,16 +326,7 @@ def _conditional(rule: Rule, doc: Document) -> Iterator[Finding]:
     if change and change["target"] in ("env", "config"):
         ops = tuple((op["op"], op["path"], op.get("value")) for op in change.get("ops", []))
         fix = Fix(change["target"], ops, change["applicability"] == "safe", str(rule.title))
-    yield Finding(
-        rule.id,
-        rule.severity or str(rule.data["severity"]),
-        message,
-        str(doc.path),
-        line,
-        col,
-        f"{source}:{path}",
-        fix,
-    )
+    yield _finding(rule, doc, message, line, col, f"{source}:{path}", fix)
 
 
 def check_document(doc: Document, rules: RuleSet) -> list[Finding]:
