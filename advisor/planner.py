@@ -98,8 +98,10 @@ def _after_blocker(
         local = _local(ctx, prior)
         if is_applied(prior, ctx):
             continue
+        # a prior feature whose prerequisites are not known to hold will not be proposed: it
+        # cannot hold this one back
         blocked = any(
-            evaluate(req["condition"], local).truth is Truth.FALSE
+            not evaluate(req["condition"], local).is_true
             for req in prior.data.get("requires", []) or []
         )
         if not blocked:

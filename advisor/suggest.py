@@ -230,6 +230,16 @@ def run_suggest(
     run_plan = plan(graph, diagnosis, ctx, ledger.rejected() if ledger else set())
     recommendation = _recommendation(run_plan, graph, facts, diagnosis, config_path, launch)
     suggestion = Suggestion(run_plan.status, recommendation, run_plan.rejected, run_plan.summary)
+    if (
+        recommendation
+        and recommendation.patch
+        and recommendation.patch.target == "env"
+        and ctx.env is None
+    ):
+        notes.append(
+            "the launch environment is unknown (the profile recorded none and no --launch was given): "
+            "check whether the variable is already set"
+        )
     if ledger is not None and recommendation is not None:
         last = ledger.last_proposed()
         config_hash = file_hash(config_path)

@@ -6,7 +6,12 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "advisor"
-ONLY = {"networkx": {"graph.py"}, "ruamel": {"yamlio.py"}, "typer": {"cli/"}, "msgspec": {"parsers/trace.py"}}
+ONLY = {
+    "networkx": {"graph.py"},
+    "ruamel": {"yamlio.py"},
+    "typer": {"cli/"},
+    "msgspec": {"parsers/trace.py"},
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -26,7 +31,9 @@ def test_each_library_has_one_importer():
         for name in _imports(path):
             top = name.split(".")[0]
             if top in ONLY:
-                allowed = any(rel == a or (a.endswith("/") and rel.startswith(a)) for a in ONLY[top])
+                allowed = any(
+                    rel == a or (a.endswith("/") and rel.startswith(a)) for a in ONLY[top]
+                )
                 assert allowed, f"{rel} imports {name}; only {ONLY[top]} may"
 
 
@@ -35,6 +42,9 @@ def test_model_imports_nothing_from_the_package():
 
 
 def test_modules_stay_small():
-    sizes = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    sizes = {
+        p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines())
+        for p in PACKAGE.rglob("*.py")
+    }
     # the facts catalogue is a data table; everything else keeps to one reason to change
     assert {k: v for k, v in sizes.items() if v > 450 and k != "facts/catalogue.py"} == {}
