@@ -16,6 +16,7 @@ from advisor.pipeline import log_facts, profile_facts
 from advisor.suggest import run_suggest
 from advisor.synth import PRESETS, write_profile
 from advisor.taxonomy import default_taxonomy
+from advisor.validation import schema_errors
 from tests.test_trainlog import fsdp2_line
 
 runner = CliRunner()
@@ -114,6 +115,7 @@ def test_compare_json_contract(tmp_path: Path):
     result = runner.invoke(app, ["compare", str(base), str(cand), "--format", "json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
+    assert schema_errors(payload, "comparison.schema.json") == []
     assert payload["schema"] == "advisor/comparison@1" and payload["verdict"] == "keep"
     assert {m["id"] for m in payload["metrics"]} >= {
         "step_time_ms",

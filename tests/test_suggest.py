@@ -342,3 +342,27 @@ def test_launch_world_size_must_match_the_profile(tmp_path: Path):
     script.write_text(script.read_text().replace("--nproc_per_node 8", "--nproc_per_node 16"))
     with pytest.raises(InputError, match="16 processes"):
         suggest(prof, config, script)
+
+
+@pytest.mark.parametrize("preset", ["comm-bound", "level0", "healthy", "unfused-attention"])
+def test_suggestion_json_validates(tmp_path: Path, preset: str):
+    from advisor.validation import schema_errors
+
+    prof, config, script = make_job(
+        tmp_path, preset, model_id="" if preset == "unfused-attention" else "qwen3_moe"
+    )
+    result = runner.invoke(
+        app,
+        [
+            "suggest",
+            str(prof),
+            str(config),
+            "--launch",
+            str(script),
+            "--no-ledger",
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert schema_errors(json.loads(result.output), "suggestion.schema.json") == []
