@@ -209,3 +209,21 @@ def test_kernel_details_without_step_ids(make_profile):
     _, facts = make_profile(scenario)
     assert facts.value("ops.small_ops_per_step") == scenario.small_ops_per_layer * scenario.layers
     assert "no Step Id column" in facts.get("ops.small_ops_per_step").note
+
+
+def test_world_size_and_steady_step_count(make_profile):
+    written, facts = make_profile("healthy", world_size=16)
+    assert facts.value("profile.world_size") == 16
+    assert facts.value("step.steady_steps") == len(written.truths) - 1
+    assert facts.value("step.time_mad_ms") == 0.0  # identical steps
+
+
+def test_step_time_mad_matches_the_jittered_truth(make_profile):
+    from statistics import median
+
+    written, facts = make_profile("healthy", steps=8, jitter=0.05)
+    totals = [t.total / MS for t in steady(written)]
+    center = median(totals)
+    assert facts.value("step.time_ms") == pytest.approx(center)
+    assert facts.value("step.time_mad_ms") == pytest.approx(median(abs(t - center) for t in totals))
+    assert facts.value("step.time_mad_ms") > 0
