@@ -50,6 +50,17 @@ class _RangeHandle:
             self.left = 0
         return data
 
+    def readinto(self, view: memoryview) -> int:
+        if self.left <= 0:
+            data, self.suffix = self.suffix, b""
+            view[: len(data)] = data
+            return len(data)
+        got = self.handle.readinto(view[: min(len(view), self.left)])
+        self.left -= got
+        if not got:
+            self.left = 0
+        return got
+
     def close(self) -> None:
         self.handle.close()
 
@@ -78,7 +89,7 @@ def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accu
         acc.ts.seed(sample)
     handle = _RangeHandle(path, begin, end, b"" if last else b"]")
     try:
-        _stream_array(path, acc, b"", handle)  # type: ignore[arg-type]
+        _stream_array(path, acc, b"", handle)
     finally:
         handle.close()
     return acc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -60,8 +60,11 @@ class RawTrace(Protocol):
     free: array[float]
     loader_start: array[float]
     loader_end: array[float]
-    flow_start: dict[str, dict[int | str, float]]
-    flow_finish: dict[str, dict[int | str, float]]
+    flow_start: dict[str, dict[int | str, str | float]]
+    flow_finish: dict[str, dict[int | str, str | float]]
+
+    @property
+    def ts(self) -> Callable[[str | float], float]: ...
 
 
 def _sorted_intervals(starts: Sequence[float], ends: Sequence[float]) -> list[tuple[float, float]]:
@@ -101,7 +104,8 @@ def _launch_map(raw: RawTrace) -> tuple[str | None, dict[float, float]]:
     for cat in FLOW_PREFERENCE:
         starts = raw.flow_start.get(cat, {})
         finishes = raw.flow_finish.get(cat, {})
-        pairs = {finishes[k]: v for k, v in starts.items() if k in finishes}
+        parse = raw.ts
+        pairs = {parse(finishes[k]): parse(v) for k, v in starts.items() if k in finishes}
         if pairs:
             return cat, pairs
     return None, {}
