@@ -17,18 +17,11 @@ from advisor.facts.catalogue import is_known
 from advisor.model import DataError
 from advisor.rules import Rule, RuleSet
 
-EDGE_KINDS = ("indicates", "addresses", "after", "conflicts")
-
 
 @dataclass
 class RuleGraph:
     ruleset: RuleSet
     graph: Any  # nx.MultiDiGraph
-
-    def evidence_of(self, bottleneck_id: str) -> list[str]:
-        return sorted(
-            u for u, _, k in self.graph.in_edges(bottleneck_id, keys=True) if k == "indicates"
-        )
 
     def features_for(self, bottleneck_id: str) -> list[tuple[int, str]]:
         """(order, feature id) of the features addressing a bottleneck, in try order."""
@@ -37,11 +30,6 @@ class RuleGraph:
             if k == "addresses":
                 out.append((int(data["order"]), u))
         return sorted(out)
-
-    def bottlenecks_of(self, symptom_id: str) -> list[str]:
-        return sorted(
-            v for _, v, k in self.graph.out_edges(symptom_id, keys=True) if k == "indicates"
-        )
 
     def edges(self) -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
         yield from self.graph.edges(keys=True, data=True)
