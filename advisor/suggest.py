@@ -206,12 +206,12 @@ def run_suggest(
     raw = load_config(config_path)
     problems = config_problems(raw)
     if problems:
-        more = (
-            f" (and {len(problems) - 1} more: advisor check lists them)"
-            if len(problems) > 1
-            else ""
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(
+            str(config_path),
+            f"fails the FSDP2 config schema: {problems[0]}{more}; fix it first "
+            f"(advisor check {config_path} lists every problem, --fix moves misplaced keys)",
         )
-        raise InputError(str(config_path), f"fails the FSDP2 config schema: {problems[0]}{more}")
     config = effective_config(raw, launch)
     cli_problems = config_problems(config)
     if cli_problems and launch is not None:
