@@ -284,6 +284,14 @@ def test_write_edits_safe_changes_and_refuses_review(tmp_path: Path):
     assert wrote.exit_code == 0, wrote.output
     assert "num_to_forward_prefetch: 2" in config.read_text()
     assert config.read_text().startswith("# test job\n")  # comments kept
+    # a change that needs review is shown, never written
+    from dataclasses import replace
+
+    from advisor.patch import write_changes
+
+    patch = run_suggest(prof, config, script, use_ledger=False).suggestion.recommendation.patch
+    with pytest.raises(InputError, match="not written automatically"):
+        write_changes(replace(patch, applicability="review"))
 
 
 def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Path):
