@@ -15,6 +15,8 @@ from advisor.facts.log import derive as log_derive
 from advisor.graph import RuleGraph, build_graph
 from advisor.model import JOB_SCOPE, FactSet, InputError
 from advisor.parsers.ascend import read_profile
+from advisor.parsers.kineto import is_kineto_file, kineto_files, read_kineto
+from advisor.parsers.profile_data import ProfileData
 from advisor.parsers.trainlog import read_logs
 from advisor.rules import load_rules, load_settings
 from advisor.taxonomy import default_taxonomy
@@ -45,7 +47,13 @@ def collect_facts(
 def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
     """Read a profile folder (one rank or a cluster) and derive its facts."""
     taxonomy = default_taxonomy()
-    data, warnings = read_profile(path, taxonomy, skip_bad=skip_bad_files)
+    kineto = [path] if is_kineto_file(path) else kineto_files(path) if path.is_dir() else []
+    if kineto and not (path.is_dir() and any(path.glob("*_ascend_*"))):
+        data = ProfileData(root=path, ranks=[read_kineto(p, taxonomy) for p in kineto])
+        data.ranks.sort(key=lambda r: (r.rank is None, r.rank or 0))
+        warnings: list[str] = []
+    else:
+        data, warnings = read_profile(path, taxonomy, skip_bad=skip_bad_files)
     inputs = [p for rank in data.ranks for p in rank.inputs]
     inputs.extend(p for p in (data.cluster_source, data.cluster_comm_source) if p is not None)
     facts = derive_facts(data, taxonomy, inputs)

@@ -71,6 +71,14 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "",
     ),
     FactSpec(
+        "profile.device",
+        "",
+        "profile",
+        "Device name recorded by a PyTorch trace (deviceProperties).",
+        Combine.FIRST,
+        "a PyTorch profiler trace",
+    ),
+    FactSpec(
         "profile.world_size",
         "count",
         "profile",

@@ -71,7 +71,12 @@ def derive(rank: RankProfile, steady: SteadySteps, out: Recorder, source: str = 
         )
     else:
         out.miss("comm.bandwidth_gbps_by_link", f"{source} records no transit time on any link")
-    if elapse > 0:
+    if not all(st.has_wait for st in steps):
+        out.miss(
+            "comm.wait_ratio",
+            f"{source} records no wait time (a PyTorch trace shows NCCL kernels only)",
+        )
+    elif elapse > 0:
         out.add(
             "comm.wait_ratio",
             wait / elapse,

@@ -30,7 +30,9 @@ def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
     _, steady, _ = steps.steady_rows(rank, taxonomy)
     ops.derive(rank, steady, taxonomy, out)
     host.derive(rank, taxonomy, out)
-    comm.derive(rank, steady, out)
+    comm.derive(
+        rank, steady, out, source=rank.path.name if rank.framework == "pytorch" else comm.COMM
+    )
     memory.derive(rank, out)
     return out
 

@@ -35,6 +35,7 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         taxonomy.partial_step_ratio,
     )
     steps = [trace.steps[i] for i in steady.kept]
+    name = rank.origin or TRACE
     total = sum(s.duration_us for s in steps)
     note = f"ProfilerStep windows, {steady.note}"
     if trace.flow_category is None or not trace.has_device_lane:
@@ -47,7 +48,8 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
             out.miss(fact_id, f"{TRACE} has {what} to link launches to kernels")
     else:
         gaps = [s.launch_gap_us or 0.0 for s in steps]
-        source = f"{TRACE}:Ascend Hardware+{trace.flow_category} flows"
+        lanes = "kernels" if rank.origin else "Ascend Hardware"
+        source = f"{name}:{lanes}+{trace.flow_category} flows"
         out.add("host.launch_gap_ms_per_step", median(gaps) / 1000.0, source, "median over " + note)
         if total > 0:
             out.add(
@@ -56,7 +58,7 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
                 source,
                 "sum of gaps / sum of step time over " + note,
             )
-    cann = f"{TRACE}:CANN"
+    cann = f"{name}:runtime API" if rank.origin else f"{TRACE}:CANN"
     out.add(
         "host.sync_calls_per_step", median(s.sync_calls for s in steps), cann, "median over " + note
     )
@@ -73,7 +75,7 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         "median over " + note,
     )
     loader = [s.dataloader_us for s in steps]
-    python = f"{TRACE}:Python DataLoader __next__"
+    python = f"{name}:Python DataLoader __next__"
     out.add("data.loader_ms_per_step", median(loader) / 1000.0, python, "median over " + note)
     if total > 0:
         out.add(

@@ -56,7 +56,8 @@ def _select(rank: RankProfile, steady: SteadySteps) -> _Selection | None:
             steps = max(1, len(present)) if table.has_step_ids else max(1, profiled)
             reason = "no Step Id column" if not table.has_step_ids else "step ids do not match"
             note = f"all {table.rows} kernel rows ({reason}); per-step values divide by {steps} step(s)"
-        return _Selection(groups, steps, KERNELS, note, table.has_pmu)
+        source = f"{rank.origin}:kernels" if rank.origin else KERNELS
+        return _Selection(groups, steps, source, note, table.has_pmu)
     if rank.op_stats is not None:
         groups = []
         for stat in rank.op_stats:
@@ -169,7 +170,7 @@ def derive(rank: RankProfile, steady: SteadySteps, taxonomy: Taxonomy, out: Reco
             f"{src}:Type",
             f"BatchMatMul/Softmax/mask/dropout kernels; {note}",
         )
-    if src == KERNELS:
+    if src != OP_STAT:
         small_note = f"kernels under {taxonomy.small_op_max_us:g} us; {note}"
         out.add(
             "ops.small_vector_ops_share", small_us / compute_us, f"{src}:Duration(us)", small_note

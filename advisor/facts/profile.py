@@ -23,8 +23,16 @@ def derive(rank: RankProfile, out: Recorder) -> None:
             "profile.level", f"{INFO} absent and no kernel or communication files to infer it from"
         )
     has_comm = rank.comm is not None
-    comm_note = "communication.json read" if has_comm else "no communication.json"
-    out.add("profile.has_communication", has_comm, "ASCEND_PROFILER_OUTPUT", comm_note)
+    if rank.origin:
+        out.add(
+            "profile.has_communication",
+            has_comm,
+            rank.origin,
+            "NCCL/RCCL kernels in the trace" if has_comm else "no collective kernels",
+        )
+    else:
+        comm_note = "communication.json read" if has_comm else "no communication.json"
+        out.add("profile.has_communication", has_comm, "ASCEND_PROFILER_OUTPUT", comm_note)
     for fact_id, value in (
         ("profile.torch_npu_version", rank.torch_npu_version),
         ("profile.cann_version", rank.cann_version),
@@ -32,16 +40,25 @@ def derive(rank: RankProfile, out: Recorder) -> None:
     ):
         if value:
             out.add(fact_id, value, INFO, "recorded by the profiler")
-        elif fact_id != "profile.framework_version" or rank.framework == "mindspore":
+        elif rank.origin is None and (
+            fact_id != "profile.framework_version" or rank.framework == "mindspore"
+        ):
             out.miss(fact_id, f"not recorded in {INFO}")
-    if not rank.env:
+    if not rank.env and rank.origin is None:
         reason = rank.absent.get(META, "has no ENV_VARIABLES")
         out.miss("env.*", f"{META} {reason}: the launch environment is unknown")
+    if rank.device:
+        out.add(
+            "profile.device",
+            rank.device,
+            f"{rank.origin}:deviceProperties",
+            "device 0 of the trace",
+        )
     if rank.world_size is not None:
         out.add(
             "profile.world_size",
             rank.world_size,
-            f"{META}:distributed_args",
+            f"{rank.origin}:distributedInfo" if rank.origin else f"{META}:distributed_args",
             "world_size recorded by the profiler",
         )
     else:

@@ -44,7 +44,8 @@ def rows_from_trace(steps: list[TraceStep]) -> list[StepRow]:
 def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> tuple[list[StepRow], SteadySteps, str]:
     """The steady step rows of a rank, the selection, and the source they came from."""
     if rank.step_rows:
-        rows, source = rank.step_rows, STEP_TRACE
+        rows = rank.step_rows
+        source = f"{rank.origin}:ProfilerStep windows + kernels" if rank.origin else STEP_TRACE
     elif rank.trace is not None and rank.trace.steps and rank.trace.overlap_lanes:
         rows, source = rows_from_trace(rank.trace.steps), "trace_view.json:Overlap Analysis"
     else:

@@ -66,6 +66,7 @@ class CommStep:
     """communication.json, one step: op kind -> elapse/wait ms, link -> size MB / time ms."""
 
     step: int | None
+    has_wait: bool = True  # PyTorch traces show NCCL kernels but not how long they waited
     elapse_ms: dict[str, float] = field(default_factory=dict)
     wait_ms: dict[str, float] = field(default_factory=dict)
     link_size_mb: dict[str, float] = field(default_factory=dict)
@@ -102,6 +103,8 @@ class RankProfile:
     trace: TraceData | None = None
     inputs: list[Path] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
+    origin: str | None = None  # the single file every fact came from (PyTorch traces)
+    device: str | None = None
 
     @property
     def label(self) -> str:

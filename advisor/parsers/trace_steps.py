@@ -67,11 +67,11 @@ class RawTrace(Protocol):
     def ts(self) -> Callable[[str | float], float]: ...
 
 
-def _sorted_intervals(starts: Sequence[float], ends: Sequence[float]) -> list[tuple[float, float]]:
+def sorted_intervals(starts: Sequence[float], ends: Sequence[float]) -> list[tuple[float, float]]:
     return sorted(zip(starts, ends, strict=True))
 
 
-def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def merged_intervals(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """Union of sorted intervals (nested host events would otherwise count twice)."""
     merged: list[tuple[float, float]] = []
     for a, b in intervals:
@@ -83,7 +83,7 @@ def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return merged
 
 
-def _clipped_sum(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+def clipped_sum(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Total length of the (non-overlapping) intervals inside [lo, hi)."""
     total = 0.0
     i = max(0, bisect_left(intervals, (lo, lo)) - 1)
@@ -95,7 +95,7 @@ def _clipped_sum(intervals: list[tuple[float, float]], lo: float, hi: float) -> 
     return total
 
 
-def _count_in(times: list[float], lo: float, hi: float) -> int:
+def count_in(times: list[float], lo: float, hi: float) -> int:
     return bisect_left(times, hi) - bisect_left(times, lo)
 
 
@@ -111,7 +111,7 @@ def _launch_map(raw: RawTrace) -> tuple[str | None, dict[float, float]]:
     return None, {}
 
 
-def _launch_gap(
+def launch_gap(
     kernels: list[tuple[float, float]], lo: float, hi: float, launches: dict[float, float]
 ) -> float:
     """Device idle time between kernels of [lo, hi) where the next kernel was launched late.
@@ -141,13 +141,13 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     for pid in device_pids:
         starts.extend(raw.starts.get(pid, ()))
         ends.extend(raw.ends.get(pid, ()))
-    kernels = _sorted_intervals(starts, ends)
-    overlap = {name: _sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
+    kernels = sorted_intervals(starts, ends)
+    overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
     flow_category, launches = _launch_map(raw)
     sync = sorted(raw.sync)
     malloc = sorted(raw.malloc)
     free = sorted(raw.free)
-    loader = _merged(_sorted_intervals(raw.loader_start, raw.loader_end))
+    loader = merged_intervals(sorted_intervals(raw.loader_start, raw.loader_end))
 
     windows: dict[int, StepWindow] = {}
     for window in raw.steps:
@@ -162,16 +162,16 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
             TraceStep(
                 number=number,
                 duration_us=w.end - w.start,
-                overlap_us={name: _clipped_sum(iv, w.start, w.end) for name, iv in overlap.items()},
+                overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in overlap.items()},
                 kernel_count=bisect_left(kernels, (w.end, w.end))
                 - bisect_left(kernels, (w.start, w.start)),
-                launch_gap_us=_launch_gap(kernels, w.start, w.end, launches)
+                launch_gap_us=launch_gap(kernels, w.start, w.end, launches)
                 if flow_category and kernels
                 else None,
-                sync_calls=_count_in(sync, w.start, w.end),
-                malloc_calls=_count_in(malloc, w.start, w.end),
-                free_calls=_count_in(free, w.start, w.end),
-                dataloader_us=_clipped_sum(loader, w.start, w.end),
+                sync_calls=count_in(sync, w.start, w.end),
+                malloc_calls=count_in(malloc, w.start, w.end),
+                free_calls=count_in(free, w.start, w.end),
+                dataloader_us=clipped_sum(loader, w.start, w.end),
             )
         )
     return TraceData(
