@@ -137,7 +137,14 @@ def _leaf(cond: Mapping[str, Any], ctx: Context) -> Outcome:
         # a key the source does not set: compare against nothing, i.e. the condition is false
         # unless it asks for inequality
         return TRUE if op in ("ne", "not_in") else FALSE
-    expected = resolve(cond.get("value"), ctx.params)
+    value = cond.get("value")
+    if isinstance(value, Mapping) and set(value) == {"config"}:
+        # compare two keys of the same config (e.g. micro_batch_num < pipeline_stage)
+        expected = ctx.lookup("config", str(value["config"]))
+        if expected is None or expected is _ABSENT:
+            return Outcome(Truth.UNKNOWN, (f"config:{value['config']}",))
+    else:
+        expected = resolve(value, ctx.params)
     return TRUE if _compare(op, actual, expected) else FALSE
 
 

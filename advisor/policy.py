@@ -87,9 +87,14 @@ def load_config_document(path: Path) -> Document:
     located = locate(text.replace("\r\n", "\n"), str(path))
     if not isinstance(located.data, dict):
         raise InputError(str(path), "a training config must be a YAML mapping")
-    return Document(
-        path, "fsdp2-config", text.replace("\r\n", "\n").split("\n"), located, config=located.data
-    )
+    kind = "mindformers-config" if is_mindformers(located.data) else "fsdp2-config"
+    lines = text.replace("\r\n", "\n").split("\n")
+    return Document(path, kind, lines, located, config=located.data)
+
+
+def is_mindformers(data: dict[str, Any]) -> bool:
+    """MindSpore Transformers configs have parallel_config / runner_config at the top level."""
+    return "parallel_config" in data or "runner_config" in data
 
 
 def load_script_document(path: Path) -> Document:

@@ -221,3 +221,30 @@ def test_real_upstream_configs(tmp_path: Path):
 def test_pre_commit_hook_definition():
     hooks = load_data(Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml")
     assert hooks[0]["id"] == "advisor-check" and hooks[0]["entry"].startswith("advisor check")
+
+
+def test_exit_codes_through_the_real_entry_point(tmp_path: Path):
+    """The console script must exit 1 on findings and 2 on broken rules (not only CliRunner)."""
+    config = tmp_path / "c.yaml"
+    config.write_text("parallel:\n  ep_dispatcher: turbo\n")
+
+    def run(*args: str) -> int:
+        return subprocess.run(
+            [sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True
+        ).returncode
+
+    assert run("check", str(config)) == 1
+    config.write_text("parallel:\n  ep_dispatcher: fused\n  ep_size: 8\n")
+    assert run("check", str(config)) == 0
+    broken = tmp_path / "rules"
+    broken.mkdir()
+    (broken / "bad.yaml").write_text("id: feature.bad\nkind: feature\n")
+    assert run("rules", "lint", str(broken)) == 2
+
+
+def test_mindformers_config(tmp_path: Path):
+    real = REAL.parent / "mindformers-configs" / "pretrain_qwen3_32b_4k.yaml"
+    if not real.is_file():
+        pytest.skip(f"real MindFormers config not available ({real} is absent)")
+    # the upstream reference config is clean, and FSDP2 policies do not apply to it
+    assert [f for f in run_check([real], [], RULES).findings if f.counts] == []

@@ -60,3 +60,19 @@ def test_kleene_combinators():
     assert truth({"any": [false, unknown]}) is Truth.UNKNOWN
     assert truth({"not": unknown}) is Truth.UNKNOWN
     assert truth({"not": false}) is Truth.TRUE
+
+
+def test_comparing_two_config_keys():
+    ctx = Context(facts={}, config={"parallel_config": {"pipeline_stage": 4, "micro_batch_num": 2}})
+    below = {
+        "config": "parallel_config.micro_batch_num",
+        "op": "lt",
+        "value": {"config": "parallel_config.pipeline_stage"},
+    }
+    assert evaluate(below, ctx).truth is Truth.TRUE
+    missing = {
+        "config": "parallel_config.micro_batch_num",
+        "op": "lt",
+        "value": {"config": "parallel_config.nope"},
+    }
+    assert evaluate(missing, ctx).truth is Truth.UNKNOWN

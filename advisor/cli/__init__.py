@@ -59,7 +59,10 @@ def _root(
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # without standalone mode click returns a command's exit code instead of exiting
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except AdvisorError as exc:
         print(f"advisor: error: {exc}", file=sys.stderr)
         sys.exit(EXIT_INPUT_ERROR)
