@@ -48,7 +48,7 @@ def is_applied(rule: Rule, ctx: Context) -> bool:
     return condition is not None and evaluate(condition, _local(ctx, rule)).is_true
 
 
-def _config_value(ctx: Context, dotted: str) -> Any:
+def config_value(ctx: Context, dotted: str) -> Any:
     node: Any = ctx.config or {}
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -67,7 +67,7 @@ def abstract_ops(rule: Rule, ctx: Context) -> tuple[PatchOp, ...]:
             continue
         path = str(op["path"])
         current = (
-            (ctx.env or {}).get(path) if change["target"] == "env" else _config_value(ctx, path)
+            (ctx.env or {}).get(path) if change["target"] == "env" else config_value(ctx, path)
         )
         if op["op"] == "increment":
             base = (

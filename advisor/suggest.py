@@ -20,7 +20,7 @@ from advisor.ledger import Ledger, default_path, file_hash
 from advisor.model import JOB_SCOPE, FactSet, InputError, PatchOp, Recommendation, Suggestion
 from advisor.patch import build_patch, unified_diff
 from advisor.pipeline import add_estimates, collect_facts, load_graph
-from advisor.planner import Plan, evidence_facts, is_applied, plan, verify_lines
+from advisor.planner import Plan, config_value, evidence_facts, is_applied, plan, verify_lines
 
 
 @dataclass
@@ -147,7 +147,7 @@ def _undo(
             current = (
                 (ctx.env or {}).get(op["path"])
                 if patch_json.get("target") == "env"
-                else _value(ctx, op["path"])
+                else config_value(ctx, op["path"])
             )
             if str(current) != str(op.get("value")):
                 continue  # already undone
@@ -178,15 +178,6 @@ def _undo(
     )
     summary = f"undo {feature}; it will not be proposed again"
     return Suggestion("change", rec, (), summary)
-
-
-def _value(ctx: Context, dotted: str) -> object:
-    node: object = ctx.config or {}
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def run_suggest(
