@@ -97,16 +97,13 @@ PRESETS: dict[str, Scenario] = {
     ),
     "level0": HEALTHY.with_(name="level0", level="Level0", comm_exposed_us=2400.0),
     "moe": HEALTHY.with_(name="moe", moe_gemm_us=700.0),
-    "launch-blocking": HEALTHY.with_(
-        name="launch-blocking",
-        matmul_us=100.0,
-        attention_us=80.0,
-        small_ops_per_layer=40,
-        small_op_us=8.0,
-        launch_us=60.0,
-        sync_calls_per_step=400,
-        env={**UPSTREAM_ENV, "ASCEND_LAUNCH_BLOCKING": "1"},
-    ),
     "partial-last-step": HEALTHY.with_(name="partial-last-step", partial_last_step=True),
     "mindspore": HEALTHY.with_(name="mindspore", framework="mindspore"),
 }
+
+# host-bound, plus ASCEND_LAUNCH_BLOCKING=1: every launch synchronises
+PRESETS["launch-blocking"] = PRESETS["host-bound"].with_(
+    name="launch-blocking",
+    sync_calls_per_step=400,
+    env={**UPSTREAM_ENV, "ASCEND_LAUNCH_BLOCKING": "1"},
+)

@@ -77,39 +77,19 @@ def _pmu(core: str, dur: int, compute: float | None, mte2: float | None) -> list
     if compute is None or mte2 is None:
         return ["N/A"] * len(KERNEL_PMU)
     d = dur / NS
-    zeros_cube = ["0"] * 13
-    zeros_vec = ["0"] * 11
     if core == "AI_VECTOR_CORE":
-        vec = [
-            f"{d:.3f}",
-            "1000",
-            f"{d * compute:.3f}",
-            f"{compute}",
-            "0",
-            "0",
-            f"{d * mte2:.3f}",
-            f"{mte2}",
-            "0",
-            "0",
-            "0",
-        ]
-        return zeros_cube + vec + ["0"]
-    cube = [
-        f"{d:.3f}",
-        "1000",
-        f"{d * compute:.3f}",
-        f"{compute}",
-        "0",
-        "0",
-        "0",
-        "0",
-        f"{d * mte2:.3f}",
-        f"{mte2}",
-        "0",
-        "0",
-        "0",
-    ]
-    return cube + zeros_vec + [f"{compute * 100:.1f}"]
+        return ["0"] * 13 + _pipe_block(d, compute, mte2, width=11, mte2_at=6) + ["0"]
+    return (
+        _pipe_block(d, compute, mte2, width=13, mte2_at=8) + ["0"] * 11 + [f"{compute * 100:.1f}"]
+    )
+
+
+def _pipe_block(d: float, compute: float, mte2: float, width: int, mte2_at: int) -> list[str]:
+    """One unit's PMU columns: time, cycles, compute pipe time/ratio, ..., mte2 time/ratio, ..."""
+    cells = ["0"] * width
+    cells[0:4] = [f"{d:.3f}", "1000", f"{d * compute:.3f}", f"{compute}"]
+    cells[mte2_at : mte2_at + 2] = [f"{d * mte2:.3f}", f"{mte2}"]
+    return cells
 
 
 def write_kernels(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
