@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 started = time.perf_counter()
-from advisor.check_run import run_check  # noqa: E402
-from advisor.pipeline import load_graph  # noqa: E402
+from advisor.app.check import run_check  # noqa: E402
+from advisor.app.pipeline import load_graph  # noqa: E402
 
 imported = time.perf_counter()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2"

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from advisor.synth import PRESETS, write_profile
+from tests.synth import PRESETS, write_profile
 
 
 def _generate(out: Path, size_mb: float) -> Path:

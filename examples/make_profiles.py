@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from advisor.synth import PRESETS, Scenario, write_cluster, write_profile
+from tests.synth import PRESETS, Scenario, write_cluster, write_profile
 
 ROOT = Path(__file__).resolve().parent / "profiles"
 SMALL = {"steps": 4, "layers": 2}

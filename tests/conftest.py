@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.app.pipeline import profile_facts
 from advisor.model import FactSet
-from advisor.pipeline import profile_facts
-from advisor.synth import PRESETS, Scenario, Written, write_profile
+from tests.synth import PRESETS, Scenario, Written, write_profile
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REAL = SHARED / "real"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.synth import PRESETS, write_profile
+from tests.synth import PRESETS, write_profile
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 

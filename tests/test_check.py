@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.check_run import run_check
+from advisor.app.check import run_check
+from advisor.app.pipeline import load_graph
 from advisor.cli import app
-from advisor.pipeline import load_graph
-from advisor.validation import schema_errors
-from advisor.yamlio import load_data
+from advisor.inputs.validation import schema_errors
+from advisor.inputs.yamlio import load_data
 
 runner = CliRunner()
 CASES = load_data(Path(__file__).parent / "cases" / "policies.yaml")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.synth import PRESETS, write_profile
-from advisor.validation import schema_errors
+from advisor.inputs.validation import schema_errors
+from tests.synth import PRESETS, write_profile
 
 runner = CliRunner()
 
@@ -42,7 +42,7 @@ def test_facts_text_is_grouped_by_area(tmp_path: Path):
 
 
 def test_cluster_text_has_a_per_rank_table(tmp_path: Path):
-    from advisor.synth import write_cluster
+    from tests.synth import write_cluster
 
     write_cluster(tmp_path, PRESETS["healthy"], ranks=3, slow_rank=1)
     result = runner.invoke(app, ["facts", str(tmp_path)])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.pipeline import profile_facts
-from advisor.synth import PRESETS, write_cluster
+from advisor.app.pipeline import profile_facts
+from tests.synth import PRESETS, write_cluster
 
 
 def test_slow_rank_is_found(tmp_path: Path):

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from advisor.app.compare import run_compare
+from advisor.app.pipeline import log_facts, profile_facts
+from advisor.app.suggest import run_suggest
 from advisor.cli import app
-from advisor.compare import compare
-from advisor.compare_run import run_compare
-from advisor.patch import write_changes
-from advisor.pipeline import log_facts, profile_facts
-from advisor.suggest import run_suggest
-from advisor.synth import PRESETS, write_profile
-from advisor.taxonomy import default_taxonomy
-from advisor.validation import schema_errors
+from advisor.edit.patch import write_changes
+from advisor.engine.compare import compare
+from advisor.inputs.taxonomy import default_taxonomy
+from advisor.inputs.validation import schema_errors
+from tests.synth import PRESETS, write_profile
 from tests.test_trainlog import fsdp2_line
 
 runner = CliRunner()

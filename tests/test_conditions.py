@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.conditions import Context, Truth, evaluate
+from advisor.engine.conditions import Context, Truth, evaluate
 
 CTX = Context(
     facts={"step.free_ratio": 0.05, "profile.level": "Level1"},

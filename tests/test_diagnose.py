@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from advisor.app.pipeline import diagnose_profile, load_graph
 from advisor.cli import app
-from advisor.conditions import Context
-from advisor.diagnose import Symptom, Unknown, diagnose, evaluate_symptom
-from advisor.pipeline import diagnose_profile, load_graph
-from advisor.validation import schema_errors
-from advisor.yamlio import load_data
+from advisor.engine.conditions import Context
+from advisor.engine.diagnose import Symptom, Unknown, diagnose, evaluate_symptom
+from advisor.inputs.validation import schema_errors
+from advisor.inputs.yamlio import load_data
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"

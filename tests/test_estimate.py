@@ -8,7 +8,13 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.estimate import Training, estimate, load_model_config, parameter_counts, peak_tflops
+from advisor.facts.estimate import (
+    Training,
+    estimate,
+    load_model_config,
+    parameter_counts,
+    peak_tflops,
+)
 from advisor.model import InputError
 
 MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
@@ -92,7 +98,7 @@ def test_estimate_command(tmp_path: Path):
 
 
 def test_memory_bottleneck_names_the_dominant_part():
-    from advisor.pipeline import diagnose_profile
+    from advisor.app.pipeline import diagnose_profile
 
     examples = MODELS.parent
     run = diagnose_profile(

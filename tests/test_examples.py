@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.pipeline import profile_facts
+from advisor.app.pipeline import profile_facts
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.synth import PRESETS
-from advisor.synth.timeline import NS, layer_kernels
 from tests.conftest import steady
+from tests.synth import PRESETS
+from tests.synth.timeline import NS, layer_kernels
 
 MS = NS * 1000
 

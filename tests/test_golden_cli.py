@@ -1,6 +1,6 @@
 """Every command's output on the bundled examples, byte for byte.
 
-The expected outputs live in tests/golden/cli/*.out; regenerate them only on purpose with
+The expected outputs live in tests/golden_cli/*.out; regenerate them only on purpose with
 ADVISOR_UPDATE_GOLDEN=1 (and review the diff): a change here is a change users see.
 """
 
@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from advisor.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = ROOT / "tests" / "golden" / "cli"
-INPUTS = "tests/golden/cli/inputs"
+GOLDEN = ROOT / "tests" / "golden_cli"
+INPUTS = "tests/golden_cli/inputs"
 PROFILES = "examples/profiles"
 CONFIG = "examples/fsdp2/config.yaml"
 LAUNCH = "examples/fsdp2/run.sh"
@@ -31,29 +31,70 @@ CASES: dict[str, list[str]] = {
     "rules-show-policy": ["rules", "show", "policy.alloc-conf-invalid"],
     "rules-graph-dot": ["rules", "graph"],
     "compare-json": [
-        "compare", f"{PROFILES}/comm-bound", f"{PROFILES}/healthy", "--format", "json",
+        "compare",
+        f"{PROFILES}/comm-bound",
+        f"{PROFILES}/healthy",
+        "--format",
+        "json",
     ],
     "compare-text": ["compare", f"{PROFILES}/host-bound", f"{PROFILES}/healthy"],
-    "estimate-8b": ["estimate", "--model-config", "examples/models/qwen3-8b.json", "--config", CONFIG],
+    "estimate-8b": [
+        "estimate",
+        "--model-config",
+        "examples/models/qwen3-8b.json",
+        "--config",
+        CONFIG,
+    ],
     "estimate-moe-json": [
-        "estimate", "--model-config", "examples/models/qwen3-30b-a3b.json", "--format", "json",
+        "estimate",
+        "--model-config",
+        "examples/models/qwen3-30b-a3b.json",
+        "--format",
+        "json",
     ],
 }
 for profile in sorted(p.name for p in (ROOT / PROFILES).iterdir() if p.is_dir()):
     CASES[f"diagnose-{profile}"] = ["diagnose", f"{PROFILES}/{profile}", "--config", CONFIG]
     CASES[f"diagnose-{profile}-json"] = [
-        "diagnose", f"{PROFILES}/{profile}", "--launch", LAUNCH, "--format", "json",
+        "diagnose",
+        f"{PROFILES}/{profile}",
+        "--launch",
+        LAUNCH,
+        "--format",
+        "json",
     ]
     CASES[f"suggest-{profile}"] = [
-        "suggest", f"{PROFILES}/{profile}", CONFIG, "--launch", LAUNCH, "--no-ledger",
+        "suggest",
+        f"{PROFILES}/{profile}",
+        CONFIG,
+        "--launch",
+        LAUNCH,
+        "--no-ledger",
     ]
     CASES[f"suggest-{profile}-json"] = [
-        "suggest", f"{PROFILES}/{profile}", CONFIG, "--no-ledger", "--format", "json",
+        "suggest",
+        f"{PROFILES}/{profile}",
+        CONFIG,
+        "--no-ledger",
+        "--format",
+        "json",
     ]
 CASES["suggest-comm-bound-diff"] = [
-    "suggest", f"{PROFILES}/comm-bound", CONFIG, "--launch", LAUNCH, "--no-ledger", "--format", "diff",
+    "suggest",
+    f"{PROFILES}/comm-bound",
+    CONFIG,
+    "--launch",
+    LAUNCH,
+    "--no-ledger",
+    "--format",
+    "diff",
 ]
-CASES["suggest-bad-config"] = ["suggest", f"{PROFILES}/comm-bound", f"{INPUTS}/bad-config.yaml", "--no-ledger"]
+CASES["suggest-bad-config"] = [
+    "suggest",
+    f"{PROFILES}/comm-bound",
+    f"{INPUTS}/bad-config.yaml",
+    "--no-ledger",
+]
 _CHECKED = [f"{INPUTS}/bad-config.yaml", f"{INPUTS}/mf-config.yaml", CONFIG]
 _SCRIPTS = ["--launch", f"{INPUTS}/bad-run.sh", "--launch", LAUNCH]
 for fmt in ("text", "json", "sarif", "github"):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.app.pipeline import diagnose_profile, profile_facts
 from advisor.model import InputError
 from advisor.parsers.kineto import short_name
-from advisor.pipeline import diagnose_profile, profile_facts
 
 KINETO = Path(__file__).resolve().parents[2] / "shared" / "real" / "kineto"
 NCCL = "nccl_parser_config__nccl_data.json.gz"

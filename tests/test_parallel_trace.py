@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
 from advisor.parsers import trace_parallel
 from advisor.parsers.trace import read_trace
-from advisor.synth import PRESETS, write_profile
-from advisor.taxonomy import default_taxonomy
+from tests.synth import PRESETS, write_profile
 
 
 @pytest.fixture

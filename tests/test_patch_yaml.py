@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.configs import config_problems, load_config
+from advisor.edit.yaml_text import YamlTextEditor
+from advisor.inputs.configs import config_problems, load_config
+from advisor.inputs.yamlio import load_data
 from advisor.model import InputError
-from advisor.patch_yaml import YamlTextEditor
-from advisor.yamlio import load_data
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("ADVISOR_UPDATE_GOLDEN") == "1"

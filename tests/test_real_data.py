@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.app.pipeline import profile_facts
+from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.trace import read_trace
-from advisor.pipeline import profile_facts
-from advisor.taxonomy import default_taxonomy
 
 TRACE = "test__ut__advisor__timeline_advice__trace_view.json"
 # an older kernel_details.csv layout (no pipe ratios) and a current one with PipeUtilization columns

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from advisor.app.pipeline import diagnose_profile, load_graph
 from advisor.cli import app
-from advisor.graph import build_graph, integrity_errors
+from advisor.engine.graph import build_graph, integrity_errors
+from advisor.engine.rules import load_rules, load_settings
+from advisor.inputs.resources import rules_dir
 from advisor.model import DataError, InputError
-from advisor.pipeline import diagnose_profile, load_graph
-from advisor.resources import rules_dir
-from advisor.rules import load_rules, load_settings
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from advisor.app.suggest import run_suggest
 from advisor.cli import app
 from advisor.model import InputError
-from advisor.suggest import run_suggest
-from advisor.synth import PRESETS, write_profile
-from advisor.synth.scenario import UPSTREAM_ENV
+from tests.synth import PRESETS, write_profile
+from tests.synth.scenario import UPSTREAM_ENV
 
 runner = CliRunner()
 
@@ -287,7 +287,7 @@ def test_write_edits_safe_changes_and_refuses_review(tmp_path: Path):
     # a change that needs review is shown, never written
     from dataclasses import replace
 
-    from advisor.patch import write_changes
+    from advisor.edit.patch import write_changes
 
     patch = run_suggest(prof, config, script, use_ledger=False).suggestion.recommendation.patch
     with pytest.raises(InputError, match="not written automatically"):
@@ -299,7 +299,7 @@ def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Pat
     ledger = tmp_path / "ledger.jsonl"
     first = run_suggest(prof, config, script, ledger_path=ledger)
     assert first.suggestion.recommendation.feature == "feature.fsdp-forward-prefetch"
-    from advisor.patch import write_changes
+    from advisor.edit.patch import write_changes
 
     write_changes(first.suggestion.recommendation.patch)
     second = run_suggest(prof, config, script, ledger_path=ledger)
@@ -354,7 +354,7 @@ def test_launch_world_size_must_match_the_profile(tmp_path: Path):
 
 @pytest.mark.parametrize("preset", ["comm-bound", "level0", "healthy", "unfused-attention"])
 def test_suggestion_json_validates(tmp_path: Path, preset: str):
-    from advisor.validation import schema_errors
+    from advisor.inputs.validation import schema_errors
 
     prof, config, script = make_job(
         tmp_path, preset, model_id="" if preset == "unfused-attention" else "qwen3_moe"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from advisor.app.watch import Watcher, watch
 from advisor.cli import app
 from advisor.parsers.trainlog import parse_line
-from advisor.watch import Watcher, watch
 from tests.test_trainlog import fsdp2_line
 
 runner = CliRunner()

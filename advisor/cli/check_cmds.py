@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from advisor.check_run import fix_changes, run_check, write_baseline
+from advisor.app.check import fix_changes, run_check, write_baseline
+from advisor.app.pipeline import load_graph
 from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt
+from advisor.edit.patch import unified_diff
+from advisor.engine.policy import fails
 from advisor.model import DataError
-from advisor.patch import unified_diff
-from advisor.pipeline import load_graph
-from advisor.policy import fails
-from advisor.render_check import findings_github, findings_json, findings_sarif, findings_text
+from advisor.render.check import findings_github, findings_json, findings_sarif, findings_text
 
 
 def check_cmd(

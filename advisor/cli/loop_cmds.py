@@ -7,17 +7,17 @@ from typing import Annotated
 
 import typer
 
+from advisor.app.compare import run_compare
+from advisor.app.pipeline import log_facts
+from advisor.app.watch import Watcher, watch
 from advisor.cli.options import FactsFormat
-from advisor.compare_run import run_compare
-from advisor.configs import load_config
-from advisor.estimate import estimate, load_model_config, peak_tflops, training_from_config
-from advisor.ledger import STATUSES, Ledger, default_path
+from advisor.facts.estimate import estimate, load_model_config, peak_tflops, training_from_config
+from advisor.inputs.configs import load_config
+from advisor.inputs.ledger import STATUSES, Ledger, default_path
 from advisor.model import DataError
-from advisor.pipeline import log_facts
-from advisor.render import facts_json, facts_text
-from advisor.render_compare import comparison_json, comparison_text
-from advisor.render_ledger import ledger_text
-from advisor.watch import Watcher, watch
+from advisor.render.compare import comparison_json, comparison_text
+from advisor.render.facts import facts_json, facts_text
+from advisor.render.ledger import ledger_text
 
 
 def compare_cmd(

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from advisor.app.pipeline import collect_facts, diagnose_profile
+from advisor.app.suggest import run_suggest
 from advisor.cli.options import (
     FactsFormat,
     LogOpt,
@@ -17,13 +19,11 @@ from advisor.cli.options import (
     SkipBadOpt,
     SuggestFormat,
 )
+from advisor.edit.patch import write_changes
 from advisor.model import DataError
-from advisor.patch import write_changes
-from advisor.pipeline import collect_facts, diagnose_profile
-from advisor.render import facts_json, facts_text
-from advisor.render_diagnosis import diagnosis_json, diagnosis_text
-from advisor.render_suggestion import suggestion_json, suggestion_text
-from advisor.suggest import run_suggest
+from advisor.render.diagnosis import diagnosis_json, diagnosis_text
+from advisor.render.facts import facts_json, facts_text
+from advisor.render.suggestion import suggestion_json, suggestion_text
 
 
 def facts(

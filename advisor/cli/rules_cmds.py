@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
+from advisor.app.pipeline import load_graph
 from advisor.cli.options import EXIT_INPUT_ERROR, GraphFormat, RulesDirOpt, SettingsOpt
-from advisor.graph import integrity_errors, to_dot, to_mermaid
+from advisor.engine.graph import integrity_errors, to_dot, to_mermaid
+from advisor.engine.rules import KINDS, load_rules
 from advisor.model import DataError
-from advisor.pipeline import load_graph
-from advisor.render_rules import rule_show_text, rules_list_text
-from advisor.rules import KINDS, load_rules
+from advisor.render.rules import rule_show_text, rules_list_text
 
 
 def rules_list(

@@ -11,9 +11,9 @@ from advisor.facts import comm, host, memory, ops, steps
 from advisor.facts import profile as profile_facts
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
 from advisor.parsers.profile_data import ProfileData, RankProfile
-from advisor.taxonomy import Taxonomy
 
 CLUSTER_FACTS = (
     "ranks.count",

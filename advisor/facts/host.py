@@ -5,8 +5,8 @@ from __future__ import annotations
 from statistics import median
 
 from advisor.facts.base import Recorder, select_steady
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import RankProfile
-from advisor.taxonomy import Taxonomy
 
 TRACE = "trace_view.json"
 TRACE_FACTS = (

@@ -6,8 +6,8 @@ import math
 from statistics import median
 
 from advisor.facts.base import Recorder
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.trainlog import GB, Iteration, TrainLog
-from advisor.taxonomy import Taxonomy
 
 MAD_SCALE = 1.4826  # MAD of a normal distribution -> its standard deviation
 

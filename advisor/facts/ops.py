@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.facts.base import Recorder, SteadySteps, ratio
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import KernelGroup, RankProfile
-from advisor.taxonomy import Taxonomy
 
 TOP_N = 10
 KERNELS = "kernel_details.csv"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from statistics import median
 
 from advisor.facts.base import Recorder, SteadySteps, ratio, select_steady
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import RankProfile, StepRow
 from advisor.parsers.trace_steps import TraceStep
-from advisor.taxonomy import Taxonomy
 
 STEP_TRACE = "step_trace_time.csv"
 LANE_COMPUTING = "Computing"

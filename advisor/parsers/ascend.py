@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.profile_data import ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
 from advisor.parsers.trace_parallel import start_trace
-from advisor.taxonomy import Taxonomy
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 RANK_SUFFIXES = {"_ascend_pt": "torch_npu", "_ascend_ms": "mindspore"}

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.csvio import CsvTable, clean, integer, number
 from advisor.parsers.profile_data import (
@@ -18,7 +19,6 @@ from advisor.parsers.profile_data import (
     OpStat,
     StepRow,
 )
-from advisor.taxonomy import Taxonomy
 
 STEP_COLUMNS = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free")
 _STEP_KEY = re.compile(r"step\s*(\d+)", re.IGNORECASE)

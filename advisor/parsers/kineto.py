@@ -15,6 +15,7 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile, StepRow
 from advisor.parsers.trace_steps import (
@@ -26,7 +27,6 @@ from advisor.parsers.trace_steps import (
     merged_intervals,
     sorted_intervals,
 )
-from advisor.taxonomy import Taxonomy
 
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
 LAUNCHES = re.compile(

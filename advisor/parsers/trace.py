@@ -15,9 +15,9 @@ from typing import Protocol
 
 import msgspec
 
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
-from advisor.taxonomy import Taxonomy
 
 BLOCK_BYTES = 32 * 1024 * 1024
 # A block boundary must fall between two top-level events; retrying a few blocks covers an event

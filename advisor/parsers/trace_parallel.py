@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace import (
     _SEPARATORS,
@@ -23,7 +24,6 @@ from advisor.parsers.trace import (
     read_trace,
 )
 from advisor.parsers.trace_steps import TraceData, reduce_steps
-from advisor.taxonomy import Taxonomy
 
 _TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
 # Below this size one process is fastest; above it the file is split between processes.

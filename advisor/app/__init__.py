@@ -1,0 +1,1 @@
+"""The services behind each command: orchestration only."""

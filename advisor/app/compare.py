@@ -1,0 +1,65 @@
+"""`advisor compare`: load both sides, compare, and record the verdict in the ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from advisor.app.pipeline import side_facts
+from advisor.engine.compare import Comparison, compare
+from advisor.inputs.configs import load_config
+from advisor.inputs.ledger import Ledger
+from advisor.inputs.taxonomy import default_taxonomy
+from advisor.model import InputError
+
+
+def _configs(
+    ledger: Ledger | None, baseline_config: Path | None, candidate_config: Path | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    base = load_config(baseline_config) if baseline_config else None
+    cand = load_config(candidate_config) if candidate_config else None
+    if ledger is not None and (base is None or cand is None):
+        last = ledger.last_proposed()
+        if last is not None:
+            if base is None and isinstance(last.get("config_values"), dict):
+                base = last["config_values"]
+            config_path = Path(str(last.get("config", "")))
+            if cand is None and config_path.is_file():
+                cand = load_config(config_path)
+    return base, cand
+
+
+def _record(ledger: Ledger, result: Comparison) -> str | None:
+    last = ledger.last_proposed()
+    if last is None:
+        return "no suggestion in the ledger to mark"
+    feature = str(last["feature"])
+    if result.verdict == "inconclusive":
+        return f"{feature} left as {ledger.status(feature)} (inconclusive)"
+    event = "kept" if result.verdict == "keep" else "reverted"
+    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=result.reason)
+    if event == "reverted":
+        return f"{feature} marked reverted: the next suggest undoes it and never proposes it again"
+    return f"{feature} marked kept"
+
+
+def run_compare(
+    baseline: Path | None,
+    candidate: Path | None,
+    baseline_log: Path | None = None,
+    candidate_log: Path | None = None,
+    baseline_config: Path | None = None,
+    candidate_config: Path | None = None,
+    ledger_path: Path | None = None,
+) -> tuple[Comparison, str | None]:
+    if baseline is None and baseline_log is None:
+        raise InputError("baseline", "give a baseline profile folder or --baseline-log")
+    if candidate is None and candidate_log is None:
+        raise InputError("candidate", "give a candidate profile folder or --candidate-log")
+    base = side_facts(baseline, baseline_log)
+    cand = side_facts(candidate, candidate_log)
+    ledger = Ledger.load(ledger_path) if ledger_path else None
+    base_config, cand_config = _configs(ledger, baseline_config, candidate_config)
+    result = compare(base, cand, default_taxonomy(), base_config, cand_config)
+    note = _record(ledger, result) if ledger is not None else None
+    return result, note

@@ -1,0 +1,137 @@
+"""Minimal text edits of a launch script: export lines and torchrun flags.
+
+An environment change edits the export where the variable is set (the script or a file it
+sources) or adds one export before the training command; a config key that the command overrides
+with `--section.key value` is changed there, because editing the YAML would have no effect.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from advisor.inputs.configs import LaunchScript
+from advisor.model import InputError
+
+_SAFE_SHELL = re.compile(r"^[A-Za-z0-9_./:,=+@%-]+$")
+
+
+def shell_value(value: Any) -> str:
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return text if _SAFE_SHELL.match(text) else shlex.quote(text)
+
+
+class _File:
+    def __init__(self, path: Path) -> None:
+        try:
+            raw = path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise InputError(str(path), "not UTF-8 text") from None
+        self.path = path
+        self.original = raw
+        self.newline = "\r\n" if "\r\n" in raw else "\n"
+        text = raw.replace("\r\n", "\n")
+        self.final_newline = text.endswith("\n")
+        self.lines = text.split("\n")
+        if self.final_newline:
+            self.lines.pop()
+
+    def text(self) -> str:
+        body = "\n".join(self.lines) + ("\n" if self.final_newline else "")
+        return body.replace("\n", self.newline) if self.newline != "\n" else body
+
+
+class LaunchTextEditor:
+    def __init__(self, script: LaunchScript) -> None:
+        self.script = script
+        self.files: dict[Path, _File] = {}
+        self.inserted = 0  # lines added to the main script above the command
+
+    def _file(self, path: Path) -> _File:
+        if path not in self.files:
+            self.files[path] = _File(path)
+        return self.files[path]
+
+    def _export_lines(self, name: str) -> list[tuple[_File, int]]:
+        pattern = re.compile(rf"^\s*export\s+{re.escape(name)}=")
+        found = []
+        for export in self.script.exports:
+            if export.name == name:
+                f = self._file(export.path)
+                # exports were recorded before earlier edits; find the line again by content
+                for i, line in enumerate(f.lines):
+                    if pattern.match(line) and (f, i) not in found:
+                        found.append((f, i))
+        return found
+
+    def set_env(self, name: str, value: Any) -> None:
+        found = self._export_lines(name)
+        if found:
+            f, i = found[-1]
+            m = re.match(rf"^(\s*export\s+{re.escape(name)}=)(\S*)(.*)$", f.lines[i])
+            if m is None:
+                raise InputError(f"{f.path}:{i + 1}", f"cannot edit the export of {name}")
+            old = m.group(2)
+            quote = old[:1] if old[:1] in "\"'" else ""
+            new = f"{quote}{value}{quote}" if quote else shell_value(value)
+            f.lines[i] = m.group(1) + new + m.group(3)
+            return
+        main = self._file(self.script.path)
+        exports = [e.line for e in self.script.exports if e.path == self.script.path]
+        if exports:
+            at = max(exports) + self.inserted
+        else:
+            at = (self.script.command_line or 1) - 1 + self.inserted
+        main.lines.insert(at, f"export {name}={shell_value(value)}")
+        self.inserted += 1
+
+    def remove_env(self, name: str) -> None:
+        found = self._export_lines(name)
+        for f, i in sorted(found, key=lambda fi: -fi[1]):
+            del f.lines[i]
+            if (
+                f.path == self.script.path
+                and self.script.command_line
+                and i < self.script.command_line
+            ):
+                self.inserted -= 1
+        if not found:
+            # set outside the script (the calling shell): unset it before the command runs
+            main = self._file(self.script.path)
+            at = (self.script.command_line or 1) - 1 + self.inserted
+            main.lines.insert(at, f"unset {name}")
+            self.inserted += 1
+
+    def _command_span(self) -> tuple[_File, int, int]:
+        main = self._file(self.script.path)
+        if self.script.command_line is None or self.script.command_end_line is None:
+            raise InputError(str(self.script.path), "no torchrun command to edit")
+        start = self.script.command_line - 1 + self.inserted
+        end = self.script.command_end_line - 1 + self.inserted
+        return main, start, end
+
+    def set_flag(self, dotted: str, value: Any) -> None:
+        main, start, end = self._command_span()
+        token = json.dumps(value) if isinstance(value, dict) else shell_value(value)
+        flag = re.compile(rf"(--{re.escape(dotted)})(=|\s+)([^\s\\]+)")
+        for i in range(start, end + 1):
+            m = flag.search(main.lines[i])
+            if m:
+                main.lines[i] = main.lines[i][: m.start(3)] + token + main.lines[i][m.end(3) :]
+                return
+        last = main.lines[end].rstrip()
+        main.lines[end] = f"{last} --{dotted} {token}"
+
+    def results(self) -> dict[Path, tuple[str, str]]:
+        """path -> (original text, new text) for every file that changed."""
+        out = {}
+        for path, f in self.files.items():
+            new = f.text()
+            if new != f.original:
+                out[path] = (f.original, new)
+        return out

@@ -1,0 +1,1 @@
+"""The rule engine: rules, conditions, the graph, diagnose, the planner, policies, compare."""

@@ -1,0 +1,1 @@
+"""Inputs: configs, launch scripts, YAML text positions, schema validation, the ledger, the taxonomy."""

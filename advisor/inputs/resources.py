@@ -1,0 +1,29 @@
+"""The one place that finds the rules/ and schemas/ folders.
+
+In a wheel they are shipped as `advisor/_data/{rules,schemas}`; in a source checkout (editable
+install or tests) they are the top-level folders of the repository.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+
+def data_dir(name: str) -> Path:
+    """Return the folder `rules` or `schemas`, wherever the package was installed from."""
+    shipped = Path(str(resources.files("advisor"))) / "_data" / name
+    if shipped.is_dir():
+        return shipped
+    checkout = Path(__file__).resolve().parents[2] / name
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"advisor data folder '{name}' is missing from the installation")
+
+
+def rules_dir() -> Path:
+    return data_dir("rules")
+
+
+def schemas_dir() -> Path:
+    return data_dir("schemas")

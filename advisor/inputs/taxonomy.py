@@ -1,0 +1,100 @@
+"""Operator and host-event classes loaded from rules/taxonomy.yaml."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from advisor.inputs.resources import rules_dir
+from advisor.inputs.validation import schema_errors
+from advisor.inputs.yamlio import load_data
+from advisor.model import DataError
+
+
+def _alternation(patterns: list[str], flags: int = 0) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), flags)
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    partial_step_ratio: float
+    small_op_max_us: float
+    cross_check_tolerance: float
+    log_warmup_iterations: int
+    log_outlier_mads: float
+    grad_norm_spike_factor: float
+    compare_z: float
+    compare_min_effect: float
+    compare_loss_tolerance: float
+    operator_classes: dict[str, re.Pattern[str]]
+    operator_docs: dict[str, str]
+    aicpu_core: str
+    step: re.Pattern[str]
+    dataloader: re.Pattern[str]
+    sync_calls: re.Pattern[str]
+    malloc_calls: re.Pattern[str]
+    free_calls: re.Pattern[str]
+    comm_kinds: dict[str, re.Pattern[str]]
+
+    def op_class(self, op_type: str, name: str) -> set[str]:
+        """Every class whose pattern matches the kernel's type (or, failing that, its name)."""
+        found = set()
+        for cls, pattern in self.operator_classes.items():
+            if pattern.fullmatch(op_type) or pattern.fullmatch(name):
+                found.add(cls)
+        return found
+
+    def comm_kind(self, name: str) -> str:
+        """Map `hcom_allGather__123_0`, `HcclAllreduce`, `allgather@group` to a kind."""
+        base = name.split("@", 1)[0].lower().replace("_", "")
+        if base.startswith("hcom"):
+            base = base[4:]
+        for kind, pattern in self.comm_kinds.items():
+            if pattern.fullmatch(base):
+                return kind
+        return "other"
+
+
+def _build(raw: dict[str, Any]) -> Taxonomy:
+    measurement = raw["measurement"]
+    ops = raw["operators"]
+    host = raw["host"]
+    return Taxonomy(
+        partial_step_ratio=float(measurement["partial_step_ratio"]),
+        small_op_max_us=float(measurement["small_op_max_us"]),
+        cross_check_tolerance=float(measurement["cross_check_tolerance"]),
+        log_warmup_iterations=int(measurement["log_warmup_iterations"]),
+        log_outlier_mads=float(measurement["log_outlier_mads"]),
+        grad_norm_spike_factor=float(measurement["grad_norm_spike_factor"]),
+        compare_z=float(measurement["compare_z"]),
+        compare_min_effect=float(measurement["compare_min_effect"]),
+        compare_loss_tolerance=float(measurement["compare_loss_tolerance"]),
+        operator_classes={k: _alternation(v["types"]) for k, v in ops.items()},
+        operator_docs={k: str(v["doc"]) for k, v in ops.items()},
+        aicpu_core=str(raw["aicpu_core"]),
+        step=re.compile(host["step"]),
+        dataloader=re.compile(host["dataloader"]),
+        sync_calls=_alternation(host["sync_calls"]),
+        malloc_calls=_alternation(host["malloc_calls"]),
+        free_calls=_alternation(host["free_calls"]),
+        comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
+    )
+
+
+def load_taxonomy(path: Path) -> Taxonomy:
+    raw = load_data(path)
+    errors = schema_errors(raw, "taxonomy.schema.json")
+    if errors:
+        raise DataError(f"{path}: {errors[0]}")
+    try:
+        return _build(raw)
+    except re.error as exc:
+        raise DataError(f"{path}: invalid regular expression: {exc}") from None
+
+
+@cache
+def default_taxonomy() -> Taxonomy:
+    return load_taxonomy(rules_dir() / "taxonomy.yaml")

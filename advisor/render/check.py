@@ -1,0 +1,188 @@
+"""Render check findings: text, advisor/findings@1 JSON, SARIF 2.1.0, GitHub annotations."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from advisor import __version__
+from advisor.engine.policy import Finding
+from advisor.engine.rules import RuleSet
+from advisor.model import FileChange
+
+FINDINGS_SCHEMA = "advisor/findings@1"
+SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVELS = {"error": "error", "warning": "warning", "note": "note"}
+
+
+def summary(findings: list[Finding]) -> dict[str, int]:
+    counted = [f for f in findings if f.counts]
+    return {
+        "error": sum(f.severity == "error" for f in counted),
+        "warning": sum(f.severity == "warning" for f in counted),
+        "note": sum(f.severity == "note" for f in counted),
+        "suppressed": sum(f.suppressed is not None for f in findings),
+        "baseline": sum(f.in_baseline and f.suppressed is None for f in findings),
+    }
+
+
+def findings_text(findings: list[Finding], files: list[str]) -> str:
+    lines = []
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.file, []).append(f)
+    for file in files:
+        shown = [f for f in by_file.get(file, []) if f.counts]
+        if not shown:
+            continue
+        lines.append(file)
+        for f in shown:
+            fixable = " [fixable]" if f.fix and f.fix.safe else ""
+            lines.append(
+                f"  {f.file}:{f.line}:{f.col}: {f.severity} [{f.rule_id}] {f.message}{fixable}"
+            )
+    s = summary(findings)
+    lines.append(
+        f"{s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s) in {len(files)} file(s)"
+        f"; {s['suppressed']} waived, {s['baseline']} in the baseline"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def findings_json(findings: list[Finding], files: list[str]) -> str:
+    payload = {
+        "schema": FINDINGS_SCHEMA,
+        "files": files,
+        "findings": [
+            {
+                "rule": f.rule_id,
+                "severity": f.severity,
+                "message": f.message,
+                "file": f.file,
+                "line": f.line,
+                "column": f.col,
+                "fingerprint": f.fingerprint,
+                "suppressed": f.suppressed,
+                "baseline": f.in_baseline,
+                "fix": None
+                if f.fix is None
+                else {
+                    "description": f.fix.description,
+                    "safe": f.fix.safe,
+                    "ops": [
+                        {"op": op, "path": path, "value": value} for op, path, value in f.fix.ops
+                    ],
+                },
+            }
+            for f in findings
+        ],
+        "summary": summary(findings),
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def _uri(path: str) -> str:
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.resolve().as_uri()
+
+
+def _replacements(change: FileChange) -> list[dict[str, Any]]:
+    before = change.before.replace("\r\n", "\n").splitlines(keepends=True)
+    after = change.after.replace("\r\n", "\n").splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after).get_opcodes():
+        if tag == "equal":
+            continue
+        region = {"startLine": i1 + 1, "startColumn": 1, "endLine": i2 + 1, "endColumn": 1}
+        out.append({"deletedRegion": region, "insertedContent": {"text": "".join(after[j1:j2])}})
+    return out
+
+
+def findings_sarif(
+    findings: list[Finding], rules: RuleSet, fixes: Callable[[Finding], list[FileChange]]
+) -> str:
+    used = sorted({f.rule_id for f in findings})
+    index = {rule_id: i for i, rule_id in enumerate(used)}
+    descriptors = []
+    for rule_id in used:
+        rule = rules[rule_id]
+        descriptors.append(
+            {
+                "id": rule_id,
+                "name": rule_id.split(".", 1)[1].replace("-", " ").title().replace(" ", ""),
+                "shortDescription": {"text": rule.title},
+                "fullDescription": {"text": str(rule.data["docs"]["why"])},
+                "help": {
+                    "text": f"{rule.data['docs']['why']}\nBefore: {rule.data['docs']['example']['before']}\nAfter: {rule.data['docs']['example']['after']}"
+                },
+                "defaultConfiguration": {"level": LEVELS[str(rule.data["severity"])]},
+                "properties": {"tags": rule.tags},
+            }
+        )
+    results = []
+    for f in findings:
+        result: dict[str, Any] = {
+            "ruleId": f.rule_id,
+            "ruleIndex": index[f.rule_id],
+            "level": LEVELS[f.severity],
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.file)},
+                        "region": {"startLine": f.line, "startColumn": f.col},
+                    }
+                }
+            ],
+            "partialFingerprints": {"advisorFinding/v1": f.fingerprint},
+            "baselineState": "unchanged" if f.in_baseline else "new",
+        }
+        if f.suppressed is not None:
+            result["suppressions"] = [{"kind": "inSource", "justification": f.suppressed}]
+        changes = fixes(f) if f.fix is not None else []
+        if changes:
+            result["fixes"] = [
+                {
+                    "description": {"text": f.fix.description if f.fix else ""},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": _uri(c.path)},
+                            "replacements": _replacements(c),
+                        }
+                        for c in changes
+                    ],
+                }
+            ]
+        results.append(result)
+    sarif = {
+        "$schema": SARIF_SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {"name": "advisor", "version": __version__, "rules": descriptors}
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(sarif, indent=2, ensure_ascii=False)
+
+
+def findings_github(findings: list[Finding]) -> str:
+    kinds = {"error": "error", "warning": "warning", "note": "notice"}
+    lines = []
+    for f in findings:
+        if not f.counts:
+            continue
+        message = f.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        lines.append(
+            f"::{kinds[f.severity]} file={f.file},line={f.line},col={f.col},title={f.rule_id}::{message}"
+        )
+    return "\n".join(lines) + ("\n" if lines else "")

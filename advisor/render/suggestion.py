@@ -1,0 +1,97 @@
+"""Render a suggestion: text for people, the advisor/suggestion@1 JSON, or a git-apply diff."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from advisor.model import Patch, Recommendation, Suggestion
+from advisor.render.facts import format_value
+
+SUGGESTION_SCHEMA = "advisor/suggestion@1"
+
+
+def change_line(rec: Recommendation) -> str:
+    patch = rec.patch
+    if patch is None:
+        return f"{rec.title} (advice: no config key to change)"
+    parts = []
+    for op in patch.ops:
+        before = "unset" if op.expect is None else str(op.expect)
+        if patch.target == "env":
+            parts.append(
+                f"export {op.path}={op.value}"
+                if op.op == "set"
+                else f"remove {op.path} (was {before})"
+            )
+        elif patch.target == "cli":
+            parts.append(f"--{op.path} {before} -> {op.value}")
+        else:
+            parts.append(
+                f"{op.path}: {before} -> {op.value}" if op.op == "set" else f"remove {op.path}"
+            )
+    where = patch.file or "your launch environment"
+    return f"{'; '.join(parts)}   [{patch.target} in {where}, {patch.applicability}]"
+
+
+def suggestion_json(s: Suggestion, notes: list[str]) -> str:
+    rec = s.recommendation
+    body: dict[str, Any] | None = None
+    if rec is not None:
+        patch: Patch | None = rec.patch
+        body = {
+            "feature": rec.feature,
+            "bottleneck": rec.bottleneck,
+            "title": rec.title,
+            "why": rec.why,
+            "evidence": [f.to_json() for f in rec.evidence],
+            "patch": patch.to_json() if patch else None,
+            "advice": rec.advice or None,
+            "diff": rec.diff,
+            "expected": rec.expected,
+            "risk": rec.risk,
+            "verify": list(rec.verify),
+        }
+    payload = {
+        "schema": SUGGESTION_SCHEMA,
+        "status": s.status,
+        "summary": s.summary,
+        "recommendation": body,
+        "rejected": [r.to_json() for r in s.rejected],
+        "notes": notes,
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def suggestion_text(s: Suggestion, notes: list[str]) -> str:
+    lines = [f"note: {n}" for n in notes]
+    rec = s.recommendation
+    if rec is None:
+        lines.append(s.summary if s.status == "healthy" else f"{s.status}: {s.summary}")
+    else:
+        head = "Collect data first" if s.status == "needs-data" else "Next change"
+        lines.append(f"{head}: {change_line(rec)}")
+        lines.append(f"  feature: {rec.feature} — {rec.title}")
+        lines.append("")
+        lines.append(f"Why: {rec.why}")
+        if rec.evidence:
+            shown = ", ".join(f"{f.id} = {format_value(f.value, f.unit)}" for f in rec.evidence)
+            lines.append(f"Evidence: {shown}")
+        if rec.advice:
+            lines.append(f"Advice: {rec.advice}")
+        lines.append(f"Expected: {rec.expected}")
+        lines.append(f"Risk: {rec.risk}")
+        if rec.verify:
+            lines.append("Verify with the next profile (same steps, same ranks):")
+            lines.extend(f"  - {v}" for v in rec.verify)
+        if rec.patch and rec.patch.lines_to_add:
+            lines.append("Add to the launch environment:")
+            lines.extend(f"  {line}" for line in rec.patch.lines_to_add)
+        if rec.diff:
+            lines.append("")
+            lines.append(rec.diff.rstrip("\n"))
+    if s.rejected:
+        lines.append("")
+        lines.append("Other candidates and why they were not chosen:")
+        lines.extend(f"  - {r.feature}: {r.reason}" for r in s.rejected)
+    return "\n".join(lines) + "\n"

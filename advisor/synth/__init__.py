@@ -1,6 +1,0 @@
-"""Synthetic torch_npu profiles with known ground truth, for tests, examples and benchmarks."""
-
-from advisor.synth.scenario import PRESETS, Scenario
-from advisor.synth.writer import Written, write_cluster, write_profile
-
-__all__ = ["PRESETS", "Scenario", "Written", "write_cluster", "write_profile"]

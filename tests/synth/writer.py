@@ -1,0 +1,153 @@
+"""Write a simulated scenario as a torch_npu (or MindSpore) profiler directory.
+
+The layout and file formats follow what torch_npu writes (including its quirks: string
+timestamps, TAB-terminated quoted start times, shapes wrapped in literal quotes, N/A PMU cells
+for AI-CPU kernels), so the readers are exercised on the same shapes as real output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.synth.layout import GROUP, HCCS_GBPS
+from tests.synth.scenario import Scenario
+from tests.synth.tables import (
+    communication_json,
+    write_kernels,
+    write_memory,
+    write_op_statistic,
+    write_step_trace,
+)
+from tests.synth.timeline import NS, StepPlan, StepTruth, plan_steps
+from tests.synth.trace_file import write_trace
+
+
+@dataclass(frozen=True)
+class Written:
+    """What was written, and the ground truth a reader must recover."""
+
+    directory: Path
+    steps: list[StepPlan]
+
+    @property
+    def truths(self) -> list[StepTruth]:
+        return [p.truth for p in self.steps]
+
+
+def profiler_info(s: Scenario) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "config": {
+            "common_config": {
+                "activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
+                "schedule": {
+                    "wait": 0,
+                    "warmup": 0,
+                    "active": s.steps,
+                    "repeat": 1,
+                    "skip_first": 5,
+                },
+                "record_shapes": False,
+                "profile_memory": s.with_memory,
+                "with_stack": False,
+            },
+            "experimental_config": {
+                "_profiler_level": s.level,
+                "_aic_metrics": "ACL_AICORE_PIPE_UTILIZATION"
+                if s.level != "Level0"
+                else "ACL_AICORE_NONE",
+                "_export_type": ["text"],
+            },
+        },
+        "cann_version": "8.2.RC1",
+        "rank_id": s.rank,
+    }
+    if s.framework == "mindspore":
+        info["ms_version"] = "2.6.0"
+    else:
+        info["torch_npu_version"] = "2.6.0.post1"
+    return info
+
+
+def write_profile(parent: Path, s: Scenario) -> Written:
+    """Write one rank's profile directory under `parent` and return it with its ground truth."""
+    suffix = "_ascend_ms" if s.framework == "mindspore" else "_ascend_pt"
+    directory = parent / f"node0_{20000 + s.rank}_20260101093000000{suffix}"
+    output = directory / "ASCEND_PROFILER_OUTPUT"
+    output.mkdir(parents=True, exist_ok=True)
+    plans = plan_steps(s)
+    (directory / f"profiler_info_{s.rank}.json").write_text(json.dumps(profiler_info(s), indent=2))
+    meta = {
+        "ENV_VARIABLES": dict(s.env),
+        "distributed_args": {
+            "world_size": s.world_size,
+            "rank": s.rank,
+            "tensor_model_parallel_size": 1,
+            "pipeline_model_parallel_size": 1,
+            "data_parallel_size": s.world_size,
+            "context_parallel_size": 1,
+            "expert_model_parallel_size": 1,
+        },
+    }
+    (directory / "profiler_metadata.json").write_text(json.dumps(meta, indent=2))
+    write_trace(output / "trace_view.json", s, plans)
+    write_kernels(output / "kernel_details.csv", s, plans)
+    write_op_statistic(output / "op_statistic.csv", plans)
+    write_step_trace(output / "step_trace_time.csv", plans)
+    if s.level != "Level0":
+        (output / "communication.json").write_text(
+            json.dumps(communication_json(s, plans), indent=1)
+        )
+        (output / "communication_matrix.json").write_text(json.dumps(_matrix(plans), indent=1))
+    if s.with_memory:
+        write_memory(output / "memory_record.csv", s, plans)
+    return Written(directory, plans)
+
+
+def _matrix(plans: list[StepPlan]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for plan in plans:
+        ops = {}
+        for c in plan.comm:
+            ms = c.dur / NS / 1000.0
+            ops[f"{c.name.split('__')[0]}-top1@{GROUP}"] = {
+                "0-1": {
+                    "Transport Type": "HCCS",
+                    "Transit Size(MB)": HCCS_GBPS * ms,
+                    "Transit Time(ms)": ms,
+                    "Bandwidth(GB/s)": HCCS_GBPS,
+                    "Op Name": c.name,
+                },
+            }
+        out[f"step{plan.number}"] = {"collective": ops, "p2p": {}}
+    return out
+
+
+def write_cluster(
+    parent: Path, base: Scenario, ranks: int, slow_rank: int | None = None, slow_factor: float = 1.5
+) -> list[Written]:
+    """Several ranks of one job. A slow rank computes `slow_factor` times longer; the others wait
+    for it in their final (exposed) communication, as synchronous collectives do."""
+    written = []
+    extra_us = 0.0
+    if slow_rank is not None:
+        one_step = plan_steps(base.with_(steps=1))[0]
+        compute_us = sum(p.kernel.dur for p in one_step.kernels) / NS
+        extra_us = compute_us * (slow_factor - 1.0)
+    for rank in range(ranks):
+        if rank == slow_rank:
+            s = base.with_(rank=rank, world_size=ranks, compute_scale=slow_factor)
+        else:
+            # the extra exposed time is spent waiting for the slow rank
+            comm_us = base.comm_overlapped_us + base.comm_exposed_us
+            wait = (base.comm_wait_ratio * comm_us + extra_us) / (comm_us + extra_us)
+            s = base.with_(
+                rank=rank,
+                world_size=ranks,
+                comm_exposed_us=base.comm_exposed_us + extra_us,
+                comm_wait_ratio=round(wait, 6),
+            )
+        written.append(write_profile(parent, s))
+    return written
