@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import PurePath
 from typing import Any
 
 JOB_SCOPE = "job"
@@ -69,6 +72,35 @@ class FactSet:
         return None if fact is None else fact.value
 
 
+class Severity(StrEnum):
+    """SARIF levels, in increasing order."""
+
+    note = "note"
+    warning = "warning"
+    error = "error"
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+
+class Applicability(StrEnum):
+    """Whether a change may be written automatically (ruff's fix applicability)."""
+
+    safe = "safe"
+    review = "review"
+    display_only = "display-only"
+
+
+class PatchTarget(StrEnum):
+    """Where a change lands: the YAML config, a command-line flag, the launch environment."""
+
+    config = "config"
+    cli = "cli"
+    env = "env"
+    none = "none"
+
+
 class AdvisorError(Exception):
     """Base of every error the CLI reports as one line with exit code 2."""
 
@@ -90,11 +122,11 @@ class DataError(AdvisorError):
 class PatchOp:
     op: str  # "set" | "remove"
     path: str  # "parallel.num_to_forward_prefetch" or "TASK_QUEUE_ENABLE"
-    value: Any = None
-    expect: Any = None  # the value before the change (None: not set)
+    value: object = None
+    expect: object = None  # the value before the change (None: not set)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"op": self.op, "path": self.path}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"op": self.op, "path": self.path}
         if self.op == "set":
             out["value"] = self.value
         out["before"] = self.expect
@@ -110,22 +142,54 @@ class FileChange:
 
 @dataclass(frozen=True)
 class Patch:
-    feature: str
-    target: str  # "config" | "cli" | "env"
-    file: str | None  # None: lines to add by hand (no launch script given)
+    """A change as data: ops on a target; `changes` are the file edits once it is placed."""
+
+    rule_id: str
+    target: PatchTarget
     ops: tuple[PatchOp, ...]
-    applicability: str  # "safe" | "review"
+    applicability: Applicability
+    title: str = ""
+    file: str | None = None  # None: not placed, or lines to add by hand (no launch script)
     changes: tuple[FileChange, ...] = ()
     lines_to_add: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
-            "target": self.target,
+            "target": str(self.target),
             "file": self.file,
-            "applicability": self.applicability,
+            "applicability": str(self.applicability),
             "ops": [op.to_json() for op in self.ops],
             "lines_to_add": list(self.lines_to_add),
         }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One policy violation in a config or launch script, with an optional fix."""
+
+    rule_id: str
+    severity: Severity
+    message: str
+    file: str
+    line: int
+    col: int
+    key: str  # what the finding is about (config path, variable, flag): part of the fingerprint
+    patch: Patch | None = None
+    suppressed: str | None = None  # the waiver's reason
+    in_baseline: bool = False
+
+    @property
+    def fingerprint(self) -> str:
+        name = PurePath(self.file).name
+        return hashlib.sha256(f"{self.rule_id}|{name}|{self.key}".encode()).hexdigest()[:20]
+
+    @property
+    def counts(self) -> bool:
+        return self.suppressed is None and not self.in_baseline
+
+    @property
+    def fixable(self) -> bool:
+        return self.patch is not None and self.patch.applicability is Applicability.safe
 
 
 @dataclass(frozen=True)
@@ -133,8 +197,28 @@ class Rejected:
     feature: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"feature": self.feature, "reason": self.reason}
+
+
+class Direction(StrEnum):
+    """Which way a fact should move after a change."""
+
+    decrease = "decrease"
+    increase = "increase"
+    unchanged = "unchanged"
+    watch = "watch"
+    back_to_baseline = "back-to-baseline"
+
+
+@dataclass(frozen=True)
+class VerifyCheck:
+    """How to verify a change: a fact, the direction it should move, its value now."""
+
+    fact: str
+    direction: Direction
+    current: float | None = None
+    unit: str | None = None  # None: not a catalogue fact
 
 
 @dataclass(frozen=True)
@@ -148,8 +232,9 @@ class Recommendation:
     advice: str
     expected: str
     risk: str
-    verify: tuple[str, ...]
+    verify: tuple[VerifyCheck, ...]
     diff: str = ""
+    undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.app.compare import run_compare
+from advisor.app.job import JobOptions
 from advisor.app.pipeline import log_facts, profile_facts
-from advisor.app.suggest import run_suggest
+from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
-from advisor.edit.patch import write_changes
+from advisor.edit.writer import write_patch as write_changes
 from advisor.engine.compare import compare
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.validation import schema_errors
@@ -146,7 +147,10 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
     config.write_text(CONFIG)
     script.write_text(RUN)
     base = profile(tmp_path, "base", steps=6, jitter=0.01)
-    first = run_suggest(base, config, script, ledger_path=ledger)
+    first = run_suggest(
+        JobOptions(profile=base, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
     rec = first.suggestion.recommendation
     assert rec.feature == "feature.fsdp-forward-prefetch"
     write_changes(rec.patch)  # what --write does
@@ -156,7 +160,10 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
     result, note = run_compare(base, cand, ledger_path=ledger)
     assert result.verdict == "keep"
     assert "marked kept" in (note or "")
-    second = run_suggest(cand, config, script, ledger_path=ledger)
+    second = run_suggest(
+        JobOptions(profile=cand, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
     assert second.suggestion.recommendation.feature == "feature.fsdp-backward-prefetch"
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
     assert events == ["proposed", "kept", "proposed"]
@@ -171,17 +178,26 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
     config.write_text(CONFIG)
     script.write_text(RUN)
     base = profile(tmp_path, "base", steps=6, jitter=0.01)
-    rec = run_suggest(base, config, script, ledger_path=ledger).suggestion.recommendation
+    rec = run_suggest(
+        JobOptions(profile=base, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    ).suggestion.recommendation
     write_changes(rec.patch)
     worse = profile(tmp_path, "worse", steps=6, jitter=0.01, comm_exposed_us=4000.0)
     result, _ = run_compare(base, worse, ledger_path=ledger)
     assert result.verdict == "revert"
-    undo = run_suggest(worse, config, script, ledger_path=ledger).suggestion
+    undo = run_suggest(
+        JobOptions(profile=worse, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    ).suggestion
     assert undo.recommendation.title.startswith("Undo:")
     assert "-  num_to_forward_prefetch: 2" in undo.recommendation.diff
     write_changes(undo.recommendation.patch)
     assert config.read_text() == CONFIG  # byte for byte back to the baseline
-    after = run_suggest(base, config, script, ledger_path=ledger).suggestion
+    after = run_suggest(
+        JobOptions(profile=base, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    ).suggestion
     reasons = {r.feature: r.reason for r in after.rejected}
     assert "rejected (ledger)" in reasons["feature.fsdp-forward-prefetch"]
     assert after.recommendation.feature == "feature.fsdp-backward-prefetch"

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from advisor.engine.conditions import Context, Truth, evaluate
+from advisor.engine.conditions import Context, Outcome, Truth, compile_condition
+
+PARAMS = {"limit": 0.03}
+
+
+def evaluate(cond: dict, ctx: Context) -> Outcome:
+    """Compile as the rule loader does (params bound), then evaluate."""
+    return compile_condition(cond, PARAMS.__getitem__).evaluate(ctx)
+
 
 CTX = Context(
     facts={"step.free_ratio": 0.05, "profile.level": "Level1"},
@@ -12,7 +20,6 @@ CTX = Context(
         "optimization": {"use_flash_attn": "true"},
     },
     env={"TASK_QUEUE_ENABLE": "2"},
-    params={"limit": 0.03},
 )
 
 

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.app.pipeline import diagnose_profile, load_graph
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import load_graph
 from advisor.cli import app
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Symptom, Unknown, diagnose, evaluate_symptom
+from advisor.engine.rule_model import SymptomRule
 from advisor.inputs.validation import schema_errors
 from advisor.inputs.yamlio import load_data
 
@@ -33,7 +36,8 @@ def test_every_symptom_has_edge_cases():
 )
 def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
     rule = GRAPH.ruleset[rule_id]
-    facts = {rule.data["measure"]: value, "step.compute_ratio": 0.8, "ranks.count": 4}
+    assert isinstance(rule, SymptomRule)
+    facts = {rule.measure: value, "step.compute_ratio": 0.8, "ranks.count": 4}
     outcome = evaluate_symptom(rule, Context(facts=facts))
     if expected == "none":
         assert outcome is None
@@ -88,7 +92,7 @@ def test_ranking_by_cost_and_the_lead_sentence():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_generated_profiles(name: str):
     expected = EXPECTED[name]
-    run = diagnose_profile(EXAMPLES / name)
+    run = run_diagnose(JobOptions(profile=EXAMPLES / name))
     d = run.diagnosis
     fired = {s.id for s in d.symptoms} | {b.id for b in d.bottlenecks}
     assert (d.main.id if d.main else None) == expected["main"]
@@ -105,14 +109,14 @@ def test_generated_profiles(name: str):
 
 
 def test_level0_says_how_to_collect_communication():
-    run = diagnose_profile(EXAMPLES / "level0")
+    run = run_diagnose(JobOptions(profile=EXAMPLES / "level0"))
     comm = next(u for u in run.diagnosis.unknown if u.rule == "bottleneck.communication")
     assert "comm.wait_ratio" in comm.missing
     assert "level1" in comm.how_to_collect
 
 
 def test_single_rank_does_not_report_slow_rank_as_unknown():
-    run = diagnose_profile(EXAMPLES / "healthy")
+    run = run_diagnose(JobOptions(profile=EXAMPLES / "healthy"))
     assert all("slow-rank" not in u.rule for u in run.diagnosis.unknown)
 
 

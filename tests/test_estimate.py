@@ -98,13 +98,16 @@ def test_estimate_command(tmp_path: Path):
 
 
 def test_memory_bottleneck_names_the_dominant_part():
-    from advisor.app.pipeline import diagnose_profile
+    from advisor.app.diagnose import run_diagnose
+    from advisor.app.job import JobOptions
 
     examples = MODELS.parent
-    run = diagnose_profile(
-        examples / "profiles" / "fragmentation",
-        config_path=examples / "fsdp2" / "config.yaml",
-        model_config=MODELS / "qwen3-30b-a3b.json",
+    run = run_diagnose(
+        JobOptions(
+            profile=examples / "profiles" / "fragmentation",
+            config=examples / "fsdp2" / "config.yaml",
+            model_config=MODELS / "qwen3-30b-a3b.json",
+        )
     )
     memory = run.diagnosis.main
     assert memory is not None and memory.id == "bottleneck.memory"

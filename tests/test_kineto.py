@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.app.pipeline import diagnose_profile, profile_facts
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import profile_facts
 from advisor.model import InputError
 from advisor.parsers.kineto import short_name
 
@@ -113,6 +115,6 @@ def test_cpu_only_and_stepless_traces_are_clear_errors(real_kineto: Path):
 
 
 def test_diagnose_a_gpu_trace(real_kineto: Path):
-    run = diagnose_profile(real_kineto / NCCL)
+    run = run_diagnose(JobOptions(profile=real_kineto / NCCL))
     assert run.diagnosis.main is not None
     assert run.diagnosis.main.id == "bottleneck.host-dispatch"  # 73% of the step the GPUs are idle

@@ -22,7 +22,7 @@ REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "mindspeed-fsdp
 
 
 def _apply(path: Path, ops: list[dict]) -> str:
-    editor = YamlTextEditor(path)
+    editor = YamlTextEditor(path, path.read_bytes().decode("utf-8"))
     for op in ops:
         if op["op"] == "set":
             editor.set(op["path"], op["value"])

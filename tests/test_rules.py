@@ -9,12 +9,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.app.pipeline import diagnose_profile, load_graph
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import load_graph
 from advisor.cli import app
 from advisor.engine.graph import build_graph, integrity_errors
+from advisor.engine.rule_model import FeatureRule
 from advisor.engine.rules import load_rules, load_settings
+from advisor.engine.settings import RuleOptions
 from advisor.inputs.resources import rules_dir
-from advisor.model import DataError, InputError
+from advisor.model import Applicability, DataError, InputError
 
 runner = CliRunner()
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
@@ -61,40 +65,39 @@ def test_builtin_rules_are_clean():
 
 def test_every_rule_is_documented():
     for rule in load_rules().rules.values():
-        docs = rule.data["docs"]
-        assert len(docs["why"]) > 40, rule.id
-        assert docs["example"]["before"] and docs["example"]["after"], rule.id
-        assert rule.data["references"], rule.id
+        assert len(rule.docs.why) > 40, rule.id
+        assert rule.docs.example.before and rule.docs.example.after, rule.id
+        assert rule.references, rule.id
 
 
 def test_display_only_features_never_carry_ops():
-    for rule in load_rules().of_kind("feature"):
-        change = rule.data["change"]
-        if change["applicability"] == "display-only":
-            assert "ops" not in change and change["advice"], rule.id
+    for rule in load_rules().of_type(FeatureRule):
+        change = rule.change
+        if change.applicability is Applicability.display_only:
+            assert not change.ops and change.advice, rule.id
         else:
-            assert change["ops"], rule.id
+            assert change.ops, rule.id
 
 
 def test_try_orders_follow_the_guide():
     graph = load_graph()
-    assert [f for _, f in graph.features_for("bottleneck.communication")][:3] == [
+    assert [f.id for _, f in graph.features_for("bottleneck.communication")][:3] == [
         "feature.fsdp-forward-prefetch",
         "feature.fsdp-backward-prefetch",
         "feature.fused-dispatcher",
     ]
-    assert [f for _, f in graph.features_for("bottleneck.host-dispatch")][:3] == [
+    assert [f.id for _, f in graph.features_for("bottleneck.host-dispatch")][:3] == [
         "feature.remove-launch-blocking",
         "feature.task-queue-level2",
         "feature.cpu-affinity",
     ]
-    compute = [f for _, f in graph.features_for("bottleneck.compute")]
+    compute = [f.id for _, f in graph.features_for("bottleneck.compute")]
     assert (
         compute.index("feature.flash-attention")
         < compute.index("feature.fused-rmsnorm")
         < compute.index("feature.moe-grouped-gemm")
     )
-    memory = [f for _, f in graph.features_for("bottleneck.memory")]
+    memory = [f.id for _, f in graph.features_for("bottleneck.memory")]
     assert (
         memory.index("feature.chunk-loss")
         < memory.index("feature.activation-recompute")
@@ -196,7 +199,7 @@ def test_settings_override_params_and_disable_rules(tmp_path: Path):
         "  symptom.exposed-communication-high:\n    params: {fine: 0.25, act: 0.40}\n"
         "  symptom.device-idle-high:\n    enabled: false\n"
     )
-    run = diagnose_profile(EXAMPLES / "host-bound", settings_path=settings)
+    run = run_diagnose(JobOptions(profile=EXAMPLES / "host-bound"), RuleOptions(settings=settings))
     fired = {s.id for s in run.diagnosis.symptoms}
     assert "symptom.device-idle-high" not in fired  # disabled
     assert (

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.app.suggest import run_suggest
+from advisor.app.job import JobOptions
+from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
-from advisor.model import InputError
+from advisor.model import Applicability, InputError
+from advisor.render.suggestion import verify_line
 from tests.synth import PRESETS, write_profile
 from tests.synth.scenario import UPSTREAM_ENV
 
@@ -72,8 +74,9 @@ def make_job(
     return tmp_path / "prof", config, script
 
 
-def suggest(prof: Path, config: Path, script: Path | None, **kw: object):
-    return run_suggest(prof, config, script, use_ledger=False, **kw)  # type: ignore[arg-type]
+def suggest(prof: Path, config: Path, script: Path | None):
+    job = JobOptions(profile=prof, config=config, launch=script)
+    return run_suggest(job, options=SuggestOptions(use_ledger=False))
 
 
 def only_env(env: dict[str, str], drop: tuple[str, ...] = (), **add: str) -> dict[str, str]:
@@ -133,7 +136,7 @@ def test_exposed_communication_raises_prefetch_one_step(tmp_path: Path):
         ("parallel.num_to_forward_prefetch", 2, None)
     ]
     assert "+  num_to_forward_prefetch: 2" in rec.diff
-    assert "step.comm_exposed_ratio should decrease" in rec.verify[0]
+    assert "step.comm_exposed_ratio should decrease" in verify_line(rec.verify[0])
 
 
 def test_prefetch_at_two_on_moe_moves_to_fused_dispatcher(tmp_path: Path):
@@ -287,22 +290,31 @@ def test_write_edits_safe_changes_and_refuses_review(tmp_path: Path):
     # a change that needs review is shown, never written
     from dataclasses import replace
 
-    from advisor.edit.patch import write_changes
+    from advisor.edit.writer import write_patch as write_changes
 
-    patch = run_suggest(prof, config, script, use_ledger=False).suggestion.recommendation.patch
+    patch = run_suggest(
+        JobOptions(profile=prof, config=config, launch=script),
+        options=SuggestOptions(use_ledger=False),
+    ).suggestion.recommendation.patch
     with pytest.raises(InputError, match="not written automatically"):
-        write_changes(replace(patch, applicability="review"))
+        write_changes(replace(patch, applicability=Applicability.review))
 
 
 def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Path):
     prof, config, script = make_job(tmp_path, "comm-bound")
     ledger = tmp_path / "ledger.jsonl"
-    first = run_suggest(prof, config, script, ledger_path=ledger)
+    first = run_suggest(
+        JobOptions(profile=prof, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
     assert first.suggestion.recommendation.feature == "feature.fsdp-forward-prefetch"
-    from advisor.edit.patch import write_changes
+    from advisor.edit.writer import write_patch as write_changes
 
     write_changes(first.suggestion.recommendation.patch)
-    second = run_suggest(prof, config, script, ledger_path=ledger)
+    second = run_suggest(
+        JobOptions(profile=prof, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
     assert any("now applied" in n for n in second.notes)
     assert second.suggestion.recommendation.feature == "feature.fsdp-backward-prefetch"
     result = runner.invoke(
@@ -310,7 +322,10 @@ def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Pat
         ["ledger", "--ledger", str(ledger), "--mark", "feature.fsdp-backward-prefetch=rejected"],
     )
     assert result.exit_code == 0
-    third = run_suggest(prof, config, script, ledger_path=ledger)
+    third = run_suggest(
+        JobOptions(profile=prof, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
     reasons = {r.feature: r.reason for r in third.suggestion.rejected}
     assert "rejected (ledger)" in reasons["feature.fsdp-backward-prefetch"]
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.edit.launch_text import LaunchTextEditor
-from advisor.edit.yaml_text import YamlTextEditor
-from advisor.engine.policy import (
-    Document,
-    Finding,
-    check_document,
-    load_config_document,
-    load_script_document,
-)
+from advisor.edit.patch import document_changes
+from advisor.edit.writer import write_file
+from advisor.engine.policy import check_document
 from advisor.engine.rules import RuleSet
-from advisor.model import FileChange, InputError
+from advisor.inputs.documents import Document, load_config_document, load_script_document
+from advisor.inputs.text import read_text
+from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 
 BASELINE_SCHEMA = "advisor/baseline@1"
 
@@ -31,7 +28,7 @@ def load_baseline(path: Path) -> set[str]:
     if not path.exists():
         return set()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(str(path), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if (
@@ -45,9 +42,8 @@ def load_baseline(path: Path) -> set[str]:
 
 def write_baseline(path: Path, findings: list[Finding]) -> None:
     accepted = sorted({f.fingerprint for f in findings if f.suppressed is None})
-    path.write_text(
-        json.dumps({"schema": BASELINE_SCHEMA, "fingerprints": accepted}, indent=2) + "\n",
-        encoding="utf-8",
+    write_file(
+        path, json.dumps({"schema": BASELINE_SCHEMA, "fingerprints": accepted}, indent=2) + "\n"
     )
 
 
@@ -60,39 +56,35 @@ def run_check(
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
     for doc in documents:
-        doc.findings = check_document(doc, rules)
-        for finding in doc.findings:
-            finding.in_baseline = finding.fingerprint in accepted
-        findings.extend(doc.findings)
+        for finding in check_document(doc, rules):
+            in_baseline = finding.fingerprint in accepted
+            findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
     return CheckResult(documents, findings)
 
 
-def fix_changes(doc: Document, findings: list[Finding], safe_only: bool) -> list[FileChange]:
-    """The file edits of a document's autofixes (applied in order on one editor)."""
-    fixes = [
-        f.fix for f in findings if f.fix is not None and f.counts and (f.fix.safe or not safe_only)
+def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
+    return [
+        f.patch
+        for f in findings
+        if f.patch is not None
+        and f.counts
+        and (f.patch.applicability is Applicability.safe or not safe_only)
     ]
-    if not fixes:
-        return []
-    if doc.kind == "fsdp2-config":
-        editor = YamlTextEditor(doc.path)
-        for fix in fixes:
-            for op, path, value in fix.ops:
-                if op == "remove":
-                    editor.remove(path)
-                else:
-                    editor.set(path, value)
-        after = editor.result()
-        return (
-            [FileChange(str(doc.path), editor.original, after)] if after != editor.original else []
-        )
-    assert doc.script is not None
-    launch = LaunchTextEditor(doc.script)
-    for fix in fixes:
-        for op, path, value in fix.ops:
-            if fix.target == "env":
-                if op == "remove":
-                    launch.remove_env(path)
-                else:
-                    launch.set_env(path, value)
-    return [FileChange(str(p), a, b) for p, (a, b) in launch.results().items()]
+
+
+def safe_fix_changes(result: CheckResult) -> list[FileChange]:
+    """`check --fix`: every safe fix of each document, applied in order."""
+    changes: list[FileChange] = []
+    for doc in result.documents:
+        mine = [f for f in result.findings if f.file == str(doc.path)]
+        changes.extend(document_changes(doc, _fixes(mine, safe_only=True)))
+    return changes
+
+
+def finding_changes(result: CheckResult) -> list[list[FileChange]]:
+    """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
+    docs = {str(d.path): d for d in result.documents}
+    return [
+        document_changes(docs[f.file], _fixes([f], safe_only=False)) if f.patch else []
+        for f in result.findings
+    ]

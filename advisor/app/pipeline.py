@@ -1,19 +1,15 @@
-"""End-to-end steps shared by the commands: inputs in, results out (no rendering, no CLI)."""
+"""Facts from profiles and logs, and the checked rule graph: the steps every command shares."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.engine.conditions import Context
-from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph, build_graph
 from advisor.engine.rules import load_rules, load_settings
+from advisor.engine.settings import RuleOptions
 from advisor.facts import derive_facts
 from advisor.facts.base import Recorder
-from advisor.facts.catalogue import ENV_PREFIX
 from advisor.facts.log import derive as log_derive
-from advisor.inputs.configs import effective_config, load_config, parse_launch
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, FactSet, InputError
 from advisor.parsers.ascend import read_profile
@@ -61,55 +57,11 @@ def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
     return facts
 
 
-@dataclass
-class DiagnosisRun:
-    facts: FactSet
-    diagnosis: Diagnosis
-    graph: RuleGraph
-
-
-def load_graph(
-    settings_path: Path | None = None, rules_dirs: list[Path] | None = None
-) -> RuleGraph:
+def load_graph(options: RuleOptions | None = None) -> RuleGraph:
     """Rules (built in + extra folders) with settings applied, as a checked graph."""
-    settings = load_settings(settings_path) if settings_path else None
-    return build_graph(load_rules(rules_dirs or [], settings))
-
-
-def condition_context(
-    facts: FactSet, config_path: Path | None = None, launch_path: Path | None = None
-) -> Context:
-    """Facts, the effective config (YAML < CLI flags) and the environment that ran.
-
-    The environment recorded by the profiler is what really ran; the launch script's exports are
-    used when the profile did not record it.
-    """
-    values = {f.id: f.value for f in facts.facts if f.scope == JOB_SCOPE}
-    launch = parse_launch(launch_path) if launch_path else None
-    config = None
-    if config_path is not None:
-        config = effective_config(load_config(config_path), launch)
-    recorded = {k[len(ENV_PREFIX) :]: str(v) for k, v in values.items() if k.startswith(ENV_PREFIX)}
-    env: dict[str, str] | None = recorded or (launch.env if launch else None)
-    return Context(facts=values, config=config, env=env)
-
-
-def diagnose_profile(
-    path: Path,
-    config_path: Path | None = None,
-    launch_path: Path | None = None,
-    settings_path: Path | None = None,
-    rules_dirs: list[Path] | None = None,
-    skip_bad_files: bool = False,
-    logs: list[Path] | None = None,
-    model_config: Path | None = None,
-) -> DiagnosisRun:
-    graph = load_graph(settings_path, rules_dirs)
-    facts = collect_facts(path, logs, skip_bad_files=skip_bad_files)
-    if model_config is not None:
-        add_estimates(facts, model_config, load_config(config_path) if config_path else None)
-    ctx = condition_context(facts, config_path, launch_path)
-    return DiagnosisRun(facts, diagnose(graph, ctx), graph)
+    options = options or RuleOptions()
+    settings = load_settings(options.settings) if options.settings else None
+    return build_graph(load_rules(options.rules_dirs, settings))
 
 
 def side_facts(path: Path | None, log: Path | None) -> FactSet:

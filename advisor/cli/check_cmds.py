@@ -7,12 +7,14 @@ from typing import Annotated
 
 import typer
 
-from advisor.app.check import fix_changes, run_check, write_baseline
+from advisor.app.check import finding_changes, run_check, safe_fix_changes, write_baseline
 from advisor.app.pipeline import load_graph
 from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt
 from advisor.edit.patch import unified_diff
+from advisor.edit.writer import write_changes
 from advisor.engine.policy import fails
-from advisor.model import DataError
+from advisor.engine.settings import RuleOptions
+from advisor.model import DataError, Severity
 from advisor.render.check import findings_github, findings_json, findings_sarif, findings_text
 
 
@@ -44,7 +46,7 @@ def check_cmd(
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
-    graph = load_graph(settings, rules_dir)
+    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
     result = run_check(files, scripts, graph.ruleset, baseline if not update_baseline else None)
     if update_baseline:
         if baseline is None:
@@ -55,28 +57,20 @@ def check_cmd(
         )
         return
     names = [str(d.path) for d in result.documents]
-    docs = {str(d.path): d for d in result.documents}
     if fix:
-        changes = [c for d in result.documents for c in fix_changes(d, d.findings, safe_only=True)]
-        diff = unified_diff(tuple(changes))
-        for change in changes:
-            Path(change.path).write_text(change.after, encoding="utf-8", newline="")
+        changes = safe_fix_changes(result)
+        diff = unified_diff(changes)
+        write_changes(changes)
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
             result = run_check(files, scripts, graph.ruleset, baseline)
     if output_format is CheckFormat.json:
         typer.echo(findings_json(result.findings, names))
     elif output_format is CheckFormat.sarif:
-        typer.echo(
-            findings_sarif(
-                result.findings,
-                graph.ruleset,
-                lambda f: fix_changes(docs[f.file], [f], safe_only=False),
-            )
-        )
+        typer.echo(findings_sarif(result.findings, graph.ruleset, finding_changes(result)))
     elif output_format is CheckFormat.github:
         typer.echo(findings_github(result.findings), nl=False)
     else:
         typer.echo(findings_text(result.findings, names), nl=False)
-    if fails(result.findings, fail_on.value):
+    if fails(result.findings, Severity(fail_on.value)):
         raise typer.Exit(1)

@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
-from advisor.app.pipeline import collect_facts, diagnose_profile
-from advisor.app.suggest import run_suggest
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import collect_facts
+from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli.options import (
     FactsFormat,
     LogOpt,
@@ -19,7 +21,8 @@ from advisor.cli.options import (
     SkipBadOpt,
     SuggestFormat,
 )
-from advisor.edit.patch import write_changes
+from advisor.edit.writer import write_patch
+from advisor.engine.settings import RuleOptions
 from advisor.model import DataError
 from advisor.render.diagnosis import diagnosis_json, diagnosis_text
 from advisor.render.facts import facts_json, facts_text
@@ -74,8 +77,16 @@ def diagnose(
     model_config: ModelConfigOpt = None,
 ) -> None:
     """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
-    run = diagnose_profile(
-        path, config, launch, settings, rules_dir, skip_bad_files, log, model_config
+    run = run_diagnose(
+        JobOptions(
+            profile=path,
+            config=config,
+            launch=launch,
+            logs=tuple(log or ()),
+            model_config=model_config,
+            skip_bad_files=skip_bad_files,
+        ),
+        RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())),
     )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)
@@ -123,16 +134,16 @@ def suggest(
 ) -> None:
     """Propose the ONE next change for the main bottleneck, as a validated patch."""
     run = run_suggest(
-        path,
-        config,
-        launch,
-        settings,
-        rules_dir,
-        ledger,
-        not no_ledger,
-        skip_bad_files,
-        log,
-        model_config,
+        JobOptions(
+            profile=path,
+            config=config,
+            launch=launch,
+            logs=tuple(log or ()),
+            model_config=model_config,
+            skip_bad_files=skip_bad_files,
+        ),
+        RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())),
+        SuggestOptions(ledger=ledger, use_ledger=not no_ledger),
     )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)
@@ -148,5 +159,5 @@ def suggest(
         if rec is None or rec.patch is None or not rec.patch.changes:
             typer.echo("advisor: nothing to write", err=True)
             return
-        written = write_changes(rec.patch)
+        written = write_patch(rec.patch)
         typer.echo(f"advisor: wrote {', '.join(written)}", err=True)

@@ -11,6 +11,7 @@ from advisor.app.pipeline import load_graph
 from advisor.cli.options import EXIT_INPUT_ERROR, GraphFormat, RulesDirOpt, SettingsOpt
 from advisor.engine.graph import integrity_errors, to_dot, to_mermaid
 from advisor.engine.rules import KINDS, load_rules
+from advisor.engine.settings import RuleOptions
 from advisor.model import DataError
 from advisor.render.rules import rule_show_text, rules_list_text
 
@@ -26,7 +27,7 @@ def rules_list(
     """One line per rule."""
     if kind is not None and kind not in KINDS:
         raise DataError(f"--kind: '{kind}' is not one of {', '.join(KINDS)}")
-    graph = load_graph(settings, rules_dir)
+    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
     rules = sorted(graph.ruleset.rules.values(), key=lambda r: (KINDS.index(r.kind), r.id))
     rules = [
         r for r in rules if (kind is None or r.kind == kind) and (tag is None or tag in r.tags)
@@ -40,7 +41,7 @@ def rules_show(
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """A rule's documentation, params, edges and example."""
-    graph = load_graph(settings, rules_dir)
+    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
     if rule_id not in graph.ruleset:
         close = [r for r in graph.ruleset.rules if rule_id.split(".")[-1] in r]
         hint = f" (did you mean {', '.join(sorted(close)[:3])}?)" if close else ""
@@ -78,5 +79,5 @@ def rules_graph(
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """The whole rule graph as Graphviz dot or Mermaid, for docs and review."""
-    graph = load_graph(settings, rules_dir)
+    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
     typer.echo(to_dot(graph) if output_format is GraphFormat.dot else to_mermaid(graph), nl=False)

@@ -11,27 +11,21 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
-from advisor.inputs.configs import LaunchScript
+from advisor.inputs.launch import LaunchScript
+from advisor.inputs.text import read_text
 from advisor.model import InputError
 
 _SAFE_SHELL = re.compile(r"^[A-Za-z0-9_./:,=+@%-]+$")
 
 
-def shell_value(value: Any) -> str:
+def shell_value(value: object) -> str:
     text = str(value).lower() if isinstance(value, bool) else str(value)
     return text if _SAFE_SHELL.match(text) else shlex.quote(text)
 
 
 class _File:
-    def __init__(self, path: Path) -> None:
-        try:
-            raw = path.read_bytes().decode("utf-8")
-        except OSError as exc:
-            raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise InputError(str(path), "not UTF-8 text") from None
+    def __init__(self, path: Path, raw: str) -> None:
         self.path = path
         self.original = raw
         self.newline = "\r\n" if "\r\n" in raw else "\n"
@@ -54,7 +48,8 @@ class LaunchTextEditor:
 
     def _file(self, path: Path) -> _File:
         if path not in self.files:
-            self.files[path] = _File(path)
+            text = self.script.texts.get(path)
+            self.files[path] = _File(path, text if text is not None else read_text(path))
         return self.files[path]
 
     def _export_lines(self, name: str) -> list[tuple[_File, int]]:
@@ -69,7 +64,7 @@ class LaunchTextEditor:
                         found.append((f, i))
         return found
 
-    def set_env(self, name: str, value: Any) -> None:
+    def set_env(self, name: str, value: object) -> None:
         found = self._export_lines(name)
         if found:
             f, i = found[-1]
@@ -115,7 +110,7 @@ class LaunchTextEditor:
         end = self.script.command_end_line - 1 + self.inserted
         return main, start, end
 
-    def set_flag(self, dotted: str, value: Any) -> None:
+    def set_flag(self, dotted: str, value: object) -> None:
         main, start, end = self._command_span()
         token = json.dumps(value) if isinstance(value, dict) else shell_value(value)
         flag = re.compile(rf"(--{re.escape(dotted)})(=|\s+)([^\s\\]+)")

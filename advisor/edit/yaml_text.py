@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs.values import YAML_SPECIAL_WORDS
 from advisor.inputs.yamlio import LocatedDocument, locate
 from advisor.model import InputError
 
 _BOOL_TOKEN = re.compile(r":\s+(True|False|true|false)\s*(#.*)?$", re.MULTILINE)
 _PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:, -]*$")
-_BOOL_WORDS = {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"}
 
 
 def _scalar_end(line: str, start: int) -> int:
@@ -44,17 +44,9 @@ def _scalar_end(line: str, start: int) -> int:
 class YamlTextEditor:
     """Applies set/remove edits to a config's text; `result()` gives the new text."""
 
-    def __init__(self, path: Path, text: str | None = None) -> None:
+    def __init__(self, path: Path, raw: str) -> None:
+        """`raw` is the config's text exactly as read (the edits and the diff start from it)."""
         self.path = path
-        if text is None:
-            try:
-                raw = path.read_bytes().decode("utf-8")
-            except OSError as exc:
-                raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-            except UnicodeDecodeError:
-                raise InputError(str(path), "not UTF-8 text") from None
-        else:
-            raw = text
         crlf = raw.count("\r\n")
         if crlf and crlf != raw.count("\n"):
             raise InputError(str(path), "mixed CRLF and LF line endings: refusing to edit it")
@@ -102,7 +94,9 @@ class YamlTextEditor:
         text = str(value)
         if old and old[:1] in "\"'":
             return json.dumps(text) if old[0] == '"' else "'" + text.replace("'", "''") + "'"
-        plain = _PLAIN_SAFE.match(text) and text.lower() not in _BOOL_WORDS and ": " not in text
+        plain = (
+            _PLAIN_SAFE.match(text) and text.lower() not in YAML_SPECIAL_WORDS and ": " not in text
+        )
         numeric = re.fullmatch(r"[+-]?[0-9.]+([eE][+-]?[0-9]+)?", text)
         return text if plain and not numeric else json.dumps(text)
 

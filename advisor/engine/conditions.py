@@ -1,16 +1,23 @@
-"""Three-valued conditions over facts, config paths and environment variables.
+"""Three-valued conditions over facts, config paths and environment variables, compiled once.
 
-A leaf whose fact or key is missing evaluates to UNKNOWN (never silently FALSE); `all`/`any`/
-`not` follow Kleene logic, and every UNKNOWN remembers which inputs were missing.
+A rule's condition is compiled when the rule is loaded: its `{param: NAME}` references are bound
+to the rule's effective params, so evaluating it needs only the facts, the config and the
+environment. A leaf whose fact or key is missing evaluates to UNKNOWN (never silently FALSE);
+`all`/`any`/`not` follow Kleene logic, and every UNKNOWN remembers which inputs were missing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Protocol
+
+from advisor.inputs.values import as_number, values_equal
+from advisor.model import DataError
+
+Scalar = str | int | float | bool | None
 
 
 class Truth(Enum):
@@ -31,136 +38,112 @@ class Outcome:
 
 TRUE = Outcome(Truth.TRUE)
 FALSE = Outcome(Truth.FALSE)
-_ABSENT = object()
 
 
-@dataclass
+class _Absent:
+    """The source is known but does not set the key (distinct from None: unknowable)."""
+
+
+ABSENT = _Absent()
+SOURCES = ("fact", "config", "env")
+
+
+@dataclass(frozen=True)
 class Context:
     """What conditions can look at. `None` for config/env means that source is unknown."""
 
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    config: Mapping[str, Any] | None = None
-    env: Mapping[str, str] | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
+    facts: Mapping[str, object] = field(default_factory=dict)
+    config: Mapping[str, object] | None = None
+    env: Mapping[str, str] | None = None  # the environment now (what the next run will use)
+    env_ran: Mapping[str, str] | None = None  # what the profiled run recorded, when it did
 
-    def lookup(self, source: str, path: str) -> Any:
-        """The value, `_ABSENT` when the source is known but lacks it, None when unknowable."""
+    def lookup(self, source: str, path: str) -> object:
+        """The value, `ABSENT` when the source is known but lacks it, None when unknowable."""
         if source == "fact":
             return self.facts.get(path, None)
         if source == "env":
             if self.env is None:
                 return None
-            return self.env.get(path, _ABSENT)
+            return self.env.get(path, ABSENT)
         if self.config is None:
             return None
-        node: Any = self.config
+        node: object = self.config
         for part in path.split("."):
             if not isinstance(node, Mapping) or part not in node:
-                return _ABSENT
+                return ABSENT
             node = node[part]
         return node
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+class Condition(Protocol):
+    """A compiled condition; `raw` is the rule file's text of it, kept for documentation."""
+
+    @property
+    def raw(self) -> Mapping[str, object]: ...
+
+    def evaluate(self, ctx: Context) -> Outcome: ...
+
+    def names(self, source: str) -> list[str]:
+        """Every path of `source` ("fact", "config", "env") the condition reads."""
+        ...
 
 
-def _truthy(value: Any) -> Any:
-    """YAML 1.1 / argparse style booleans compare equal to true/false."""
-    if isinstance(value, str) and value.lower() in ("true", "yes", "on", "t", "y"):
-        return True
-    if isinstance(value, str) and value.lower() in ("false", "no", "off", "f", "n"):
-        return False
-    return value
-
-
-def _equal(a: Any, b: Any) -> bool:
-    a, b = _truthy(a), _truthy(b)
-    if isinstance(a, bool) and isinstance(b, bool):
-        return a == b
-    na, nb = _number(a), _number(b)
-    if na is not None and nb is not None:
-        return na == nb
-    return str(a) == str(b)
-
-
-def _compare(op: str, actual: Any, expected: Any) -> bool:
+def _compare(op: str, actual: object, expected: object) -> bool:
     if op == "eq":
-        return _equal(actual, expected)
+        return values_equal(actual, expected)
     if op == "ne":
-        return not _equal(actual, expected)
+        return not values_equal(actual, expected)
     if op in ("in", "not_in"):
         options = expected if isinstance(expected, list) else [expected]
-        found = any(_equal(actual, option) for option in options)
+        found = any(values_equal(actual, option) for option in options)
         return found if op == "in" else not found
     if op == "contains":
         if isinstance(actual, list):
-            return any(_equal(item, expected) for item in actual)
+            return any(values_equal(item, expected) for item in actual)
         return str(expected) in str(actual)
     if op == "matches":
         return re.search(str(expected), str(actual)) is not None
-    a, b = _number(actual), _number(expected)
+    a, b = as_number(actual, strings=True), as_number(expected, strings=True)
     if a is None or b is None:
         return False
     return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[op]
 
 
-def resolve(value: Any, params: Mapping[str, Any]) -> Any:
-    if isinstance(value, Mapping) and set(value) == {"param"}:
-        return params[str(value["param"])]
-    return value
+@dataclass(frozen=True)
+class Leaf:
+    raw: Mapping[str, object]
+    source: str
+    path: str
+    op: str
+    value: object = None  # a literal, with params already bound
+    other_key: str | None = None  # compare with another key of the same config
+    default: Scalar = None
+    has_default: bool = False
 
+    def evaluate(self, ctx: Context) -> Outcome:
+        actual = ctx.lookup(self.source, self.path)
+        if actual is ABSENT and self.has_default:
+            actual = self.default
+        if actual is None:
+            return Outcome(Truth.UNKNOWN, (f"{self.source}:{self.path}",))
+        if self.op == "exists":
+            return TRUE if actual is not ABSENT else FALSE
+        if self.op == "absent":
+            return TRUE if actual is ABSENT else FALSE
+        if actual is ABSENT:
+            # a key the source does not set: compare against nothing, i.e. the condition is
+            # false unless it asks for inequality
+            return TRUE if self.op in ("ne", "not_in") else FALSE
+        expected = self.value
+        if self.other_key is not None:
+            # compare two keys of the same config (e.g. micro_batch_num < pipeline_stage)
+            expected = ctx.lookup("config", self.other_key)
+            if expected is None or expected is ABSENT:
+                return Outcome(Truth.UNKNOWN, (f"config:{self.other_key}",))
+        return TRUE if _compare(self.op, actual, expected) else FALSE
 
-def _leaf(cond: Mapping[str, Any], ctx: Context) -> Outcome:
-    source = next(s for s in ("fact", "config", "env") if s in cond)
-    path = str(cond[source])
-    op = str(cond["op"])
-    actual = ctx.lookup(source, path)
-    if actual is _ABSENT and "default" in cond:
-        actual = cond["default"]
-    if actual is None:
-        return Outcome(Truth.UNKNOWN, (f"{source}:{path}",))
-    if op == "exists":
-        return TRUE if actual is not _ABSENT else FALSE
-    if op == "absent":
-        return TRUE if actual is _ABSENT else FALSE
-    if actual is _ABSENT:
-        # a key the source does not set: compare against nothing, i.e. the condition is false
-        # unless it asks for inequality
-        return TRUE if op in ("ne", "not_in") else FALSE
-    value = cond.get("value")
-    if isinstance(value, Mapping) and set(value) == {"config"}:
-        # compare two keys of the same config (e.g. micro_batch_num < pipeline_stage)
-        expected = ctx.lookup("config", str(value["config"]))
-        if expected is None or expected is _ABSENT:
-            return Outcome(Truth.UNKNOWN, (f"config:{value['config']}",))
-    else:
-        expected = resolve(value, ctx.params)
-    return TRUE if _compare(op, actual, expected) else FALSE
-
-
-def evaluate(cond: Mapping[str, Any] | None, ctx: Context) -> Outcome:
-    if cond is None:
-        return TRUE
-    if "all" in cond:
-        return _combine([evaluate(c, ctx) for c in cond["all"]], all_of=True)
-    if "any" in cond:
-        return _combine([evaluate(c, ctx) for c in cond["any"]], all_of=False)
-    if "not" in cond:
-        inner = evaluate(cond["not"], ctx)
-        if inner.truth is Truth.UNKNOWN:
-            return inner
-        return FALSE if inner.is_true else TRUE
-    return _leaf(cond, ctx)
+    def names(self, source: str) -> list[str]:
+        return [self.path] if source == self.source else []
 
 
 def _combine(outcomes: list[Outcome], all_of: bool) -> Outcome:
@@ -173,21 +156,93 @@ def _combine(outcomes: list[Outcome], all_of: bool) -> Outcome:
     return Outcome(Truth.FALSE if decisive is Truth.TRUE else Truth.TRUE)
 
 
-def referenced(cond: Mapping[str, Any] | None, source: str) -> list[str]:
-    """Every path of `source` ("fact", "config", "env") a condition names."""
-    if cond is None:
-        return []
-    out: list[str] = []
+@dataclass(frozen=True)
+class AllOf:
+    raw: Mapping[str, object]
+    items: tuple[Condition, ...]
 
-    def visit(node: Any) -> None:
-        if isinstance(node, Mapping):
-            if source in node and "op" in node:
-                out.append(str(node[source]))
-            for key in ("all", "any"):
-                for child in node.get(key, []) or []:
-                    visit(child)
-            if "not" in node:
-                visit(node["not"])
+    def evaluate(self, ctx: Context) -> Outcome:
+        return _combine([c.evaluate(ctx) for c in self.items], all_of=True)
 
-    visit(cond)
-    return out
+    def names(self, source: str) -> list[str]:
+        return [name for c in self.items for name in c.names(source)]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    raw: Mapping[str, object]
+    items: tuple[Condition, ...]
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        return _combine([c.evaluate(ctx) for c in self.items], all_of=False)
+
+    def names(self, source: str) -> list[str]:
+        return [name for c in self.items for name in c.names(source)]
+
+
+@dataclass(frozen=True)
+class Not:
+    raw: Mapping[str, object]
+    inner: Condition
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        outcome = self.inner.evaluate(ctx)
+        if outcome.truth is Truth.UNKNOWN:
+            return outcome
+        return FALSE if outcome.is_true else TRUE
+
+    def names(self, source: str) -> list[str]:
+        return self.inner.names(source)
+
+
+def evaluate(condition: Condition | None, ctx: Context) -> Outcome:
+    """TRUE for a rule part without a condition."""
+    return TRUE if condition is None else condition.evaluate(ctx)
+
+
+def names(condition: Condition | None, source: str) -> list[str]:
+    return [] if condition is None else condition.names(source)
+
+
+ParamLookup = Callable[[str], object]
+
+
+def param_name(node: object) -> str | None:
+    """NAME of a `{param: NAME}` reference, None for anything else."""
+    if isinstance(node, Mapping) and set(node) == {"param"}:
+        return str(node["param"])
+    return None
+
+
+def compile_condition(raw: object, param: ParamLookup) -> Condition:
+    """Compile a schema-valid condition; `param` resolves `{param: NAME}` (raises DataError)."""
+    if not isinstance(raw, Mapping):
+        raise DataError(f"a condition must be a mapping, got {raw!r}")
+    if "all" in raw or "any" in raw:
+        key = "all" if "all" in raw else "any"
+        children = raw[key]
+        if not isinstance(children, Sequence) or isinstance(children, str):
+            raise DataError(f"'{key}' must list conditions")
+        items = tuple(compile_condition(c, param) for c in children)
+        return AllOf(raw, items) if key == "all" else AnyOf(raw, items)
+    if "not" in raw:
+        return Not(raw, compile_condition(raw["not"], param))
+    source = next(s for s in SOURCES if s in raw)
+    value = raw.get("value")
+    other_key = None
+    name = param_name(value)
+    if name is not None:
+        value = param(name)
+    elif isinstance(value, Mapping) and set(value) == {"config"}:
+        other_key, value = str(value["config"]), None
+    default = raw.get("default")
+    return Leaf(
+        raw=raw,
+        source=source,
+        path=str(raw[source]),
+        op=str(raw["op"]),
+        value=value,
+        other_key=other_key,
+        default=default if isinstance(default, str | int | float | bool) else None,
+        has_default="default" in raw,
+    )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from advisor.engine.conditions import Context, Truth, evaluate, resolve
+from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
-from advisor.engine.rules import LEVELS, Rule
+from advisor.engine.rule_model import LEVELS, BottleneckRule, SymptomRule
 from advisor.facts.catalogue import is_known, spec_for
+from advisor.facts.units import format_value
+from advisor.inputs.values import as_number
 
 _RANK = {level: i for i, level in enumerate(LEVELS)}
 
@@ -25,7 +26,7 @@ class Symptom:
     cost_ratio: float
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "level": self.level,
@@ -45,7 +46,7 @@ class Bottleneck:
     evidence: list[str]
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "severity": self.severity,
@@ -61,7 +62,7 @@ class Unknown:
     missing: list[str]
     how_to_collect: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"rule": self.rule, "missing": self.missing, "how_to_collect": self.how_to_collect}
 
 
@@ -74,25 +75,6 @@ class Diagnosis:
     @property
     def main(self) -> Bottleneck | None:
         return self.bottlenecks[0] if self.bottlenecks else None
-
-
-def format_value(value: float, unit: str) -> str:
-    if unit == "ratio":
-        return f"{value:.1%}"
-    if unit == "ms":
-        return f"{value:.2f} ms"
-    if unit == "bytes":
-        return f"{value / 1024**3:.2f} GiB"
-    return f"{value:g}"
-
-
-def _crossed(compare: str, value: float, cut: float) -> bool:
-    return {
-        "above": value > cut,
-        "at_or_above": value >= cut,
-        "below": value < cut,
-        "at_or_below": value <= cut,
-    }[compare]
 
 
 def _how_to_collect(missing: list[str]) -> str:
@@ -117,50 +99,37 @@ def _unknown(rule_id: str, missing: list[str]) -> Unknown:
     return Unknown(rule_id, names, _how_to_collect(missing))
 
 
-def _as_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def evaluate_symptom(rule: Rule, ctx: Context) -> Symptom | Unknown | None:
-    data = rule.data
-    params = rule.params
-    local = Context(ctx.facts, ctx.config, ctx.env, params)
-    gate = evaluate(data.get("when"), local)
+def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | None:
+    gate = evaluate(rule.when, ctx)
     if gate.truth is Truth.FALSE:
         return None
     if gate.truth is Truth.UNKNOWN:
         return _unknown(rule.id, list(gate.missing))
-    fact = str(data["measure"])
-    value = _as_number(ctx.facts.get(fact))
+    fact = rule.measure
+    value = as_number(ctx.facts.get(fact))
     if value is None:
         return _unknown(rule.id, [f"fact:{fact}"]) if fact not in ctx.facts else None
-    compare = str(data["compare"])
     level = None
     threshold = 0.0
-    for name in LEVELS:
-        if name in data["levels"]:
-            cut = float(resolve(data["levels"][name], params))
-            if _crossed(compare, value, cut):
-                level, threshold = name, cut
+    for name, cut in rule.levels.items():
+        if rule.compare.crossed(value, cut):
+            level, threshold = name, cut
     if level is None:
         return None
-    fine = float(resolve(data["fine"], params))
+    fine = rule.fine
     cost = 0.0
-    cost_spec = data.get("cost") or {}
-    if not cost_spec.get("none"):
-        excess = value - fine if compare.startswith(("above", "at_or_above")) else fine - value
+    if not rule.cost.none:
+        excess = value - fine if rule.compare.upward else fine - value
         scale = 1.0
-        if cost_spec.get("scale"):
-            scale_value = _as_number(ctx.facts.get(str(cost_spec["scale"])))
+        if rule.cost.scale:
+            scale_value = as_number(ctx.facts.get(rule.cost.scale))
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
     unit = spec_for(fact).unit
-    message = str(data["message"]).format(
-        value=format_value(value, unit),
-        threshold=format_value(threshold, unit),
-        fine=format_value(fine, unit),
+    message = rule.message.format(
+        value=format_value(value, unit, compact=True),
+        threshold=format_value(threshold, unit, compact=True),
+        fine=format_value(fine, unit, compact=True),
         level=level,
     )
     return Symptom(rule.id, level, fact, value, threshold, fine, cost, message)
@@ -169,7 +138,7 @@ def evaluate_symptom(rule: Rule, ctx: Context) -> Symptom | Unknown | None:
 class _FactView(dict[str, str]):
     """Lets rule messages quote facts: `{facts[memory.estimate.dominant]}`."""
 
-    def __init__(self, facts: Mapping[str, Any]) -> None:
+    def __init__(self, facts: Mapping[str, object]) -> None:
         super().__init__({k: str(v) for k, v in facts.items()})
 
     def __missing__(self, key: str) -> str:
@@ -177,25 +146,19 @@ class _FactView(dict[str, str]):
 
 
 def _evaluate_bottleneck(
-    rule: Rule,
-    graph: RuleGraph,
+    rule: BottleneckRule,
     fired: Mapping[str, Symptom],
     unknown: Mapping[str, Unknown],
-    facts: Mapping[str, Any],
+    facts: Mapping[str, object],
 ) -> tuple[Bottleneck | None, Unknown | None]:
-    evidence = rule.data["evidence"]
-    any_ids = list(evidence.get("any", []) or [])
-    all_ids = list(evidence.get("all", []) or [])
-    hits = [sid for sid in any_ids + all_ids if sid in fired]
+    any_ids, all_ids = rule.evidence.any, rule.evidence.all
+    ids = rule.evidence.ids
+    hits = [sid for sid in ids if sid in fired]
     ok = (not any_ids or any(s in fired for s in any_ids)) and all(s in fired for s in all_ids)
-    missing = sorted(
-        {m for sid in any_ids + all_ids if sid in unknown for m in unknown[sid].missing}
-    )
+    missing = sorted({m for sid in ids if sid in unknown for m in unknown[sid].missing})
     gap = None
     if missing:
-        collect = "; ".join(
-            dict.fromkeys(unknown[s].how_to_collect for s in any_ids + all_ids if s in unknown)
-        )
+        collect = "; ".join(dict.fromkeys(unknown[s].how_to_collect for s in ids if s in unknown))
         gap = Unknown(rule.id, missing, collect)
     if not ok or not hits:
         return None, gap
@@ -204,17 +167,14 @@ def _evaluate_bottleneck(
     cost = max(s.cost_ratio for s in symptoms)
     detail = "; ".join(s.message for s in symptoms)
     if cost > 0:
-        message = str(rule.data["message"]).format(
-            cost=f"{cost:.1%}", evidence=detail, facts=_FactView(facts)
-        )
+        message = rule.message.format(cost=f"{cost:.1%}", evidence=detail, facts=_FactView(facts))
     else:
         message = (
             f"{rule.title}: {detail}. It claims no measurable step time, so it ranks after "
             "bottlenecks that do."
         )
-        extra = rule.data.get("docs", {}).get("notes")
-        if extra:
-            message += " " + str(extra).format(facts=_FactView(facts))
+        if rule.docs.notes:
+            message += " " + rule.docs.notes.format(facts=_FactView(facts))
     return Bottleneck(rule.id, severity, cost, hits, message), gap
 
 
@@ -241,7 +201,7 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     result = Diagnosis()
     fired: dict[str, Symptom] = {}
     unknown: dict[str, Unknown] = {}
-    for rule in sorted(graph.ruleset.of_kind("symptom"), key=lambda r: r.id):
+    for rule in sorted(graph.ruleset.of_type(SymptomRule), key=lambda r: r.id):
         outcome = evaluate_symptom(rule, ctx)
         if isinstance(outcome, Symptom):
             fired[rule.id] = outcome
@@ -250,8 +210,8 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     result.symptoms = sorted(fired.values(), key=lambda s: (-_RANK[s.level], -s.cost_ratio, s.id))
     bottlenecks = []
     gaps = list(unknown.values())
-    for rule in sorted(graph.ruleset.of_kind("bottleneck"), key=lambda r: r.id):
-        found, gap = _evaluate_bottleneck(rule, graph, fired, unknown, ctx.facts)
+    for bottleneck in sorted(graph.ruleset.of_type(BottleneckRule), key=lambda r: r.id):
+        found, gap = _evaluate_bottleneck(bottleneck, fired, unknown, ctx.facts)
         if found:
             bottlenecks.append(found)
         if gap:

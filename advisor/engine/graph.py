@@ -8,74 +8,67 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
-from advisor.engine.conditions import referenced
-from advisor.engine.rules import Rule, RuleSet
+from advisor.engine.conditions import Condition
+from advisor.engine.rule_model import BottleneckRule, FeatureRule, PolicyRule, Rule, SymptomRule
+from advisor.engine.rules import RuleSet
 from advisor.facts.catalogue import is_known
 from advisor.model import DataError
+
+# what an edge carries: the try order of `addresses`, the reason of `conflicts`, the mode of
+# `indicates`
+EdgeData = Mapping[str, object]
 
 
 @dataclass
 class RuleGraph:
     ruleset: RuleSet
-    graph: Any  # nx.MultiDiGraph
+    graph: nx.MultiDiGraph
 
-    def features_for(self, bottleneck_id: str) -> list[tuple[int, str]]:
-        """(order, feature id) of the features addressing a bottleneck, in try order."""
+    def features_for(self, bottleneck_id: str) -> list[tuple[int, FeatureRule]]:
+        """(order, feature) of the features addressing a bottleneck, in try order."""
         out = []
         for u, _, k, data in self.graph.in_edges(bottleneck_id, keys=True, data=True):
-            if k == "addresses":
-                out.append((int(data["order"]), u))
-        return sorted(out)
+            feature = self.ruleset.feature(str(u))
+            if k == "addresses" and feature is not None:
+                out.append((int(data["order"]), feature))
+        return sorted(out, key=lambda pair: (pair[0], pair[1].id))
 
-    def edges(self) -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
+    def edges(self) -> Iterator[tuple[str, str, str, EdgeData]]:
         yield from self.graph.edges(keys=True, data=True)
 
+    def kind_of(self, node: str) -> str:
+        return str(self.graph.nodes[node]["kind"])
 
-def _condition_blocks(rule: Rule) -> Iterator[Mapping[str, Any]]:
-    data = rule.data
-    for key in ("when", "applied_when"):
-        if data.get(key):
-            yield data[key]
-    for item in data.get("requires", []) or []:
-        yield item["condition"]
-    for item in data.get("conflicts", []) or []:
-        if "condition" in item:
-            yield item["condition"]
-    for item in data.get("addresses", []) or []:
-        if "when" in item:
-            yield item["when"]
+
+def _conditions(rule: Rule) -> Iterator[Condition]:
+    blocks: list[Condition | None] = []
+    if isinstance(rule, SymptomRule | PolicyRule):
+        blocks.append(rule.when)
+    if isinstance(rule, FeatureRule):
+        blocks.append(rule.applied_when)
+        blocks.extend(req.condition for req in rule.requires)
+        blocks.extend(conflict.condition for conflict in rule.conflicts)
+        blocks.extend(item.when for item in rule.addresses)
+        blocks.extend(op.unless for op in rule.change.ops)
+    yield from (block for block in blocks if block is not None)
 
 
 def _facts_named(rule: Rule) -> list[str]:
-    names = [fact for block in _condition_blocks(rule) for fact in referenced(block, "fact")]
-    if rule.kind == "symptom":
-        names.append(str(rule.data["measure"]))
-        scale = (rule.data.get("cost") or {}).get("scale")
-        if scale:
-            names.append(str(scale))
-    names.extend(str(v["fact"]) for v in rule.data.get("verify", []) or [])
-    names.extend(str(f) for f in rule.data.get("collects", []) or [])
-    for op in (rule.data.get("change") or {}).get("ops", []) or []:
-        names.extend(referenced(op.get("unless"), "fact"))
+    names = [fact for block in _conditions(rule) for fact in block.names("fact")]
+    if isinstance(rule, SymptomRule):
+        names.append(rule.measure)
+        if rule.cost.scale:
+            names.append(rule.cost.scale)
+    if isinstance(rule, FeatureRule):
+        names.extend(item.fact for item in rule.verify)
+        names.extend(rule.collects)
     return names
 
 
-def _params_named(node: Any) -> Iterator[str]:
-    if isinstance(node, Mapping):
-        if set(node) == {"param"}:
-            yield str(node["param"])
-        for value in node.values():
-            yield from _params_named(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _params_named(value)
-
-
-def _add_edges(g: Any, rules: RuleSet, errors: list[str]) -> None:
+def _add_edges(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
     def ref(rule: Rule, target: str, kind: str, what: str) -> bool:
         if target not in rules:
             errors.append(f"{rule.path}: {what} names unknown rule {target}")
@@ -88,26 +81,24 @@ def _add_edges(g: Any, rules: RuleSet, errors: list[str]) -> None:
         return True
 
     for rule in rules.rules.values():
-        data = rule.data
-        if rule.kind == "bottleneck":
-            evidence = data["evidence"]
-            for mode in ("any", "all"):
-                for sid in evidence.get(mode, []) or []:
+        if isinstance(rule, BottleneckRule):
+            for mode, ids in (("any", rule.evidence.any), ("all", rule.evidence.all)):
+                for sid in ids:
                     if ref(rule, sid, "symptom", "evidence"):
                         g.add_edge(sid, rule.id, key="indicates", mode=mode)
-        if rule.kind == "feature":
-            for item in data.get("addresses", []) or []:
-                if ref(rule, item["bottleneck"], "bottleneck", "addresses"):
-                    g.add_edge(rule.id, item["bottleneck"], key="addresses", order=item["order"])
-            for first in data.get("after", []) or []:
+        if isinstance(rule, FeatureRule):
+            for item in rule.addresses:
+                if ref(rule, item.bottleneck, "bottleneck", "addresses"):
+                    g.add_edge(rule.id, item.bottleneck, key="addresses", order=item.order)
+            for first in rule.after:
                 if ref(rule, first, "feature", "after"):
                     g.add_edge(first, rule.id, key="after")
-            for item in data.get("conflicts", []) or []:
-                if "feature" in item and ref(rule, item["feature"], "feature", "conflicts"):
-                    g.add_edge(rule.id, item["feature"], key="conflicts", reason=item["reason"])
+            for conflict in rule.conflicts:
+                if conflict.feature and ref(rule, conflict.feature, "feature", "conflicts"):
+                    g.add_edge(rule.id, conflict.feature, key="conflicts", reason=conflict.reason)
 
 
-def _check(g: Any, rules: RuleSet, errors: list[str]) -> None:
+def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
     after = nx.DiGraph([(u, v) for u, v, k in g.edges(keys=True) if k == "after"])
     for cycle in nx.simple_cycles(after):
         errors.append("cycle in 'after': " + " -> ".join([*cycle, cycle[0]]))
@@ -124,30 +115,22 @@ def _check(g: Any, rules: RuleSet, errors: list[str]) -> None:
                 )
             orders[key] = u
     for rule in rules.rules.values():
-        if rule.kind == "bottleneck":
+        if isinstance(rule, BottleneckRule):
             kinds = {k for _, _, k in g.in_edges(rule.id, keys=True)}
             if "indicates" not in kinds:
                 errors.append(f"{rule.path}: {rule.id} is unreachable: no symptom indicates it")
             if "addresses" not in kinds:
                 errors.append(f"{rule.path}: {rule.id} has no feature addressing it")
-        if (
-            rule.kind == "feature"
-            and not rule.data.get("addresses")
-            and not rule.data.get("collects")
-        ):
+        if isinstance(rule, FeatureRule) and not rule.addresses and not rule.collects:
             errors.append(f"{rule.path}: {rule.id} addresses no bottleneck and collects no fact")
         for fact in _facts_named(rule):
             if not is_known(fact):
                 errors.append(
                     f"{rule.path}: names fact {fact}, which is not in the facts catalogue"
                 )
-        declared = set((rule.data.get("params") or {}).keys())
-        for name in _params_named({k: v for k, v in rule.data.items() if k != "params"}):
-            if name not in declared:
-                errors.append(f"{rule.path}: uses param '{name}' that it does not declare")
 
 
-def integrity_errors(rules: RuleSet) -> tuple[Any, list[str]]:
+def integrity_errors(rules: RuleSet) -> tuple[nx.MultiDiGraph, list[str]]:
     g = nx.MultiDiGraph()
     for rule in rules.rules.values():
         g.add_node(rule.id, kind=rule.kind)

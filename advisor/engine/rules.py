@@ -1,19 +1,49 @@
-"""Load rule files (one graph node per YAML file), validate them, apply the user's settings.
+"""Load rule files (one graph node per YAML file), validate them, compile them into typed rules.
 
-A broken rule file is a fatal error naming the file and the JSON path; nothing is skipped.
+A broken rule file is a fatal error naming the file and the JSON path; nothing is skipped. After
+schema validation each file becomes a frozen dataclass of its kind (engine/rule_model.py) with
+its conditions compiled and its params bound to the effective values (defaults < settings), so
+no other module reads raw rule data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, TypeVar
 
+from advisor.engine.conditions import Condition, Scalar, compile_condition, param_name
+from advisor.engine.rule_model import (
+    Address,
+    BottleneckRule,
+    Change,
+    ChangeOp,
+    Compare,
+    Conflict,
+    Cost,
+    Docs,
+    Effect,
+    Evidence,
+    Example,
+    FeatureRule,
+    Levels,
+    Location,
+    Param,
+    PolicyRule,
+    Reference,
+    Requirement,
+    Rule,
+    SymptomRule,
+    VerifyItem,
+)
+from advisor.engine.settings import RuleSettings, Settings, load_settings
 from advisor.inputs.resources import rules_dir
 from advisor.inputs.validation import schema_errors
 from advisor.inputs.yamlio import load_data
-from advisor.model import DataError, InputError
+from advisor.model import Applicability, DataError, Direction, InputError, PatchTarget, Severity
+
+__all__ = ["KINDS", "RuleSet", "Settings", "load_rules", "load_settings"]
 
 KIND_FOLDERS = {
     "symptom": "symptoms",
@@ -22,29 +52,7 @@ KIND_FOLDERS = {
     "policy": "policies",
 }
 KINDS = tuple(KIND_FOLDERS)
-LEVELS = ("note", "warning", "error")
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    kind: str
-    path: Path
-    data: Mapping[str, Any]
-    params: Mapping[str, Any]  # effective values: defaults overridden by settings
-    enabled: bool = True
-    severity: str | None = None  # policies: overridden severity
-
-    @property
-    def title(self) -> str:
-        return str(self.data["title"])
-
-    @property
-    def tags(self) -> list[str]:
-        return [str(t) for t in self.data.get("tags", [])]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
+R = TypeVar("R", bound=Rule)
 
 
 @dataclass
@@ -57,6 +65,15 @@ class RuleSet:
             r for r in self.rules.values() if r.kind == kind and (r.enabled or not enabled_only)
         ]
 
+    def of_type(self, cls: type[R], enabled_only: bool = True) -> list[R]:
+        return [
+            r for r in self.rules.values() if isinstance(r, cls) and (r.enabled or not enabled_only)
+        ]
+
+    def feature(self, rule_id: str) -> FeatureRule | None:
+        rule = self.rules.get(rule_id)
+        return rule if isinstance(rule, FeatureRule) else None
+
     def __getitem__(self, rule_id: str) -> Rule:
         return self.rules[rule_id]
 
@@ -64,39 +81,229 @@ class RuleSet:
         return rule_id in self.rules
 
 
-@dataclass(frozen=True)
-class RuleSettings:
-    enabled: bool | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    severity: str | None = None
+# ---------------------------------------------------------------- typed reads of validated YAML
 
 
-@dataclass(frozen=True)
-class Settings:
-    path: Path | None = None
-    rules: Mapping[str, RuleSettings] = field(default_factory=dict)
-    rules_dirs: tuple[Path, ...] = ()
+class _Node:
+    """A schema-valid YAML mapping read with types (the schema guarantees the shapes)."""
+
+    def __init__(self, data: object, rule: _Compiler) -> None:
+        self.data: Mapping[str, object] = data if isinstance(data, Mapping) else {}
+        self.rule = rule
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self.data.get(key)
+        return default if value is None else str(value)
+
+    def opt_text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        return None if value is None else str(value)
+
+    def items(self, key: str) -> list[object]:
+        value = self.data.get(key)
+        return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else []
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        return tuple(str(v) for v in self.items(key))
+
+    def node(self, key: str) -> _Node:
+        return _Node(self.data.get(key), self.rule)
+
+    def nodes(self, key: str) -> list[_Node]:
+        return [_Node(item, self.rule) for item in self.items(key)]
+
+    def scalar(self, key: str) -> Scalar:
+        value = self.data.get(key)
+        return value if isinstance(value, str | int | float | bool) else None
+
+    def number(self, key: str) -> float | None:
+        """A number or a `{param: NAME}` bound to the param's effective value."""
+        value = self.data.get(key)
+        if param_name(value) is not None:
+            value = self.rule.param(str(param_name(value)))
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+    def condition(self, key: str) -> Condition | None:
+        if self.data.get(key) is None:
+            return None
+        return compile_condition(self.data[key], self.rule.param)
 
 
-def load_settings(path: Path) -> Settings:
-    if not path.is_file():
-        raise InputError(str(path), "settings file not found")
-    raw = load_data(path)
-    if raw is None:
-        return Settings(path=path)
-    errors = schema_errors(raw, "settings.schema.json")
-    if errors:
-        raise InputError(str(path), errors[0])
-    rules = {
-        rule_id: RuleSettings(
-            enabled=entry.get("enabled"),
-            params=dict(entry.get("params", {})),
-            severity=entry.get("severity"),
+class _Compiler:
+    def __init__(self, path: Path, raw: Mapping[str, object], values: Mapping[str, Scalar]):
+        self.path = path
+        self.id = str(raw["id"])
+        self.values = values
+
+    def param(self, name: str) -> Scalar:
+        if name not in self.values:
+            raise DataError(f"{self.path}: uses param '{name}' that it does not declare")
+        return self.values[name]
+
+
+def _change(node: _Node) -> Change:
+    ops = tuple(
+        ChangeOp(
+            op=op.text("op"),
+            path=op.text("path"),
+            value=op.scalar("value"),
+            default=op.number("default"),
+            by=op.number("by"),
+            max=op.number("max"),
+            unless=op.condition("unless"),
         )
-        for rule_id, entry in (raw.get("rules") or {}).items()
+        for op in node.nodes("ops")
+    )
+    return Change(
+        target=PatchTarget(node.text("target")),
+        applicability=Applicability(node.text("applicability")),
+        ops=ops,
+        advice=node.opt_text("advice"),
+    )
+
+
+class _Common(TypedDict):
+    id: str
+    kind: str
+    title: str
+    docs: Docs
+    references: tuple[Reference, ...]
+    status: str
+    tags: tuple[str, ...]
+    params: Mapping[str, Param]
+    path: Path
+    enabled: bool
+
+
+def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, where: str) -> Rule:
+    raw_params = raw.get("params")
+    declared: Mapping[str, object] = raw_params if isinstance(raw_params, Mapping) else {}
+    values = _param_values(str(raw["id"]), declared, settings.params, where)
+    compiler = _Compiler(path, raw, values)
+    top = _Node(raw, compiler)
+    docs = top.node("docs")
+    example = docs.node("example")
+    specs = {str(name): _Node(spec, compiler) for name, spec in declared.items()}
+    params = {
+        name: Param(spec.scalar("default"), spec.text("unit"), spec.text("doc"), values[name])
+        for name, spec in specs.items()
     }
-    dirs = tuple((path.parent / d).resolve() for d in raw.get("rules_dirs", []) or [])
-    return Settings(path=path, rules=rules, rules_dirs=dirs)
+    base: _Common = {
+        "id": compiler.id,
+        "kind": top.text("kind"),
+        "title": top.text("title"),
+        "docs": Docs(
+            docs.text("why"),
+            Example(example.text("before"), example.text("after")),
+            docs.opt_text("notes"),
+        ),
+        "references": tuple(
+            Reference(r.text("source"), r.text("section")) for r in top.nodes("references")
+        ),
+        "status": top.text("status"),
+        "tags": top.texts("tags"),
+        "params": params,
+        "path": path,
+        "enabled": settings.enabled if settings.enabled is not None else True,
+    }
+    kind = base["kind"]
+    if kind == "symptom":
+        levels = top.node("levels")
+        cost = top.node("cost")
+        return SymptomRule(
+            **base,
+            measure=top.text("measure"),
+            compare=Compare(top.text("compare")),
+            fine=top.number("fine") or 0.0,
+            levels=Levels(levels.number("note"), levels.number("warning"), levels.number("error")),
+            message=top.text("message"),
+            when=top.condition("when"),
+            cost=Cost(cost.opt_text("scale"), cost.data.get("none") is True),
+        )
+    if kind == "bottleneck":
+        evidence = top.node("evidence")
+        return BottleneckRule(
+            **base,
+            evidence=Evidence(evidence.texts("any"), evidence.texts("all")),
+            message=top.text("message"),
+        )
+    if kind == "feature":
+        effect = top.node("effect")
+        return FeatureRule(
+            **base,
+            addresses=tuple(
+                Address(a.text("bottleneck"), int(a.number("order") or 0), a.condition("when"))
+                for a in top.nodes("addresses")
+            ),
+            change=_change(top.node("change")),
+            effect=Effect(effect.text("gain"), effect.text("risk"), effect.opt_text("memory")),
+            verify=tuple(
+                VerifyItem(v.text("fact"), Direction(v.text("direction")))
+                for v in top.nodes("verify")
+            ),
+            requires=tuple(
+                Requirement(_required(r.condition("condition")), r.text("reason"))
+                for r in top.nodes("requires")
+            ),
+            conflicts=tuple(
+                Conflict(c.text("reason"), c.opt_text("feature"), c.condition("condition"))
+                for c in top.nodes("conflicts")
+            ),
+            after=top.texts("after"),
+            applied_when=top.condition("applied_when"),
+            collects=top.texts("collects"),
+        )
+    location = top.node("location") if "location" in top else None
+    return PolicyRule(
+        **base,
+        applies_to=top.texts("applies_to"),
+        severity=Severity(top.text("severity")),
+        message=top.text("message"),
+        when=top.condition("when"),
+        check=top.opt_text("check"),
+        location=Location(location.opt_text("config"), location.opt_text("env"))
+        if location
+        else None,
+        change=_change(top.node("change")) if "change" in top else None,
+        severity_override=settings.severity,
+    )
+
+
+def _required(condition: Condition | None) -> Condition:
+    if condition is None:
+        raise DataError("a requirement needs a condition")
+    return condition
+
+
+def _param_values(
+    rule_id: str, declared: Mapping[str, object], override: Mapping[str, Scalar], where: str
+) -> dict[str, Scalar]:
+    def default_of(name: str) -> Scalar:
+        spec = declared[name]
+        value = spec.get("default") if isinstance(spec, Mapping) else None
+        return value if isinstance(value, str | int | float | bool) else None
+
+    values = {str(name): default_of(str(name)) for name in declared}
+    for name, value in override.items():
+        if name not in declared:
+            known = ", ".join(sorted(str(n) for n in declared)) or "none"
+            raise InputError(where, f"rule {rule_id} has no param '{name}' (params: {known})")
+        default = values[name]
+        numeric = isinstance(default, int | float) and not isinstance(default, bool)
+        if numeric and (not isinstance(value, int | float) or isinstance(value, bool)):
+            raise InputError(where, f"{rule_id}.params.{name} must be a number, got {value!r}")
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise InputError(where, f"{rule_id}.params.{name} must be true or false")
+        values[name] = value
+    return values
+
+
+# ---------------------------------------------------------------- files
 
 
 def _rule_files(folder: Path, builtin: bool) -> list[Path]:
@@ -112,7 +319,7 @@ def _rule_files(folder: Path, builtin: bool) -> list[Path]:
     return sorted(p for p in folder.rglob("*.yaml") if p.is_file())
 
 
-def _load_file(path: Path, builtin: bool) -> dict[str, Any]:
+def _load_file(path: Path, builtin: bool) -> Mapping[str, object]:
     try:
         raw = load_data(path)
     except InputError as exc:
@@ -122,32 +329,17 @@ def _load_file(path: Path, builtin: bool) -> dict[str, Any]:
         rule_id = raw.get("id") if isinstance(raw, dict) else None
         where = f" ({rule_id})" if rule_id else ""
         raise DataError(f"{path}{where}: {errors[0]}")
-    kind = raw["kind"]
-    if not str(raw["id"]).startswith(f"{kind}."):
-        raise DataError(f"{path}: $.id: '{raw['id']}' must start with '{kind}.'")
-    expected_stem = str(raw["id"]).split(".", 1)[1]
+    assert isinstance(raw, dict)  # the schema requires an object
+    kind = str(raw["kind"])
+    rule_id = str(raw["id"])
+    if not rule_id.startswith(f"{kind}."):
+        raise DataError(f"{path}: $.id: '{rule_id}' must start with '{kind}.'")
+    expected_stem = rule_id.split(".", 1)[1]
     if path.stem != expected_stem:
-        raise DataError(f"{path}: file name must be {expected_stem}.yaml to match id {raw['id']}")
+        raise DataError(f"{path}: file name must be {expected_stem}.yaml to match id {rule_id}")
     if builtin and path.parent.name != KIND_FOLDERS[kind]:
         raise DataError(f"{path}: a {kind} rule belongs in rules/{KIND_FOLDERS[kind]}/")
-    return dict(raw)
-
-
-def _params(raw: Mapping[str, Any], override: Mapping[str, Any], where: str) -> dict[str, Any]:
-    declared = raw.get("params", {}) or {}
-    values = {name: spec["default"] for name, spec in declared.items()}
-    for name, value in override.items():
-        if name not in declared:
-            known = ", ".join(sorted(declared)) or "none"
-            raise InputError(where, f"rule {raw['id']} has no param '{name}' (params: {known})")
-        default = declared[name]["default"]
-        numeric = isinstance(default, int | float) and not isinstance(default, bool)
-        if numeric and (not isinstance(value, int | float) or isinstance(value, bool)):
-            raise InputError(where, f"{raw['id']}.params.{name} must be a number, got {value!r}")
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise InputError(where, f"{raw['id']}.params.{name} must be true or false")
-        values[name] = value
-    return values
+    return {str(k): v for k, v in raw.items()}
 
 
 def load_rules(extra_dirs: Iterable[Path] = (), settings: Settings | None = None) -> RuleSet:
@@ -155,30 +347,22 @@ def load_rules(extra_dirs: Iterable[Path] = (), settings: Settings | None = None
     settings = settings or Settings()
     ruleset = RuleSet()
     folders = [(rules_dir(), True)] + [(d, False) for d in [*extra_dirs, *settings.rules_dirs]]
-    raw_rules: dict[str, tuple[Path, dict[str, Any]]] = {}
+    raw_rules: dict[str, tuple[Path, Mapping[str, object]]] = {}
     for folder, builtin in folders:
         ruleset.sources.append(folder)
         for path in _rule_files(folder, builtin):
             raw = _load_file(path, builtin)
-            if raw["id"] in raw_rules:
-                other = raw_rules[raw["id"]][0]
-                raise DataError(f"{path}: duplicate rule id {raw['id']} (also in {other})")
-            raw_rules[raw["id"]] = (path, raw)
-    where = str(settings.path) if settings.path else ".advisor.yaml"
+            rule_id = str(raw["id"])
+            if rule_id in raw_rules:
+                other = raw_rules[rule_id][0]
+                raise DataError(f"{path}: duplicate rule id {rule_id} (also in {other})")
+            raw_rules[rule_id] = (path, raw)
     for rule_id in settings.rules:
         if rule_id not in raw_rules:
-            raise InputError(where, f"unknown rule id {rule_id} (see: advisor rules list)")
+            raise InputError(settings.where, f"unknown rule id {rule_id} (see: advisor rules list)")
     for rule_id, (path, raw) in raw_rules.items():
         override = settings.rules.get(rule_id, RuleSettings())
         if override.severity and raw["kind"] != "policy":
-            raise InputError(where, f"{rule_id}: severity can only be set for policies")
-        ruleset.rules[rule_id] = Rule(
-            id=rule_id,
-            kind=raw["kind"],
-            path=path,
-            data=raw,
-            params=_params(raw, override.params, where),
-            enabled=override.enabled if override.enabled is not None else True,
-            severity=override.severity,
-        )
+            raise InputError(settings.where, f"{rule_id}: severity can only be set for policies")
+        ruleset.rules[rule_id] = _compile(path, raw, override, settings.where)
     return ruleset

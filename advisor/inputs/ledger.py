@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from advisor.model import InputError
+from advisor.model import InputError, PatchOp
 
 LEDGER_SCHEMA = "advisor/ledger@1"
 STATUSES = ("proposed", "applied", "kept", "reverted", "rejected")
@@ -26,6 +27,46 @@ def default_path(config: Path) -> Path:
 
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class LedgerEvent:
+    """One ledger line, typed: what happened to which feature, and the change it recorded."""
+
+    event: str
+    feature: str
+    bottleneck: str | None = None
+    note: str | None = None
+    patch_target: str | None = None
+    patch_ops: tuple[PatchOp, ...] = ()  # `expect` is the value before the change
+    config_sha256: str | None = None
+
+    @classmethod
+    def of(cls, entry: Mapping[str, object]) -> LedgerEvent:
+        patch = entry.get("patch")
+        target: str | None = None
+        ops: tuple[PatchOp, ...] = ()
+        if isinstance(patch, Mapping):
+            target = str(patch.get("target", "config"))
+            raw_ops = patch.get("ops")
+            ops = tuple(
+                PatchOp(str(op.get("op")), str(op.get("path")), op.get("value"), op.get("before"))
+                for op in (raw_ops if isinstance(raw_ops, list) else [])
+                if isinstance(op, Mapping)
+            )
+        return cls(
+            event=str(entry["event"]),
+            feature=str(entry["feature"]),
+            bottleneck=_text(entry.get("bottleneck")),
+            note=_text(entry.get("note")),
+            patch_target=target,
+            patch_ops=ops,
+            config_sha256=_text(entry.get("config_sha256")),
+        )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass
@@ -54,6 +95,9 @@ class Ledger:
                     )
                 entries.append(entry)
         return cls(path, entries)
+
+    def events(self) -> list[LedgerEvent]:
+        return [LedgerEvent.of(entry) for entry in self.entries]
 
     def status(self, feature: str) -> str | None:
         for entry in reversed(self.entries):

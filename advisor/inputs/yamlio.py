@@ -16,17 +16,13 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from advisor.inputs.text import read_text
 from advisor.model import InputError
 
 
 def load_data(path: Path) -> Any:
     """Load a YAML file into plain Python objects (dicts, lists, scalars)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not UTF-8 text") from None
+    text = read_text(path)
     loader = YAML(typ="safe", pure=True)
     try:
         return loader.load(text)

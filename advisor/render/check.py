@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from advisor import __version__
-from advisor.engine.policy import Finding
+from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
-from advisor.model import FileChange
+from advisor.model import FileChange, Finding, Severity
 
 FINDINGS_SCHEMA = "advisor/findings@1"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -40,7 +39,7 @@ def findings_text(findings: list[Finding], files: list[str]) -> str:
             continue
         lines.append(file)
         for f in shown:
-            fixable = " [fixable]" if f.fix and f.fix.safe else ""
+            fixable = " [fixable]" if f.fixable else ""
             lines.append(
                 f"  {f.file}:{f.line}:{f.col}: {f.severity} [{f.rule_id}] {f.message}{fixable}"
             )
@@ -68,12 +67,12 @@ def findings_json(findings: list[Finding], files: list[str]) -> str:
                 "suppressed": f.suppressed,
                 "baseline": f.in_baseline,
                 "fix": None
-                if f.fix is None
+                if f.patch is None
                 else {
-                    "description": f.fix.description,
-                    "safe": f.fix.safe,
+                    "description": f.patch.title,
+                    "safe": f.fixable,
                     "ops": [
-                        {"op": op, "path": path, "value": value} for op, path, value in f.fix.ops
+                        {"op": op.op, "path": op.path, "value": op.value} for op in f.patch.ops
                     ],
                 },
             }
@@ -104,30 +103,31 @@ def _replacements(change: FileChange) -> list[dict[str, Any]]:
     return out
 
 
-def findings_sarif(
-    findings: list[Finding], rules: RuleSet, fixes: Callable[[Finding], list[FileChange]]
-) -> str:
+def findings_sarif(findings: list[Finding], rules: RuleSet, fixes: list[list[FileChange]]) -> str:
+    """SARIF 2.1.0; `fixes` holds each finding's own file edits, aligned with `findings`."""
     used = sorted({f.rule_id for f in findings})
     index = {rule_id: i for i, rule_id in enumerate(used)}
     descriptors = []
     for rule_id in used:
         rule = rules[rule_id]
+        docs = rule.docs
+        level = rule.severity if isinstance(rule, PolicyRule) else Severity.warning
         descriptors.append(
             {
                 "id": rule_id,
                 "name": rule_id.split(".", 1)[1].replace("-", " ").title().replace(" ", ""),
                 "shortDescription": {"text": rule.title},
-                "fullDescription": {"text": str(rule.data["docs"]["why"])},
+                "fullDescription": {"text": docs.why},
                 "help": {
-                    "text": f"{rule.data['docs']['why']}\nBefore: {rule.data['docs']['example']['before']}\nAfter: {rule.data['docs']['example']['after']}"
+                    "text": f"{docs.why}\nBefore: {docs.example.before}\nAfter: {docs.example.after}"
                 },
-                "defaultConfiguration": {"level": LEVELS[str(rule.data["severity"])]},
-                "properties": {"tags": rule.tags},
+                "defaultConfiguration": {"level": LEVELS[level]},
+                "properties": {"tags": list(rule.tags)},
             }
         )
     results = []
-    for f in findings:
-        result: dict[str, Any] = {
+    for f, changes in zip(findings, fixes, strict=True):
+        result: dict[str, object] = {
             "ruleId": f.rule_id,
             "ruleIndex": index[f.rule_id],
             "level": LEVELS[f.severity],
@@ -145,11 +145,10 @@ def findings_sarif(
         }
         if f.suppressed is not None:
             result["suppressions"] = [{"kind": "inSource", "justification": f.suppressed}]
-        changes = fixes(f) if f.fix is not None else []
         if changes:
             result["fixes"] = [
                 {
-                    "description": {"text": f.fix.description if f.fix else ""},
+                    "description": {"text": f.patch.title if f.patch else ""},
                     "artifactChanges": [
                         {
                             "artifactLocation": {"uri": _uri(c.path)},

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from advisor.engine.diagnose import Diagnosis, format_value
+from advisor.engine.diagnose import Diagnosis
 from advisor.facts.catalogue import spec_for
+from advisor.facts.units import format_value
 
 DIAGNOSIS_SCHEMA = "advisor/diagnosis@1"
 
@@ -43,7 +44,7 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
         lines.append("symptoms")
         for s in diagnosis.symptoms:
             unit = spec_for(s.fact).unit
-            measured = f"{s.fact} = {format_value(s.value, unit)} (threshold {format_value(s.threshold, unit)})"
+            measured = f"{s.fact} = {format_value(s.value, unit, compact=True)} (threshold {format_value(s.threshold, unit, compact=True)})"
             lines.append(f"  {s.level:<8} {s.id:<36} {measured}")
             lines.append(f"           {s.message}")
     if diagnosis.unknown:

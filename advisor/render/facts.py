@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from advisor.facts.catalogue import AREAS, spec_for
+from advisor.facts.units import format_value
 from advisor.model import JOB_SCOPE, Fact, FactSet
 
 FACTS_SCHEMA = "advisor/facts@1"
-GIB = 1024**3
 
 
 def facts_json(result: FactSet) -> str:
@@ -22,30 +22,6 @@ def facts_json(result: FactSet) -> str:
         "warnings": result.warnings,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
-
-
-def format_value(value: Any, unit: str) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if value is None:
-        return "-"
-    if unit == "ratio" and isinstance(value, int | float):
-        return f"{value:.1%}"
-    if unit == "bytes" and isinstance(value, int | float):
-        return f"{value / GIB:.2f} GiB"
-    if unit in ("ms", "GB/s") and isinstance(value, dict):
-        return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
-    if unit == "ms" and isinstance(value, int | float):
-        return f"{value:.2f} ms"
-    if unit == "count" and isinstance(value, int) and value >= 10**6:
-        return f"{value / 1e9:.3f} B" if value >= 10**9 else f"{value / 1e6:.1f} M"
-    if unit == "FLOP" and isinstance(value, int | float):
-        return f"{value / 1e9:.2f} GFLOP"
-    if isinstance(value, float):
-        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
-    if isinstance(value, list):
-        return f"{len(value)} entries"
-    return str(value)
 
 
 def _area(fact: Fact) -> str:

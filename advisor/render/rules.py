@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from advisor.engine.conditions import Condition
 from advisor.engine.graph import RuleGraph
-from advisor.engine.rules import Rule
+from advisor.engine.rule_model import (
+    BottleneckRule,
+    Change,
+    FeatureRule,
+    PolicyRule,
+    Rule,
+    SymptomRule,
+)
 from advisor.inputs.yamlio import dump_data
 
 
@@ -32,54 +38,108 @@ def _edges(rule: Rule, graph: RuleGraph) -> list[str]:
     return sorted(out)
 
 
-def _section(title: str, body: Any) -> list[str]:
-    if body in (None, "", [], {}):
+def _section(title: str, body: object) -> list[str]:
+    if body in (None, "", [], {}, ()):
         return []
     text = body if isinstance(body, str) else dump_data(body)
     return ["", f"{title}:"] + [f"  {line}" for line in text.rstrip().splitlines()]
 
 
+def _raw(condition: Condition | None) -> object:
+    return None if condition is None else dict(condition.raw)
+
+
+def _present(data: dict[str, object]) -> dict[str, object]:
+    """A rule part as the file writes it: keys without a value are left out."""
+    return {
+        k: v
+        for k, v in data.items()
+        if v is not None and not (isinstance(v, tuple | list) and not v)
+    }
+
+
+def _change(change: Change | None) -> object:
+    if change is None:
+        return None
+    ops = [
+        _present(
+            {
+                "op": op.op,
+                "path": op.path,
+                "value": op.value,
+                "default": op.default,
+                "by": op.by,
+                "max": op.max,
+                "unless": _raw(op.unless),
+            }
+        )
+        for op in change.ops
+    ]
+    return _present(
+        {
+            "target": str(change.target),
+            "applicability": str(change.applicability),
+            "ops": ops or None,
+            "advice": change.advice,
+        }
+    )
+
+
+def _sections(rule: Rule) -> list[tuple[str, object]]:
+    """The rule's logic, part by part, in the order the rule files write it."""
+    if isinstance(rule, SymptomRule):
+        levels = dict(rule.levels.items())
+        measure = {"fact": rule.measure, "compare": str(rule.compare), "fine": rule.fine}
+        return [("measure", {**measure, "levels": levels}), ("when", _raw(rule.when))]
+    if isinstance(rule, BottleneckRule):
+        evidence = _present({"any": list(rule.evidence.any), "all": list(rule.evidence.all)})
+        return [("evidence", evidence)]
+    if isinstance(rule, PolicyRule):
+        return [("when", _raw(rule.when)), ("change", _change(rule.change))]
+    if isinstance(rule, FeatureRule):
+        requires = [{"condition": _raw(r.condition), "reason": r.reason} for r in rule.requires]
+        conflicts = [
+            _present({"feature": c.feature, "condition": _raw(c.condition), "reason": c.reason})
+            for c in rule.conflicts
+        ]
+        effect = _present(
+            {"gain": rule.effect.gain, "memory": rule.effect.memory, "risk": rule.effect.risk}
+        )
+        verify = [{"fact": v.fact, "direction": str(v.direction)} for v in rule.verify]
+        return [
+            ("requires", requires),
+            ("conflicts", conflicts),
+            ("after", list(rule.after)),
+            ("applied_when", _raw(rule.applied_when)),
+            ("change", _change(rule.change)),
+            ("effect", effect),
+            ("verify", verify),
+        ]
+    return []
+
+
 def rule_show_text(rule: Rule, graph: RuleGraph) -> str:
-    data = rule.data
     lines = [
-        f"{rule.id}  ({rule.kind}, {data['status']})",
+        f"{rule.id}  ({rule.kind}, {rule.status})",
         f"  {rule.title}",
         f"  file: {rule.path}",
     ]
     if rule.tags:
         lines.append(f"  tags: {', '.join(rule.tags)}")
-    lines += _section("why", data["docs"]["why"])
-    if rule.kind == "symptom":
-        lines += _section(
-            "measure",
-            {
-                "fact": data["measure"],
-                "compare": data["compare"],
-                "fine": data["fine"],
-                "levels": data["levels"],
-            },
-        )
-    params = data.get("params") or {}
-    if params:
+    lines += _section("why", rule.docs.why)
+    sections = _sections(rule)
+    lines += _section(*sections[0]) if sections and sections[0][0] == "measure" else []
+    if rule.params:
         lines += ["", "params (current value; default; unit):"]
-        for name, spec in params.items():
+        for name, param in rule.params.items():
             lines.append(
-                f"  {name} = {rule.params[name]!r}  (default {spec['default']!r}; {spec['unit']}) {spec['doc']}"
+                f"  {name} = {param.value!r}  (default {param.default!r}; {param.unit}) {param.doc}"
             )
-    for key in (
-        "when",
-        "evidence",
-        "requires",
-        "conflicts",
-        "after",
-        "applied_when",
-        "change",
-        "effect",
-        "verify",
-    ):
-        lines += _section(key, data.get(key))
+    for title, body in sections:
+        if title != "measure":
+            lines += _section(title, body)
     lines += _section("edges", "\n".join(_edges(rule, graph)))
-    example = data["docs"]["example"]
-    lines += ["", "example:", f"  before: {example['before']}", f"  after:  {example['after']}"]
-    lines += ["", "references:"] + [f"  {r['source']}: {r['section']}" for r in data["references"]]
+    example = rule.docs.example
+    lines += ["", "example:", f"  before: {example.before}", f"  after:  {example.after}"]
+    lines += ["", "references:"] + [f"  {r.source}: {r.section}" for r in rule.references]
     return "\n".join(lines) + "\n"

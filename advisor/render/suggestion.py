@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from advisor.model import Patch, Recommendation, Suggestion
-from advisor.render.facts import format_value
+from advisor.facts.units import format_value
+from advisor.model import Direction, Patch, Recommendation, Suggestion, VerifyCheck
 
 SUGGESTION_SCHEMA = "advisor/suggestion@1"
 
@@ -34,9 +33,26 @@ def change_line(rec: Recommendation) -> str:
     return f"{'; '.join(parts)}   [{patch.target} in {where}, {patch.applicability}]"
 
 
+_VERBS = {
+    Direction.decrease: "should decrease",
+    Direction.increase: "should increase",
+    Direction.unchanged: "should not change",
+    Direction.watch: "watch it",
+}
+
+
+def verify_line(check: VerifyCheck) -> str:
+    if check.direction is Direction.back_to_baseline:
+        return "step time back to the baseline's"
+    now = ""
+    if check.current is not None and check.unit is not None:
+        now = f" (now {format_value(check.current, check.unit, compact=True)})"
+    return f"{check.fact} {_VERBS[check.direction]}{now}"
+
+
 def suggestion_json(s: Suggestion, notes: list[str]) -> str:
     rec = s.recommendation
-    body: dict[str, Any] | None = None
+    body: dict[str, object] | None = None
     if rec is not None:
         patch: Patch | None = rec.patch
         body = {
@@ -50,7 +66,7 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
             "diff": rec.diff,
             "expected": rec.expected,
             "risk": rec.risk,
-            "verify": list(rec.verify),
+            "verify": [verify_line(v) for v in rec.verify],
         }
     payload = {
         "schema": SUGGESTION_SCHEMA,
@@ -83,7 +99,7 @@ def suggestion_text(s: Suggestion, notes: list[str]) -> str:
         lines.append(f"Risk: {rec.risk}")
         if rec.verify:
             lines.append("Verify with the next profile (same steps, same ranks):")
-            lines.extend(f"  - {v}" for v in rec.verify)
+            lines.extend(f"  - {verify_line(v)}" for v in rec.verify)
         if rec.patch and rec.patch.lines_to_add:
             lines.append("Add to the launch environment:")
             lines.extend(f"  {line}" for line in rec.patch.lines_to_add)

@@ -1,0 +1,226 @@
+"""The typed rule model: one frozen dataclass per rule kind and per part of a rule.
+
+Field names follow the rule schema's property names (tests keep the two in step); fields marked
+`LOADED` are not in the file but set by the loader (where the file is, the user's settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from advisor.engine.conditions import Condition, Scalar
+from advisor.model import Applicability, Direction, PatchTarget, Severity
+
+LOADED = {"loaded": True}
+LEVELS = ("note", "warning", "error")
+
+
+class Compare(StrEnum):
+    above = "above"
+    at_or_above = "at_or_above"
+    below = "below"
+    at_or_below = "at_or_below"
+
+    def crossed(self, value: float, cut: float) -> bool:
+        if self is Compare.above:
+            return value > cut
+        if self is Compare.at_or_above:
+            return value >= cut
+        if self is Compare.below:
+            return value < cut
+        return value <= cut
+
+    @property
+    def upward(self) -> bool:
+        return self in (Compare.above, Compare.at_or_above)
+
+
+@dataclass(frozen=True)
+class Example:
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Docs:
+    why: str
+    example: Example
+    notes: str | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str
+    section: str
+
+
+@dataclass(frozen=True)
+class Param:
+    default: Scalar
+    unit: str
+    doc: str
+    value: Scalar = field(default=None, metadata=LOADED)  # the default or the settings' value
+
+
+@dataclass(frozen=True)
+class Levels:
+    """Cut points of a symptom's grades (params bound); None: the grade is not used."""
+
+    note: float | None = None
+    warning: float | None = None
+    error: float | None = None
+
+    def items(self) -> list[tuple[str, float]]:
+        cuts = {"note": self.note, "warning": self.warning, "error": self.error}
+        return [(name, cut) for name, cut in cuts.items() if cut is not None]
+
+
+@dataclass(frozen=True)
+class Cost:
+    scale: str | None = None  # fact multiplying (value - fine) to express it as a step share
+    none: bool = False  # evidence only: the symptom costs no measurable step time
+
+
+@dataclass(frozen=True)
+class Evidence:
+    any: tuple[str, ...] = ()
+    all: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (*self.any, *self.all)
+
+
+@dataclass(frozen=True)
+class Address:
+    bottleneck: str
+    order: int
+    when: Condition | None = None
+
+
+@dataclass(frozen=True)
+class Requirement:
+    condition: Condition
+    reason: str
+
+
+@dataclass(frozen=True)
+class Conflict:
+    reason: str
+    feature: str | None = None
+    condition: Condition | None = None
+
+
+@dataclass(frozen=True)
+class ChangeOp:
+    op: str  # "set" | "remove" | "increment"
+    path: str
+    value: Scalar = None
+    default: float | None = None  # increment: the value when the key is not set
+    by: float | None = None
+    max: float | None = None  # params bound
+    unless: Condition | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    target: PatchTarget
+    applicability: Applicability
+    ops: tuple[ChangeOp, ...] = ()
+    advice: str | None = None
+
+
+@dataclass(frozen=True)
+class Effect:
+    gain: str
+    risk: str
+    memory: str | None = None
+
+
+@dataclass(frozen=True)
+class VerifyItem:
+    fact: str
+    direction: Direction
+
+
+@dataclass(frozen=True)
+class Location:
+    config: str | None = None
+    env: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What every rule file has."""
+
+    id: str
+    kind: str
+    title: str
+    docs: Docs
+    references: tuple[Reference, ...]
+    status: str
+    tags: tuple[str, ...]
+    params: Mapping[str, Param]
+    path: Path = field(metadata=LOADED)
+    enabled: bool = field(default=True, metadata=LOADED)
+
+    def param(self, name: str) -> Scalar:
+        return self.params[name].value
+
+
+@dataclass(frozen=True)
+class SymptomRule(Rule):
+    measure: str = ""
+    compare: Compare = Compare.above
+    fine: float = 0.0
+    levels: Levels = Levels()
+    message: str = ""
+    when: Condition | None = None
+    cost: Cost = Cost()
+
+
+@dataclass(frozen=True)
+class BottleneckRule(Rule):
+    evidence: Evidence = Evidence()
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class FeatureRule(Rule):
+    addresses: tuple[Address, ...] = ()
+    change: Change = Change(PatchTarget.none, Applicability.display_only)
+    effect: Effect = Effect("", "")
+    verify: tuple[VerifyItem, ...] = ()
+    requires: tuple[Requirement, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    after: tuple[str, ...] = ()
+    applied_when: Condition | None = None
+    collects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicyRule(Rule):
+    applies_to: tuple[str, ...] = ()
+    severity: Severity = Severity.warning  # as the file declares it
+    message: str = ""
+    when: Condition | None = None
+    check: str | None = None
+    location: Location | None = None
+    change: Change | None = None
+    severity_override: Severity | None = field(default=None, metadata=LOADED)
+
+    @property
+    def effective_severity(self) -> Severity:
+        return self.severity_override or self.severity
+
+
+AnyRule = SymptomRule | BottleneckRule | FeatureRule | PolicyRule
+RULE_CLASSES: dict[str, type[Rule]] = {
+    "symptom": SymptomRule,
+    "bottleneck": BottleneckRule,
+    "feature": FeatureRule,
+    "policy": PolicyRule,
+}

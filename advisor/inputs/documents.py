@@ -1,0 +1,133 @@
+"""The documents `check` reads: FSDP2 / MindFormers configs and launch scripts, with the
+positions of the keys, flags and variables findings are about."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.inputs.configs import ConfigProblem
+from advisor.inputs.launch import LaunchScript, effective_config, parse_launch
+from advisor.inputs.text import read_text
+from advisor.inputs.yamlio import LocatedDocument, locate
+from advisor.model import InputError
+
+
+@dataclass
+class Document:
+    path: Path
+    kind: str  # "fsdp2-config" | "launch-script"
+    lines: list[str]  # LF-normalised, for positions and waivers
+    text: str  # exactly as read: edits start from it and the writer compares against it
+    located: LocatedDocument | None = None
+    script: LaunchScript | None = None
+    config: dict[str, Any] | None = None
+    env: dict[str, str] | None = None
+    problems: list[ConfigProblem] | None = None  # schema problems, computed once
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The YAML's own data (a script's: the config it names, with its overrides)."""
+        return self.located.data if self.located is not None else dict(self.config or {})
+
+
+def load_config_document(path: Path) -> Document:
+    text = read_text(path)
+    located = locate(text.replace("\r\n", "\n"), str(path))
+    if not isinstance(located.data, dict):
+        kind = "empty" if located.data is None else type(located.data).__name__
+        raise InputError(str(path), f"a training config must be a YAML mapping, got {kind}")
+    kind = "mindformers-config" if is_mindformers(located.data) else "fsdp2-config"
+    lines = text.replace("\r\n", "\n").split("\n")
+    return Document(path, kind, lines, text, located, config=located.data)
+
+
+def is_mindformers(data: dict[str, Any]) -> bool:
+    """MindSpore Transformers configs have parallel_config / runner_config at the top level."""
+    return "parallel_config" in data or "runner_config" in data
+
+
+def load_script_document(path: Path) -> Document:
+    script = parse_launch(path)
+    config: dict[str, Any] = {}
+    if script.config_arg:
+        for base in (path.parent, Path.cwd()):
+            candidate = base / script.config_arg
+            if candidate.is_file():
+                loaded = locate(read_text(candidate), str(candidate)).data
+                config = loaded if isinstance(loaded, dict) else {}
+                break
+    text = read_text(path)
+    lines = text.replace("\r\n", "\n").split("\n")
+    return Document(
+        path,
+        "launch-script",
+        lines,
+        text,
+        script=script,
+        config=effective_config(config, script),
+        env=script.env,
+    )
+
+
+# ---------------------------------------------------------------- where a key, flag or variable is
+
+
+def _scan_position(lines: list[str], section: str, key: str) -> tuple[int, int] | None:
+    """Block-style YAML: the `section:` line at column 0, then its `  key:` line. No parse."""
+    head = re.compile(rf"^{re.escape(section)}\s*:")
+    entry = re.compile(rf"^(\s+){re.escape(key)}\s*:") if key else None
+    for i, line in enumerate(lines):
+        if head.match(line):
+            if entry is None:
+                return i + 1, 1
+            for j in range(i + 1, len(lines)):
+                text = lines[j]
+                if text.strip() and not text[:1].isspace() and not text.lstrip().startswith("#"):
+                    break  # the next section
+                m = entry.match(text)
+                if m:
+                    return j + 1, len(m.group(1)) + 1
+            return i + 1, 1
+    return None
+
+
+def config_position(doc: Document, dotted: str) -> tuple[int, int]:
+    if doc.located is not None:
+        section, _, key = dotted.partition(".")
+        quick = _scan_position(doc.lines, section, key)
+        if quick is not None:
+            return quick
+        section, _, key = dotted.partition(".")
+        entry = doc.located.entry(section, key) if key else doc.located.entry(section)
+        if entry is None and key:
+            entry = doc.located.entry(section)
+        if entry is not None:
+            return entry.key_line + 1, entry.key_col + 1
+    if doc.script is not None:
+        for override in doc.script.overrides:
+            if override.path == dotted:
+                return flag_position(doc, dotted)
+        return doc.script.command_line or 1, 1
+    return 1, 1
+
+
+def flag_position(doc: Document, dotted: str) -> tuple[int, int]:
+    start = (doc.script.command_line or 1) if doc.script else 1
+    end = (doc.script.command_end_line or start) if doc.script else start
+    for i in range(start - 1, min(end, len(doc.lines))):
+        col = doc.lines[i].find(f"--{dotted}")
+        if col >= 0:
+            return i + 1, col + 1
+    return start, 1
+
+
+def env_position(doc: Document, name: str) -> tuple[int, int]:
+    if doc.script is not None:
+        for export in reversed(doc.script.exports):
+            if export.name == name and export.path == doc.path:
+                return export.line, 1
+        return doc.script.command_line or 1, 1
+    return 1, 1

@@ -1,0 +1,218 @@
+"""The launch script: exported environment (sourced files included) and the torchrun command.
+
+The FSDP2 backend reads `torchrun ... train_fsdp2.py CONFIG.yaml --section.key value ...`; CLI
+flags win over the YAML, and the environment is what the script exports (including files it
+sources). The effective config is YAML < CLI overrides.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.inputs.text import read_text
+from advisor.inputs.values import bool_word
+from advisor.model import InputError
+
+_EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_SOURCE = re.compile(r"^\s*(?:source|\.)\s+(.+?)\s*$")
+# `source "$(dirname "$0")/env.sh"` and friends: the script's own folder
+_SCRIPT_DIR = re.compile(
+    r'^\$\(\s*dirname\s+"?\$(?:0|\{0\}|\{BASH_SOURCE\[0\]\}|BASH_SOURCE)"?\s*\)|^\$\{(?:0|BASH_SOURCE\[0\])%/\*\}'
+)
+_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+
+
+@dataclass(frozen=True)
+class Export:
+    name: str
+    value: str
+    path: Path
+    line: int  # 1-based
+
+
+@dataclass(frozen=True)
+class Override:
+    path: str  # section.key
+    value: str | None  # None: a bare flag with no value
+    line: int
+    token_index: int
+
+
+@dataclass
+class LaunchScript:
+    path: Path
+    exports: list[Export] = field(default_factory=list)
+    overrides: list[Override] = field(default_factory=list)
+    config_arg: str | None = None
+    command_line: int | None = None
+    command_end_line: int | None = None
+    nnodes: int | None = None
+    nproc_per_node: int | None = None
+    texts: dict[Path, str] = field(default_factory=dict)  # every file read, exactly as read
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Exported variables, later exports winning (as bash evaluates them)."""
+        return {e.name: e.value for e in self.exports}
+
+    @property
+    def world_size(self) -> int | None:
+        if self.nnodes is not None and self.nproc_per_node is not None:
+            return self.nnodes * self.nproc_per_node
+        return None
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if value.startswith("#"):
+        return ""
+    try:
+        parts = shlex.split(value, comments=True)
+    except ValueError:
+        return value.strip("'\"")
+    return parts[0] if parts else ""
+
+
+def _logical_lines(text: str) -> list[tuple[int, int, str]]:
+    """Join backslash continuations: (first physical line, last physical line, text), 1-based."""
+    out: list[tuple[int, int, str]] = []
+    buffer, start = "", 0
+    number = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not buffer:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            buffer += raw.rstrip()[:-1] + " "
+            continue
+        out.append((start, number, buffer + raw))
+        buffer = ""
+    if buffer:
+        out.append((start, number, buffer))
+    return out
+
+
+def _parse_command(script: LaunchScript, line: int, text: str) -> None:
+    try:
+        tokens = shlex.split(text, comments=True)
+    except ValueError as exc:
+        raise InputError(
+            f"{script.path}:{line}", f"cannot parse the launch command: {exc}"
+        ) from None
+    script.command_line = line
+    for i, token in enumerate(tokens):
+        for flag, attr in (
+            ("--nnodes", "nnodes"),
+            ("--nproc_per_node", "nproc_per_node"),
+            ("--nproc-per-node", "nproc_per_node"),
+        ):
+            value = None
+            if token == flag and i + 1 < len(tokens):
+                value = tokens[i + 1]
+            elif token.startswith(flag + "="):
+                value = token.split("=", 1)[1]
+            if value is not None and value.isdigit():
+                setattr(script, attr, int(value))
+    script_index = next((i for i, t in enumerate(tokens) if t.endswith(".py")), None)
+    if script_index is None:
+        return
+    rest = tokens[script_index + 1 :]
+    if rest and not rest[0].startswith("-"):
+        script.config_arg = rest[0]
+        rest = rest[1:]
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if token.startswith("--") and "." in token:
+            key = token[2:]
+            if "=" in key:
+                key, value = key.split("=", 1)
+                script.overrides.append(Override(key, value, line, i))
+                i += 1
+                continue
+            if i + 1 < len(rest) and not rest[i + 1].startswith("--"):
+                values = []
+                j = i + 1
+                while j < len(rest) and not rest[j].startswith("--"):
+                    values.append(rest[j])
+                    j += 1
+                script.overrides.append(Override(key, " ".join(values), line, i))
+                i = j
+                continue
+            script.overrides.append(Override(key, None, line, i))
+        i += 1
+
+
+def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
+    if path in seen:
+        return
+    seen.add(path)
+    text = read_text(path)
+    script.texts[path] = text
+    for number, last, line in _logical_lines(text):
+        m = _EXPORT.match(line)
+        if m:
+            script.exports.append(Export(m.group(1), _unquote(m.group(2)), path, number))
+            continue
+        s = _SOURCE.match(line)
+        if s:
+            argument = s.group(1).split(" #", 1)[0].strip()
+            if argument[:1] in "\"'" and argument[-1:] == argument[:1]:
+                argument = argument[1:-1]
+            argument = _SCRIPT_DIR.sub(".", argument)
+            if "$" in argument:
+                raise InputError(
+                    f"{path}:{number}",
+                    f"cannot resolve the sourced path {s.group(1)} (variables other than the script's folder)",
+                )
+            target = (path.parent / argument).resolve()
+            if not target.is_file():
+                raise InputError(f"{path}:{number}", f"sourced file {s.group(1)} not found")
+            _read_exports(target, script, seen)
+            continue
+        if path == script.path and any(launcher in line for launcher in _LAUNCHERS):
+            _parse_command(script, number, line)
+            script.command_end_line = last
+
+
+def parse_launch(path: Path) -> LaunchScript:
+    script = LaunchScript(path=path)
+    _read_exports(path, script, set())
+    if script.command_line is None:
+        raise InputError(str(path), "no torchrun (torch.distributed.run) training command found")
+    return script
+
+
+def cli_value(text: str | None) -> object:
+    """Turn a CLI token into the value argparse would produce for the common key types."""
+    if text is None:
+        return None
+    word = bool_word(text, on_off=False)
+    if word is not None:
+        return word
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def effective_config(
+    config: Mapping[str, object], launch: LaunchScript | None
+) -> dict[str, object]:
+    merged = copy.deepcopy(dict(config))
+    if launch is None:
+        return merged
+    for override in launch.overrides:
+        if override.value is None:
+            continue  # a bare flag is not recognised as an override by the backend
+        section, _, key = override.path.partition(".")
+        node = merged.setdefault(section, {})
+        if isinstance(node, dict):
+            node[key] = cli_value(override.value)
+    return merged
