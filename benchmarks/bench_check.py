@@ -15,7 +15,7 @@ from pathlib import Path
 
 started = time.perf_counter()
 from advisor.app.check import run_check  # noqa: E402
-from advisor.app.pipeline import load_graph  # noqa: E402
+from advisor.app.rulesets import load_graph  # noqa: E402
 
 imported = time.perf_counter()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2"

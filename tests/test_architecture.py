@@ -98,3 +98,30 @@ def test_modules_stay_small():
     }
     # the facts catalogue is a data table; everything else keeps to one reason to change
     assert {k: v for k, v in sizes.items() if v > 400 and k != "facts/catalogue.py"} == {}
+
+
+def _loaded_after(code: str) -> set[str]:
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return set(out.split())
+
+
+def test_the_command_line_starts_without_heavy_libraries():
+    # `advisor --help` and pre-commit's `advisor check` are run most: they import only what
+    # they use (the start-up times are in benchmarks/bench_startup.py)
+    loaded = _loaded_after("import advisor.cli")
+    heavy = {"networkx", "jsonschema", "msgspec", "ruamel", "advisor.parsers", "advisor.engine"}
+    assert loaded & heavy == set()
+
+
+def test_check_needs_no_graph_and_no_profile_parsers():
+    loaded = _loaded_after(
+        "import advisor.cli.check_cmds, advisor.app.check, advisor.app.rulesets,"
+        " advisor.render.check"
+    )
+    assert loaded & {"networkx", "msgspec", "advisor.parsers", "advisor.engine.graph"} == set()

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.app.check import run_check
-from advisor.app.pipeline import load_graph
+from advisor.app.rulesets import load_graph
 from advisor.cli import app
 from advisor.inputs.validation import schema_errors
 from advisor.inputs.yamlio import load_data

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
-from advisor.app.pipeline import load_graph
+from advisor.app.rulesets import load_graph
 from advisor.cli import app
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Symptom, Unknown, diagnose, evaluate_symptom

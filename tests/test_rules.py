@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
-from advisor.app.pipeline import load_graph
+from advisor.app.rulesets import load_graph
 from advisor.cli import app
 from advisor.engine.graph import build_graph, integrity_errors
 from advisor.engine.rule_model import FeatureRule

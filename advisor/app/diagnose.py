@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.app.job import JobOptions, load_job
-from advisor.app.pipeline import load_graph
+from advisor.app.rulesets import load_graph
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
 from advisor.engine.settings import RuleOptions

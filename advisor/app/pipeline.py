@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.engine.graph import RuleGraph, build_graph
-from advisor.engine.rules import load_rules, load_settings
-from advisor.engine.settings import RuleOptions
 from advisor.facts import derive_facts
 from advisor.facts.base import Recorder
 from advisor.facts.log import derive as log_derive
@@ -55,13 +52,6 @@ def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
     facts = derive_facts(data, taxonomy, inputs)
     facts.warnings.extend(warnings)
     return facts
-
-
-def load_graph(options: RuleOptions | None = None) -> RuleGraph:
-    """Rules (built in + extra folders) with settings applied, as a checked graph."""
-    options = options or RuleOptions()
-    settings = load_settings(options.settings) if options.settings else None
-    return build_graph(load_rules(options.rules_dirs, settings))
 
 
 def side_facts(path: Path | None, log: Path | None) -> FactSet:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.app.job import Job, JobOptions, load_job
-from advisor.app.pipeline import load_graph
+from advisor.app.rulesets import load_graph
 from advisor.edit.patch import place, unified_diff
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph

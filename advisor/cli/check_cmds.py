@@ -7,15 +7,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.app.check import finding_changes, run_check, safe_fix_changes, write_baseline
-from advisor.app.pipeline import load_graph
 from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt
-from advisor.edit.patch import unified_diff
-from advisor.edit.writer import write_changes
-from advisor.engine.policy import fails
-from advisor.engine.settings import RuleOptions
 from advisor.model import DataError, Severity
-from advisor.render.check import findings_github, findings_json, findings_sarif, findings_text
 
 
 def check_cmd(
@@ -42,12 +35,20 @@ def check_cmd(
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """Policy checks for training configs and launch scripts (for code review and CI)."""
+    from advisor.app.check import finding_changes, run_check, safe_fix_changes, write_baseline
+    from advisor.app.rulesets import load_policies
+    from advisor.edit.patch import unified_diff
+    from advisor.edit.writer import write_changes
+    from advisor.engine.policy import fails
+    from advisor.engine.settings import RuleOptions
+    from advisor.render.check import findings_github, findings_json, findings_sarif, findings_text
+
     files = list(configs or [])
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
-    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
-    result = run_check(files, scripts, graph.ruleset, baseline if not update_baseline else None)
+    policies = load_policies(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
+    result = run_check(files, scripts, policies, baseline if not update_baseline else None)
     if update_baseline:
         if baseline is None:
             raise DataError("--update-baseline needs --baseline FILE")
@@ -63,11 +64,11 @@ def check_cmd(
         write_changes(changes)
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
-            result = run_check(files, scripts, graph.ruleset, baseline)
+            result = run_check(files, scripts, policies, baseline)
     if output_format is CheckFormat.json:
         typer.echo(findings_json(result.findings, names))
     elif output_format is CheckFormat.sarif:
-        typer.echo(findings_sarif(result.findings, graph.ruleset, finding_changes(result)))
+        typer.echo(findings_sarif(result.findings, policies, finding_changes(result)))
     elif output_format is CheckFormat.github:
         typer.echo(findings_github(result.findings), nl=False)
     else:

@@ -7,17 +7,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.app.compare import run_compare
-from advisor.app.pipeline import log_facts
-from advisor.app.watch import Watcher, watch
 from advisor.cli.options import FactsFormat
-from advisor.facts.estimate import estimate, load_model_config, peak_tflops, training_from_config
-from advisor.inputs.configs import load_config
-from advisor.inputs.ledger import STATUSES, Ledger, default_path
 from advisor.model import DataError
-from advisor.render.compare import comparison_json, comparison_text
-from advisor.render.facts import facts_json, facts_text
-from advisor.render.ledger import ledger_text
 
 
 def compare_cmd(
@@ -37,6 +28,9 @@ def compare_cmd(
     output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
 ) -> None:
     """Keep, revert or inconclusive: compare a candidate run with its baseline."""
+    from advisor.app.compare import run_compare
+    from advisor.render.compare import comparison_json, comparison_text
+
     result, note = run_compare(
         baseline, candidate, baseline_log, candidate_log, baseline_config, candidate_config, ledger
     )
@@ -73,6 +67,16 @@ def estimate_cmd(
     output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
 ) -> None:
     """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs."""
+    from advisor.app.pipeline import log_facts
+    from advisor.facts.estimate import (
+        estimate,
+        load_model_config,
+        peak_tflops,
+        training_from_config,
+    )
+    from advisor.inputs.configs import load_config
+    from advisor.render.facts import facts_json, facts_text
+
     shape = load_model_config(model_config)
     train = training_from_config(load_config(config) if config else None, world)
     if step_ms is None and log is not None:
@@ -112,6 +116,8 @@ def watch_cmd(
     ] = None,
 ) -> None:
     """Follow a growing log; alert on slow steps or NaN loss (find it in minutes, not the next morning)."""
+    from advisor.app.watch import Watcher, watch
+
     if max_step_ms is None and regression is None:
         regression = 1.2
     watcher = Watcher(max_step_ms=max_step_ms, regression=regression, consecutive=consecutive)
@@ -133,6 +139,9 @@ def ledger_cmd(
     ] = None,
 ) -> None:
     """Print the history of suggested changes; --mark records a decision."""
+    from advisor.inputs.ledger import STATUSES, Ledger, default_path
+    from advisor.render.ledger import ledger_text
+
     if ledger is None and config is None:
         ledger = Path(".advisor/ledger.jsonl")
     path = ledger or default_path(config)  # type: ignore[arg-type]

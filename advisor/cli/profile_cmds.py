@@ -7,10 +7,6 @@ from typing import Annotated
 
 import typer
 
-from advisor.app.diagnose import run_diagnose
-from advisor.app.job import JobOptions
-from advisor.app.pipeline import collect_facts
-from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli.options import (
     FactsFormat,
     LogOpt,
@@ -21,12 +17,7 @@ from advisor.cli.options import (
     SkipBadOpt,
     SuggestFormat,
 )
-from advisor.edit.writer import write_patch
-from advisor.engine.settings import RuleOptions
 from advisor.model import DataError
-from advisor.render.diagnosis import diagnosis_json, diagnosis_text
-from advisor.render.facts import facts_json, facts_text
-from advisor.render.suggestion import suggestion_json, suggestion_text
 
 
 def facts(
@@ -47,6 +38,9 @@ def facts(
     skip_bad_files: SkipBadOpt = False,
 ) -> None:
     """Derive the diagnosis facts of a profile and/or training logs."""
+    from advisor.app.pipeline import collect_facts
+    from advisor.render.facts import facts_json, facts_text
+
     if path is None and not log:
         raise DataError("give a profile folder, --log train.log, or both")
     result = collect_facts(path, log, skip_bad_files=skip_bad_files)
@@ -77,6 +71,11 @@ def diagnose(
     model_config: ModelConfigOpt = None,
 ) -> None:
     """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
+    from advisor.app.diagnose import run_diagnose
+    from advisor.app.job import JobOptions
+    from advisor.engine.settings import RuleOptions
+    from advisor.render.diagnosis import diagnosis_json, diagnosis_text
+
     run = run_diagnose(
         JobOptions(
             profile=path,
@@ -133,6 +132,12 @@ def suggest(
     skip_bad_files: SkipBadOpt = False,
 ) -> None:
     """Propose the ONE next change for the main bottleneck, as a validated patch."""
+    from advisor.app.job import JobOptions
+    from advisor.app.suggest import SuggestOptions, run_suggest
+    from advisor.edit.writer import write_patch
+    from advisor.engine.settings import RuleOptions
+    from advisor.render.suggestion import suggestion_json, suggestion_text
+
     run = run_suggest(
         JobOptions(
             profile=path,

@@ -7,13 +7,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.app.pipeline import load_graph
 from advisor.cli.options import EXIT_INPUT_ERROR, GraphFormat, RulesDirOpt, SettingsOpt
-from advisor.engine.graph import integrity_errors, to_dot, to_mermaid
-from advisor.engine.rules import KINDS, load_rules
-from advisor.engine.settings import RuleOptions
 from advisor.model import DataError
-from advisor.render.rules import rule_show_text, rules_list_text
 
 
 def rules_list(
@@ -25,6 +20,11 @@ def rules_list(
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """One line per rule."""
+    from advisor.app.rulesets import load_graph
+    from advisor.engine.rules import KINDS
+    from advisor.engine.settings import RuleOptions
+    from advisor.render.rules import rules_list_text
+
     if kind is not None and kind not in KINDS:
         raise DataError(f"--kind: '{kind}' is not one of {', '.join(KINDS)}")
     graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
@@ -41,6 +41,10 @@ def rules_show(
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """A rule's documentation, params, edges and example."""
+    from advisor.app.rulesets import load_graph
+    from advisor.engine.settings import RuleOptions
+    from advisor.render.rules import rule_show_text
+
     graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
     if rule_id not in graph.ruleset:
         close = [r for r in graph.ruleset.rules if rule_id.split(".")[-1] in r]
@@ -56,6 +60,9 @@ def rules_lint(
     ] = None,
 ) -> None:
     """Validate every rule file and the graph's integrity; exit 2 on any error."""
+    from advisor.engine.graph import integrity_errors
+    from advisor.engine.rules import KINDS, load_rules
+
     ruleset = load_rules(extra or [])
     _, errors = integrity_errors(ruleset)
     if errors:
@@ -79,5 +86,9 @@ def rules_graph(
     rules_dir: RulesDirOpt = None,
 ) -> None:
     """The whole rule graph as Graphviz dot or Mermaid, for docs and review."""
+    from advisor.app.rulesets import load_graph
+    from advisor.engine.settings import RuleOptions
+    from advisor.render.graph import to_dot, to_mermaid
+
     graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
     typer.echo(to_dot(graph) if output_format is GraphFormat.dot else to_mermaid(graph), nl=False)

@@ -306,14 +306,14 @@ def _param_values(
 # ---------------------------------------------------------------- files
 
 
-def _rule_files(folder: Path, builtin: bool) -> list[Path]:
+def _rule_files(folder: Path, builtin: bool, kinds: Iterable[str]) -> list[Path]:
     if not folder.is_dir():
         raise InputError(str(folder), "rules folder not found")
     if builtin:
         return sorted(
             p
-            for sub in KIND_FOLDERS.values()
-            for p in (folder / sub).rglob("*.yaml")
+            for kind in kinds
+            for p in (folder / KIND_FOLDERS[kind]).rglob("*.yaml")
             if p.is_file()
         )
     return sorted(p for p in folder.rglob("*.yaml") if p.is_file())
@@ -342,25 +342,43 @@ def _load_file(path: Path, builtin: bool) -> Mapping[str, object]:
     return {str(k): v for k, v in raw.items()}
 
 
-def load_rules(extra_dirs: Iterable[Path] = (), settings: Settings | None = None) -> RuleSet:
-    """Built-in rules plus extra folders (a team's own rules), with settings applied."""
+def load_rules(
+    extra_dirs: Iterable[Path] = (),
+    settings: Settings | None = None,
+    kinds: Iterable[str] = KINDS,
+) -> RuleSet:
+    """Built-in rules plus extra folders (a team's own rules), with settings applied.
+
+    `kinds` limits what is compiled (check needs only policies): the other built-in files are
+    not read, their ids come from their file names, which the loader ties to the id.
+    """
     settings = settings or Settings()
+    wanted = tuple(kinds)
     ruleset = RuleSet()
-    folders = [(rules_dir(), True)] + [(d, False) for d in [*extra_dirs, *settings.rules_dirs]]
+    builtin = rules_dir()
+    folders = [(builtin, True)] + [(d, False) for d in [*extra_dirs, *settings.rules_dirs]]
     raw_rules: dict[str, tuple[Path, Mapping[str, object]]] = {}
-    for folder, builtin in folders:
+    for folder, is_builtin in folders:
         ruleset.sources.append(folder)
-        for path in _rule_files(folder, builtin):
-            raw = _load_file(path, builtin)
+        for path in _rule_files(folder, is_builtin, wanted if is_builtin else KINDS):
+            raw = _load_file(path, is_builtin)
             rule_id = str(raw["id"])
             if rule_id in raw_rules:
                 other = raw_rules[rule_id][0]
                 raise DataError(f"{path}: duplicate rule id {rule_id} (also in {other})")
             raw_rules[rule_id] = (path, raw)
+    skipped = {
+        f"{kind}.{p.stem}"
+        for kind in KINDS
+        if kind not in wanted
+        for p in _rule_files(builtin, True, (kind,))
+    }
     for rule_id in settings.rules:
-        if rule_id not in raw_rules:
+        if rule_id not in raw_rules and rule_id not in skipped:
             raise InputError(settings.where, f"unknown rule id {rule_id} (see: advisor rules list)")
     for rule_id, (path, raw) in raw_rules.items():
+        if raw["kind"] not in wanted:
+            continue
         override = settings.rules.get(rule_id, RuleSettings())
         if override.severity and raw["kind"] != "policy":
             raise InputError(settings.where, f"{rule_id}: severity can only be set for policies")

@@ -23,7 +23,7 @@ from advisor.model import InputError
 def load_data(path: Path) -> Any:
     """Load a YAML file into plain Python objects (dicts, lists, scalars)."""
     text = read_text(path)
-    loader = YAML(typ="safe", pure=True)
+    loader = YAML(typ="safe")
     try:
         return loader.load(text)
     except YAMLError as exc:
