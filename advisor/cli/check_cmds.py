@@ -41,7 +41,7 @@ def check_cmd(
     from advisor.edit.writer import write_changes
     from advisor.engine.policy import fails
     from advisor.engine.settings import RuleOptions
-    from advisor.render.check import findings_github, findings_json, findings_sarif, findings_text
+    from advisor.render.check import FORMATS, CheckReport
 
     files = list(configs or [])
     scripts = list(launch or [])
@@ -65,13 +65,7 @@ def check_cmd(
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
             result = run_check(files, scripts, policies, baseline)
-    if output_format is CheckFormat.json:
-        typer.echo(findings_json(result.findings, names))
-    elif output_format is CheckFormat.sarif:
-        typer.echo(findings_sarif(result.findings, policies, finding_changes(result)))
-    elif output_format is CheckFormat.github:
-        typer.echo(findings_github(result.findings), nl=False)
-    else:
-        typer.echo(findings_text(result.findings, names), nl=False)
+    report = CheckReport(result.findings, names, policies, lambda: finding_changes(result))
+    typer.echo(FORMATS[output_format.value](report), nl=False)
     if fails(result.findings, Severity(fail_on.value)):
         raise typer.Exit(1)

@@ -29,15 +29,12 @@ def compare_cmd(
 ) -> None:
     """Keep, revert or inconclusive: compare a candidate run with its baseline."""
     from advisor.app.compare import run_compare
-    from advisor.render.compare import comparison_json, comparison_text
+    from advisor.render.compare import FORMATS, CompareReport
 
     result, note = run_compare(
         baseline, candidate, baseline_log, candidate_log, baseline_config, candidate_config, ledger
     )
-    if output_format is FactsFormat.json:
-        typer.echo(comparison_json(result, note))
-    else:
-        typer.echo(comparison_text(result, note), nl=False)
+    typer.echo(FORMATS[output_format.value](CompareReport(result, note)), nl=False)
 
 
 def estimate_cmd(
@@ -75,7 +72,8 @@ def estimate_cmd(
         training_from_config,
     )
     from advisor.inputs.configs import load_config
-    from advisor.render.facts import facts_json, facts_text
+    from advisor.render.facts import FORMATS as FACTS_FORMATS
+    from advisor.render.facts import FactsReport
 
     shape = load_model_config(model_config)
     train = training_from_config(load_config(config) if config else None, world)
@@ -86,9 +84,7 @@ def estimate_cmd(
     if peak is None:
         peak, peak_source = peak_tflops(device)
     result = estimate(shape, train, step_ms, peak, peak_source, model_config.name)
-    typer.echo(
-        facts_json(result) if output_format is FactsFormat.json else facts_text(result), nl=False
-    )
+    typer.echo(FACTS_FORMATS[output_format.value](FactsReport(result)), nl=False)
 
 
 def watch_cmd(

@@ -39,18 +39,17 @@ def facts(
 ) -> None:
     """Derive the diagnosis facts of a profile and/or training logs."""
     from advisor.app.pipeline import collect_facts
-    from advisor.render.facts import facts_json, facts_text
+    from advisor.render.facts import FORMATS, FactsReport
 
     if path is None and not log:
         raise DataError("give a profile folder, --log train.log, or both")
     result = collect_facts(path, log, skip_bad_files=skip_bad_files)
-    if output_format is FactsFormat.json:
-        typer.echo(facts_json(result))
-    else:
+    if output_format is not FactsFormat.json:
+        # the text report shows warnings on stderr; the JSON carries them in its contract
         for warning in result.warnings:
             typer.echo(f"advisor: warning: {warning}", err=True)
         result.warnings = []
-        typer.echo(facts_text(result, show_notes=notes), nl=False)
+    typer.echo(FORMATS[output_format.value](FactsReport(result, show_notes=notes)), nl=False)
 
 
 def diagnose(
@@ -74,7 +73,7 @@ def diagnose(
     from advisor.app.diagnose import run_diagnose
     from advisor.app.job import JobOptions
     from advisor.engine.settings import RuleOptions
-    from advisor.render.diagnosis import diagnosis_json, diagnosis_text
+    from advisor.render.diagnosis import FORMATS
 
     run = run_diagnose(
         JobOptions(
@@ -89,10 +88,7 @@ def diagnose(
     )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)
-    if output_format is FactsFormat.json:
-        typer.echo(diagnosis_json(run.diagnosis))
-    else:
-        typer.echo(diagnosis_text(run.diagnosis), nl=False)
+    typer.echo(FORMATS[output_format.value](run.diagnosis), nl=False)
 
 
 def suggest(
@@ -136,7 +132,7 @@ def suggest(
     from advisor.app.suggest import SuggestOptions, run_suggest
     from advisor.edit.writer import write_patch
     from advisor.engine.settings import RuleOptions
-    from advisor.render.suggestion import suggestion_json, suggestion_text
+    from advisor.render.suggestion import FORMATS, SuggestionReport
 
     run = run_suggest(
         JobOptions(
@@ -154,12 +150,7 @@ def suggest(
         typer.echo(f"advisor: warning: {warning}", err=True)
     suggestion = run.suggestion
     rec = suggestion.recommendation
-    if output_format is SuggestFormat.json:
-        typer.echo(suggestion_json(suggestion, run.notes))
-    elif output_format is SuggestFormat.diff:
-        typer.echo(rec.diff if rec else "", nl=False)
-    else:
-        typer.echo(suggestion_text(suggestion, run.notes), nl=False)
+    typer.echo(FORMATS[output_format.value](SuggestionReport(suggestion, run.notes)), nl=False)
     if write:
         if rec is None or rec.patch is None or not rec.patch.changes:
             typer.echo("advisor: nothing to write", err=True)

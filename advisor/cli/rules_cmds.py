@@ -88,7 +88,7 @@ def rules_graph(
     """The whole rule graph as Graphviz dot or Mermaid, for docs and review."""
     from advisor.app.rulesets import load_graph
     from advisor.engine.settings import RuleOptions
-    from advisor.render.graph import to_dot, to_mermaid
+    from advisor.render.graph import FORMATS
 
     graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
-    typer.echo(to_dot(graph) if output_format is GraphFormat.dot else to_mermaid(graph), nl=False)
+    typer.echo(FORMATS[output_format.value](graph), nl=False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +187,19 @@ def findings_github(findings: list[Finding]) -> str:
             f"::{kinds[f.severity]} file={f.file},line={f.line},col={f.col},title={f.rule_id}::{message}"
         )
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    findings: list[Finding]
+    files: list[str]
+    rules: RuleSet
+    fixes: Callable[[], list[list[FileChange]]]  # each finding's edit; only SARIF asks
+
+
+FORMATS: dict[str, Callable[[CheckReport], str]] = {
+    "text": lambda r: findings_text(r.findings, r.files),
+    "json": lambda r: findings_json(r.findings, r.files) + "\n",
+    "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes()) + "\n",
+    "github": lambda r: findings_github(r.findings),
+}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from advisor.engine.compare import Comparison, Metric
 
@@ -58,3 +60,15 @@ def comparison_text(result: Comparison, ledger_note: str | None) -> str:
     if ledger_note:
         lines.append(f"ledger: {ledger_note}")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    comparison: Comparison
+    ledger_note: str | None
+
+
+FORMATS: dict[str, Callable[[CompareReport], str]] = {
+    "text": lambda r: comparison_text(r.comparison, r.ledger_note),
+    "json": lambda r: comparison_json(r.comparison, r.ledger_note) + "\n",
+}

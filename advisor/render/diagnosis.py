@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.catalogue import spec_for
@@ -53,3 +54,9 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
         for u in diagnosis.unknown:
             lines.append(f"  {u.rule:<36} needs {', '.join(u.missing)}: {u.how_to_collect}")
     return "\n".join(lines) + "\n"
+
+
+FORMATS: dict[str, Callable[[Diagnosis], str]] = {
+    "text": diagnosis_text,
+    "json": lambda d: diagnosis_json(d) + "\n",
+}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +101,15 @@ def facts_text(result: FactSet, show_notes: bool = False) -> str:
     lines.append("")
     lines.append(_inputs_line(result.inputs))
     return "\n".join(lines).lstrip("\n") + "\n"
+
+
+@dataclass(frozen=True)
+class FactsReport:
+    facts: FactSet
+    show_notes: bool = False
+
+
+FORMATS: dict[str, Callable[[FactsReport], str]] = {
+    "text": lambda r: facts_text(r.facts, show_notes=r.show_notes),
+    "json": lambda r: facts_json(r.facts) + "\n",
+}

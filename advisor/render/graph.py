@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from advisor.engine.graph import RuleGraph
 
 
@@ -37,3 +39,6 @@ def to_mermaid(graph: RuleGraph) -> str:
         label = f"{k} {data['order']}" if k == "addresses" else k
         lines.append(f"  {nid(u)} {arrows[k]}|{label}| {nid(v)}")
     return "\n".join(lines) + "\n"
+
+
+FORMATS: dict[str, Callable[[RuleGraph], str]] = {"dot": to_dot, "mermaid": to_mermaid}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from advisor.facts.units import format_value
 from advisor.model import Direction, Patch, Recommendation, Suggestion, VerifyCheck
@@ -111,3 +113,21 @@ def suggestion_text(s: Suggestion, notes: list[str]) -> str:
         lines.append("Other candidates and why they were not chosen:")
         lines.extend(f"  - {r.feature}: {r.reason}" for r in s.rejected)
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class SuggestionReport:
+    suggestion: Suggestion
+    notes: list[str]
+
+    @property
+    def diff(self) -> str:
+        rec = self.suggestion.recommendation
+        return rec.diff if rec else ""
+
+
+FORMATS: dict[str, Callable[[SuggestionReport], str]] = {
+    "text": lambda r: suggestion_text(r.suggestion, r.notes),
+    "json": lambda r: suggestion_json(r.suggestion, r.notes) + "\n",
+    "diff": lambda r: r.diff,
+}
