@@ -15,7 +15,7 @@ from pathlib import Path
 
 started = time.perf_counter()
 from advisor.app.check import run_check  # noqa: E402
-from advisor.app.rulesets import load_graph  # noqa: E402
+from advisor.app.rulesets import load_policies  # noqa: E402
 
 imported = time.perf_counter()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2"
@@ -42,12 +42,12 @@ def main() -> None:
             path.write_text(base + VARIANTS[i % len(VARIANTS)])
             configs.append(path)
         t0 = time.perf_counter()
-        rules = load_graph().ruleset
+        rules = load_policies()
         t1 = time.perf_counter()
-        result = run_check(configs, [EXAMPLE / "run.sh"], rules)
+        result = run_check(rules, configs=configs, launches=[EXAMPLE / "run.sh"])
         t2 = time.perf_counter()
     print(f"python start-up + imports {imported - started:8.3f} s")
-    print(f"load and check 78 rules   {t1 - t0:8.3f} s")
+    print(f"load {len(rules.rules)} policy rules    {t1 - t0:8.3f} s")
     print(
         f"check {args.files} configs + 1 script {t2 - t1:8.3f} s  ({len(result.findings)} findings)"
     )

@@ -32,12 +32,12 @@ def _run(tmp_path: Path, case: dict, text: str) -> list[str]:
     if case["kind"] == "config":
         path = tmp_path / "config.yaml"
         path.write_text(text)
-        result = run_check([path], [], RULES)
+        result = run_check(RULES, configs=[path])
     else:
         (tmp_path / "config.yaml").write_text(case.get("config", "model:\n  model_id: gpt_oss\n"))
         path = tmp_path / "run.sh"
         path.write_text(text)
-        result = run_check([], [path], RULES)
+        result = run_check(RULES, launches=[path])
     return [f.rule_id for f in result.findings if f.counts]
 
 
@@ -132,7 +132,7 @@ def test_waiver_without_reason_is_a_finding_and_suppresses_nothing(tmp_path: Pat
     config.write_text(
         "training:\n  # advisor: ignore[policy.profile-unbounded]\n  profile: true\n  profile_ranks: [0]\n"
     )
-    ids = [f.rule_id for f in run_check([config], [], RULES).findings if f.counts]
+    ids = [f.rule_id for f in run_check(RULES, configs=[config]).findings if f.counts]
     assert "policy.waiver-without-reason" in ids and "policy.profile-unbounded" in ids
 
 
@@ -188,7 +188,7 @@ def test_real_upstream_configs(tmp_path: Path):
         )
     current = sorted(REAL.glob("*.yaml"))
     historical = sorted((REAL / "historical").glob("*.yaml"))
-    result = run_check(current + historical, [], RULES)
+    result = run_check(RULES, configs=current + historical)
     errors = [(Path(f.file).name, f.key) for f in result.findings if f.severity == "error"]
     glm = "glm52__glm52_744b_4k_fsdp2_A3.yaml"
     assert (glm, "optimization.indexer_loss_coeff") in errors
@@ -247,4 +247,4 @@ def test_mindformers_config(tmp_path: Path):
     if not real.is_file():
         pytest.skip(f"real MindFormers config not available ({real} is absent)")
     # the upstream reference config is clean, and FSDP2 policies do not apply to it
-    assert [f for f in run_check([real], [], RULES).findings if f.counts] == []
+    assert [f for f in run_check(RULES, configs=[real]).findings if f.counts] == []

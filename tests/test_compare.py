@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.app.compare import run_compare
+from advisor.app.compare import Side, run_compare
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import log_facts, profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
@@ -157,7 +157,7 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
     assert "num_to_forward_prefetch: 2" in config.read_text()
     # the next run: prefetch hides part of the exposed communication
     cand = profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=1200.0)
-    result, note = run_compare(base, cand, ledger_path=ledger)
+    result, note = run_compare(Side(base), Side(cand), ledger_path=ledger)
     assert result.verdict == "keep"
     assert "marked kept" in (note or "")
     second = run_suggest(
@@ -184,7 +184,7 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
     ).suggestion.recommendation
     write_changes(rec.patch)
     worse = profile(tmp_path, "worse", steps=6, jitter=0.01, comm_exposed_us=4000.0)
-    result, _ = run_compare(base, worse, ledger_path=ledger)
+    result, _ = run_compare(Side(base), Side(worse), ledger_path=ledger)
     assert result.verdict == "revert"
     undo = run_suggest(
         JobOptions(profile=worse, config=config, launch=script),

@@ -48,7 +48,10 @@ def write_baseline(path: Path, findings: list[Finding]) -> None:
 
 
 def run_check(
-    configs: list[Path], launches: list[Path], rules: RuleSet, baseline: Path | None = None
+    rules: RuleSet,
+    configs: list[Path] | tuple[Path, ...] = (),
+    launches: list[Path] | tuple[Path, ...] = (),
+    baseline: Path | None = None,
 ) -> CheckResult:
     documents = [load_config_document(p) for p in configs] + [
         load_script_document(p) for p in launches

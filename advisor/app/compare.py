@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,23 +44,26 @@ def _record(ledger: Ledger, result: Comparison) -> str | None:
     return f"{feature} marked kept"
 
 
+@dataclass(frozen=True)
+class Side:
+    """One run of a comparison: a profile folder or a log file, a log, the config it ran."""
+
+    path: Path | None = None
+    log: Path | None = None
+    config: Path | None = None
+
+
 def run_compare(
-    baseline: Path | None,
-    candidate: Path | None,
-    baseline_log: Path | None = None,
-    candidate_log: Path | None = None,
-    baseline_config: Path | None = None,
-    candidate_config: Path | None = None,
-    ledger_path: Path | None = None,
+    baseline: Side, candidate: Side, ledger_path: Path | None = None
 ) -> tuple[Comparison, str | None]:
-    if baseline is None and baseline_log is None:
+    if baseline.path is None and baseline.log is None:
         raise InputError("baseline", "give a baseline profile folder or --baseline-log")
-    if candidate is None and candidate_log is None:
+    if candidate.path is None and candidate.log is None:
         raise InputError("candidate", "give a candidate profile folder or --candidate-log")
-    base = side_facts(baseline, baseline_log)
-    cand = side_facts(candidate, candidate_log)
+    base = side_facts(baseline.path, baseline.log)
+    cand = side_facts(candidate.path, candidate.log)
     ledger = Ledger.load(ledger_path) if ledger_path else None
-    base_config, cand_config = _configs(ledger, baseline_config, candidate_config)
+    base_config, cand_config = _configs(ledger, baseline.config, candidate.config)
     result = compare(base, cand, default_taxonomy(), base_config, cand_config)
     note = _record(ledger, result) if ledger is not None else None
     return result, note

@@ -48,7 +48,12 @@ def check_cmd(
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
     policies = load_policies(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
-    result = run_check(files, scripts, policies, baseline if not update_baseline else None)
+    result = run_check(
+        policies,
+        configs=files,
+        launches=scripts,
+        baseline=baseline if not update_baseline else None,
+    )
     if update_baseline:
         if baseline is None:
             raise DataError("--update-baseline needs --baseline FILE")
@@ -64,7 +69,7 @@ def check_cmd(
         write_changes(changes)
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
-            result = run_check(files, scripts, policies, baseline)
+            result = run_check(policies, configs=files, launches=scripts, baseline=baseline)
     report = CheckReport(result.findings, names, policies, lambda: finding_changes(result))
     typer.echo(FORMATS[output_format.value](report), nl=False)
     if fails(result.findings, Severity(fail_on.value)):

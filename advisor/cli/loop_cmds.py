@@ -28,11 +28,13 @@ def compare_cmd(
     output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
 ) -> None:
     """Keep, revert or inconclusive: compare a candidate run with its baseline."""
-    from advisor.app.compare import run_compare
+    from advisor.app.compare import Side, run_compare
     from advisor.render.compare import FORMATS, CompareReport
 
     result, note = run_compare(
-        baseline, candidate, baseline_log, candidate_log, baseline_config, candidate_config, ledger
+        Side(path=baseline, log=baseline_log, config=baseline_config),
+        Side(path=candidate, log=candidate_log, config=candidate_config),
+        ledger_path=ledger,
     )
     typer.echo(FORMATS[output_format.value](CompareReport(result, note)), nl=False)
 
