@@ -239,7 +239,7 @@ class Recommendation:
 
 @dataclass(frozen=True)
 class Suggestion:
-    status: str  # "change" | "healthy" | "needs-data"
+    status: str  # "change" | "healthy" | "needs-data" | "stale" | "awaiting-measurement"
     recommendation: Recommendation | None
     rejected: tuple[Rejected, ...]
     summary: str

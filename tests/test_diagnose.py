@@ -37,7 +37,12 @@ def test_every_symptom_has_edge_cases():
 def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
     rule = GRAPH.ruleset[rule_id]
     assert isinstance(rule, SymptomRule)
-    facts = {rule.measure: value, "step.compute_ratio": 0.8, "ranks.count": 4}
+    facts = {
+        rule.measure: value,
+        "step.compute_ratio": 0.8,
+        "ranks.count": 4,
+        "job.pipeline_parallel": True,
+    }
     outcome = evaluate_symptom(rule, Context(facts=facts))
     if expected == "none":
         assert outcome is None
@@ -73,7 +78,8 @@ def test_cost_is_the_share_beyond_fine_and_scaled_to_the_step():
 def test_ranking_by_cost_and_the_lead_sentence():
     facts = {
         "step.comm_exposed_ratio": 0.25,  # costs 15% of the step
-        "step.free_ratio": 0.10,  # costs 7%
+        "host.dispatch_bound_ratio": 0.10,  # costs 7%
+        "step.free_ratio": 0.10,  # evidence only: idle time is not the host's unless launches were late
         "step.compute_ratio": 0.6,
     }
     result = diagnose(GRAPH, Context(facts=facts))
@@ -84,9 +90,25 @@ def test_ranking_by_cost_and_the_lead_sentence():
     assert result.bottlenecks[0].cost_ratio == pytest.approx(0.15)
     assert "Leads: it costs 15.0% of the step" in result.bottlenecks[0].message
     assert "bottleneck.host-dispatch (7.0%)" in result.bottlenecks[0].message
-    facts["step.free_ratio"] = 0.30  # now host dispatch costs 27%
+    facts["host.dispatch_bound_ratio"] = 0.30  # now host dispatch costs 27%
     result = diagnose(GRAPH, Context(facts=facts))
     assert result.main is not None and result.main.id == "bottleneck.host-dispatch"
+
+
+def test_idle_time_the_host_does_not_explain_costs_the_host_nothing():
+    facts = {"step.free_ratio": 0.40, "host.dispatch_bound_ratio": 0.01, "step.compute_ratio": 0.5}
+    result = diagnose(GRAPH, Context(facts=facts))
+    host = next(b for b in result.bottlenecks if b.id == "bottleneck.host-dispatch")
+    assert host.cost_ratio == 0.0
+
+
+def test_send_recv_time_is_the_pipelines_not_the_collectives():
+    facts = {"step.comm_exposed_ratio": 0.43, "comm.p2p_ratio": 0.24, "step.compute_ratio": 0.4}
+    result = diagnose(GRAPH, Context(facts=facts))
+    costs = {b.id: b.cost_ratio for b in result.bottlenecks}
+    assert costs["bottleneck.communication"] == pytest.approx(0.43 - 0.10 - 0.24)
+    assert costs["bottleneck.pipeline"] == pytest.approx(0.24 - 0.03)
+    assert result.main is not None and result.main.id == "bottleneck.pipeline"
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -142,7 +142,7 @@ def test_exposed_communication_raises_prefetch_one_step(tmp_path: Path):
 def test_prefetch_at_two_on_moe_moves_to_fused_dispatcher(tmp_path: Path):
     extra = "  num_to_forward_prefetch: 2\n  num_to_backward_prefetch: 2\n"
     run = suggest(
-        *make_job(tmp_path, "comm-bound", model_id="gpt_oss", ep_size=4, parallel_extra=extra)
+        *make_job(tmp_path, "moe-comm-bound", model_id="gpt_oss", ep_size=4, parallel_extra=extra)
     )
     rec = run.suggestion.recommendation
     assert rec.feature == "feature.fused-dispatcher"
@@ -154,7 +154,7 @@ def test_prefetch_at_two_on_moe_moves_to_fused_dispatcher(tmp_path: Path):
 def test_fused_dispatcher_needs_an_adapted_moe_model(tmp_path: Path):
     extra = "  num_to_forward_prefetch: 2\n  num_to_backward_prefetch: 2\n"
     run = suggest(
-        *make_job(tmp_path, "comm-bound", model_id="qwen3", ep_size=4, parallel_extra=extra)
+        *make_job(tmp_path, "moe-comm-bound", model_id="qwen3", ep_size=4, parallel_extra=extra)
     )
     reasons = {r.feature: r.reason for r in run.suggestion.rejected}
     assert "prerequisite not met" in reasons["feature.fused-dispatcher"]
@@ -311,11 +311,21 @@ def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Pat
     from advisor.edit.writer import write_patch as write_changes
 
     write_changes(first.suggestion.recommendation.patch)
+    waiting = run_suggest(
+        JobOptions(profile=prof, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
+    # one change, then measure: the same profile cannot say whether the change helped
+    assert any("now applied" in n for n in waiting.notes)
+    assert waiting.suggestion.status == "awaiting-measurement"
+    assert waiting.suggestion.recommendation is None
+    assert "feature.fsdp-forward-prefetch" in waiting.suggestion.summary
+    prof = tmp_path / "prof2"  # the new profile, taken with the change applied
+    write_profile(prof, PRESETS["comm-bound"].with_(env=dict(UPSTREAM_ENV)))
     second = run_suggest(
         JobOptions(profile=prof, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     )
-    assert any("now applied" in n for n in second.notes)
     assert second.suggestion.recommendation.feature == "feature.fsdp-backward-prefetch"
     result = runner.invoke(
         app,
@@ -389,3 +399,19 @@ def test_suggestion_json_validates(tmp_path: Path, preset: str):
     )
     assert result.exit_code == 0, result.output
     assert schema_errors(json.loads(result.output), "suggestion.schema.json") == []
+
+
+def test_a_profile_older_than_the_launch_script_is_stale(tmp_path: Path):
+    # the profiled run lacked the task queue; the launch script sets it now
+    env = only_env(UPSTREAM_ENV, drop=("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"))
+    prof, config, script = make_job(
+        tmp_path, "host-bound", env=env, exports={**env, "TASK_QUEUE_ENABLE": "2"}
+    )
+    run = suggest(prof, config, script)
+    assert run.suggestion.status == "stale"
+    assert run.suggestion.recommendation is None
+    assert "TASK_QUEUE_ENABLE=2" in run.suggestion.summary
+    assert "profile again" in run.suggestion.summary
+    # without the launch script the recorded environment is all there is: the fix is proposed
+    run = suggest(prof, config, None)
+    assert run.suggestion.recommendation.feature == "feature.task-queue-level2"

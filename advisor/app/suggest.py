@@ -12,13 +12,15 @@ from pathlib import Path
 from advisor.app.job import Job, JobOptions, load_job
 from advisor.app.rulesets import load_graph
 from advisor.edit.patch import place, unified_diff
+from advisor.engine.changes import is_applied
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
-from advisor.engine.planner import History, is_applied, plan
+from advisor.engine.loop import History
+from advisor.engine.planner import plan
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.configs import config_problems
 from advisor.inputs.documents import Document
-from advisor.inputs.ledger import Ledger, default_path, file_hash
+from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
 from advisor.inputs.parallel import fsdp_size
 from advisor.model import FactSet, InputError, PatchTarget, Suggestion
 
@@ -118,6 +120,7 @@ def _record(ledger: Ledger, run: SuggestRun, job: Job, config: Document, profile
         config_sha256=config_hash,
         config_values=job.effective,
         profile=str(profile),
+        profile_fingerprint=files_fingerprint(job.facts.inputs),
     )
 
 
@@ -137,7 +140,8 @@ def run_suggest(
     if options.use_ledger:
         ledger = Ledger.load(options.ledger or default_path(config.path))
     notes = _mark_applied(ledger, graph, loaded) if ledger else []
-    history = History.of(ledger.events() if ledger else [])
+    fingerprint = files_fingerprint(loaded.facts.inputs)
+    history = History.of(ledger.events() if ledger else [], profile=fingerprint)
     diagnosis = diagnose(graph, loaded.context)
     suggestion = plan(graph, diagnosis, loaded.context, history, loaded.facts.facts)
     suggestion = _placed(suggestion, config, loaded)

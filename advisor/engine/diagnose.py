@@ -120,6 +120,9 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     cost = 0.0
     if not rule.cost.none:
         excess = value - fine if rule.compare.upward else fine - value
+        if rule.cost.excluding:
+            # the part another bottleneck explains (unknown: nothing is excluded)
+            excess -= as_number(ctx.facts.get(rule.cost.excluding)) or 0.0
         scale = 1.0
         if rule.cost.scale:
             scale_value = as_number(ctx.facts.get(rule.cost.scale))
@@ -136,10 +139,15 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
 
 
 class _FactView(dict[str, str]):
-    """Lets rule messages quote facts: `{facts[memory.estimate.dominant]}`."""
+    """Lets rule messages quote facts, formatted by unit: `{facts[comm.time_ms_by_op]}`."""
 
     def __init__(self, facts: Mapping[str, object]) -> None:
-        super().__init__({k: str(v) for k, v in facts.items()})
+        super().__init__(
+            {
+                k: format_value(v, spec_for(k).unit) if is_known(k) else str(v)
+                for k, v in facts.items()
+            }
+        )
 
     def __missing__(self, key: str) -> str:
         return f"unknown ({key} not measured)"

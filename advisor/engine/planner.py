@@ -8,18 +8,18 @@ ops in files is the edit layer's job, wording it the renderer's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from advisor.engine.changes import abstract_ops, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
+from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import FeatureRule
 from advisor.facts.catalogue import is_known, spec_for
-from advisor.inputs.ledger import LedgerEvent
-from advisor.inputs.values import as_number, get_path
+from advisor.inputs.values import as_number
 from advisor.model import (
     Applicability,
-    Direction,
     Fact,
     Patch,
     PatchOp,
@@ -31,76 +31,26 @@ from advisor.model import (
 )
 
 
-@dataclass(frozen=True)
-class History:
-    """What the ledger says: features rejected or reverted, and every event in order."""
-
-    rejected: frozenset[str] = frozenset()
-    events: tuple[LedgerEvent, ...] = ()
-    statuses: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, events: list[LedgerEvent]) -> History:
-        statuses: dict[str, str] = {}
-        for event in events:
-            statuses[event.feature] = event.event
-        rejected = frozenset(f for f, s in statuses.items() if s in ("reverted", "rejected"))
-        return cls(rejected, tuple(events), statuses)
-
-
 def _missing_names(outcome: Outcome) -> str:
     return ", ".join(m.partition(":")[2] or m for m in outcome.missing)
 
 
-def is_applied(rule: FeatureRule, ctx: Context) -> bool:
-    """True only when the feature says how to recognise it and the config/env shows it."""
-    return rule.applied_when is not None and evaluate(rule.applied_when, ctx).is_true
-
-
-def current_value(ctx: Context, target: PatchTarget, path: str) -> object:
-    """The value a change would replace: the environment's or the effective config's."""
-    if target is PatchTarget.env:
-        return (ctx.env or {}).get(path)
-    return get_path(ctx.config, path)
-
-
-def abstract_ops(rule: FeatureRule, ctx: Context) -> tuple[PatchOp, ...]:
-    """The feature's change template resolved against the current config and environment."""
-    ops = []
-    for op in rule.change.ops:
-        if op.unless is not None and evaluate(op.unless, ctx).is_true:
-            continue
-        current = current_value(ctx, rule.change.target, op.path)
-        if op.op == "increment":
-            number = as_number(current)
-            base = number if number is not None else (op.default or 0.0)
-            value = base + (op.by if op.by is not None else 1)
-            if op.max is not None:
-                value = min(value, op.max)
-            ops.append(PatchOp("set", op.path, _whole(value), current))
-        elif op.op == "set":
-            ops.append(PatchOp("set", op.path, op.value, current))
-        else:
-            ops.append(PatchOp("remove", op.path, None, current))
-    return tuple(ops)
-
-
-def _whole(value: float) -> int | float:
-    """Counts stay integers in the config (2, not 2.0)."""
-    return int(value) if value.is_integer() else value
-
-
 def _after_blocker(
-    rule: FeatureRule, graph: RuleGraph, ctx: Context, history: History
+    rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
 ) -> str | None:
     """A feature that must come first and could still be applied."""
     for first in rule.after:
         prior = graph.ruleset.feature(first)
         if first in history.rejected or prior is None or is_applied(prior, ctx):
             continue
-        # a prior feature whose prerequisites are not known to hold will not be proposed: it
-        # cannot hold this one back
+        # a prior feature whose prerequisites or trigger are not known to hold will not be
+        # proposed: it cannot hold this one back
         blocked = any(not evaluate(req.condition, ctx).is_true for req in prior.requires)
+        blocked = blocked or any(
+            item.when is not None and not evaluate(item.when, ctx).is_true
+            for item in prior.addresses
+            if item.bottleneck == bottleneck
+        )
         if not blocked:
             return first
     return None
@@ -135,7 +85,7 @@ def _judge(
         other = graph.ruleset.feature(conflict.feature) if conflict.feature else None
         if other is not None and is_applied(other, ctx):
             return f"conflicts with {other.id}, which is applied: {conflict.reason}"
-    blocker = _after_blocker(rule, graph, ctx, history)
+    blocker = _after_blocker(rule, bottleneck, graph, ctx, history)
     if blocker:
         return f"{blocker} must come first"
     if rule.change.applicability is not Applicability.display_only and not abstract_ops(rule, ctx):
@@ -162,6 +112,50 @@ class _Choice:
     rejected: tuple[Rejected, ...]
 
 
+def _gate(rule: FeatureRule, bottleneck: str, ctx: Context) -> Outcome:
+    """Whether the profile indicates the feature for this bottleneck (TRUE without a trigger)."""
+    outcomes = [
+        evaluate(item.when, ctx)
+        for item in rule.addresses
+        if item.bottleneck == bottleneck and item.when is not None
+    ]
+    unknown = [o for o in outcomes if o.truth is Truth.UNKNOWN]
+    if any(o.truth is Truth.FALSE for o in outcomes):
+        return Outcome(Truth.FALSE)
+    if unknown:
+        return Outcome(Truth.UNKNOWN, tuple(m for o in unknown for m in o.missing))
+    return Outcome(Truth.TRUE)
+
+
+def _collect_first(
+    graph: RuleGraph,
+    bottleneck: str,
+    missing: set[str],
+    ctx: Context,
+    history: History,
+    rejected: list[Rejected],
+) -> _Choice | Suggestion:
+    """The try order depends on facts the profile lacks: collect them before changing anything."""
+    names = ", ".join(sorted(m.partition(":")[2] or m for m in missing))
+    collector = _collector(graph, {m.partition(":")[2] for m in missing})
+    hows = {spec_for(m.partition(":")[2]).collect for m in missing if is_known(m.partition(":")[2])}
+    how = f" ({'; '.join(sorted(h for h in hows if h))})" if any(hows) else ""
+    summary = (
+        f"{bottleneck} leads, but which of its fixes applies depends on {names}, which the "
+        f"profile lacks: collect them before changing anything{how}"
+    )
+    if collector is not None and collector.id not in history.rejected:
+        ops = abstract_ops(collector, ctx)
+        if ops and not is_applied(collector, ctx):
+            return _Choice(collector, bottleneck, ops, "needs-data", summary, tuple(rejected))
+        if is_applied(collector, ctx):
+            summary += (
+                f"; the config already asks for them ({collector.id} is applied), so this "
+                "profile predates the config: profile again with it"
+            )
+    return Suggestion("needs-data", None, tuple(rejected), summary)
+
+
 def _choose(
     graph: RuleGraph, diagnosis: Diagnosis, ctx: Context, history: History
 ) -> _Choice | Suggestion:
@@ -186,6 +180,7 @@ def _choose(
                         collector, bottleneck.id, ops, "needs-data", summary, tuple(rejected)
                     )
         chosen: tuple[FeatureRule, tuple[PatchOp, ...]] | None = None
+        undecided: set[str] = set()  # facts an earlier feature's trigger needs
         for order, rule in graph.features_for(bottleneck.id):
             if chosen is not None:
                 rejected.append(
@@ -193,16 +188,28 @@ def _choose(
                 )
                 continue
             reason = _judge(rule, bottleneck.id, graph, ctx, history)
+            if reason is None and undecided:
+                rejected.append(
+                    Rejected(
+                        rule.id, "later in the try order than features the profile cannot decide"
+                    )
+                )
+                continue
             if reason is None:
                 chosen = (rule, abstract_ops(rule, ctx))
-            else:
-                rejected.append(Rejected(rule.id, reason))
+                continue
+            rejected.append(Rejected(rule.id, reason))
+            gate = _gate(rule, bottleneck.id, ctx)
+            if gate.truth is Truth.UNKNOWN and rule.enabled and rule.id not in history.rejected:
+                undecided.update(gate.missing)
         if chosen is not None:
             lead = (
                 "main bottleneck" if bottleneck is diagnosis.bottlenecks[0] else "next bottleneck"
             )
             summary = f"{lead}: {bottleneck.id}"
             return _Choice(chosen[0], bottleneck.id, chosen[1], "change", summary, tuple(rejected))
+        if undecided:
+            return _collect_first(graph, bottleneck.id, undecided, ctx, history, rejected)
     return Suggestion(
         "healthy",
         None,
@@ -255,54 +262,6 @@ def _recommend(
     )
 
 
-def _undo(graph: RuleGraph, ctx: Context, history: History) -> Suggestion | None:
-    """After a 'revert' verdict, undo the reverted change (if it is still in place)."""
-    reverted = [e for e in history.events if e.event == "reverted"]
-    if not reverted:
-        return None
-    last = reverted[-1]
-    rule = graph.ruleset.feature(last.feature)
-    if history.statuses.get(last.feature) != "reverted" or rule is None:
-        return None
-    proposal = next(
-        (e for e in reversed(history.events) if e.event == "proposed" and e.feature == rule.id),
-        None,
-    )
-    if proposal is None or proposal.patch_target is None:
-        return None
-    target = PatchTarget.env if proposal.patch_target == "env" else PatchTarget.config
-    ops = []
-    for op in proposal.patch_ops:
-        if op.op == "set":
-            current = current_value(ctx, target, op.path)
-            if str(current) != str(op.value):
-                continue  # already undone
-            ops.append(
-                PatchOp("remove", op.path, None, current)
-                if op.expect is None
-                else PatchOp("set", op.path, op.expect, current)
-            )
-        elif op.expect is not None:
-            ops.append(PatchOp("set", op.path, op.expect, None))
-    if not ops:
-        return None
-    title = f"Undo: {rule.title}"
-    rec = Recommendation(
-        feature=rule.id,
-        bottleneck=last.bottleneck or "",
-        title=title,
-        why=f"compare said revert: {last.note or 'the change did not help'}",
-        evidence=(),
-        patch=Patch(rule.id, target, tuple(ops), Applicability.safe, title),
-        advice="",
-        expected="back to the baseline's behaviour",
-        risk="none: restores the measured baseline",
-        verify=(VerifyCheck("step.time_ms", Direction.back_to_baseline),),
-        undo=True,
-    )
-    return Suggestion("change", rec, (), f"undo {rule.id}; it will not be proposed again")
-
-
 def plan(
     graph: RuleGraph,
     diagnosis: Diagnosis,
@@ -311,9 +270,9 @@ def plan(
     facts: list[Fact],
 ) -> Suggestion:
     """The one next change as a whole suggestion (its patch not yet placed in files)."""
-    undo = _undo(graph, ctx, history)
-    if undo is not None:
-        return undo
+    for before in (undo(graph, ctx, history), awaiting(history), stale(graph, diagnosis, ctx)):
+        if before is not None:
+            return before
     choice = _choose(graph, diagnosis, ctx, history)
     if isinstance(choice, Suggestion):
         return choice

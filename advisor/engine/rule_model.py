@@ -82,6 +82,7 @@ class Levels:
 class Cost:
     scale: str | None = None  # fact multiplying (value - fine) to express it as a step share
     none: bool = False  # evidence only: the symptom costs no measurable step time
+    excluding: str | None = None  # fact subtracted first: the part another bottleneck explains
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,9 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
             levels=Levels(levels.number("note"), levels.number("warning"), levels.number("error")),
             message=top.text("message"),
             when=top.condition("when"),
-            cost=Cost(cost.opt_text("scale"), cost.data.get("none") is True),
+            cost=Cost(
+                cost.opt_text("scale"), cost.data.get("none") is True, cost.opt_text("excluding")
+            ),
         )
     if kind == "bottleneck":
         evidence = top.node("evidence")

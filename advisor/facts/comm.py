@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from advisor.facts.base import Recorder, SteadySteps
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import CommStep, RankProfile
 
 COMM = "communication.json"
@@ -13,6 +14,12 @@ COMM_FACTS = (
     "comm.time_ms_per_step",
     "comm.bandwidth_gbps_by_link",
     "comm.wait_ratio",
+    *(f"comm.{family}_share" for family in ("allgather", "reducescatter", "allreduce", "alltoall")),
+    "comm.p2p_share",
+    "comm.p2p_ratio",
+    "job.data_parallel",
+    "job.pipeline_parallel",
+    "job.expert_parallel",
 )
 
 
@@ -27,7 +34,63 @@ def _steady(steps: list[CommStep], steady: SteadySteps, source: str) -> tuple[li
     return steps, f"{source}: single step"
 
 
-def derive(rank: RankProfile, steady: SteadySteps, out: Recorder, source: str = COMM) -> None:
+def _composition(
+    by_op: dict[str, float], n: int, taxonomy: Taxonomy, out: Recorder, source: str, note: str
+) -> None:
+    """What kind of communication the job does: shares by family, and what that says of the
+    job's parallelism (presence only: no thresholds)."""
+    total = sum(by_op.values())
+    if total <= 0:
+        for fact_id in COMM_FACTS[4:]:
+            out.miss(fact_id, f"{source} records no communication time")
+        return
+    where = f"{source}:Elapse Time(ms)"
+    for family in ("allgather", "reducescatter", "allreduce", "alltoall"):
+        out.add(
+            f"comm.{family}_share",
+            by_op.get(family, 0.0) / total,
+            where,
+            f"{family} / all communication over {note}",
+        )
+    p2p = sum(ms for kind, ms in by_op.items() if kind in taxonomy.p2p_kinds)
+    kinds = ", ".join(sorted(k for k in by_op if k in taxonomy.p2p_kinds)) or "none"
+    out.add("comm.p2p_share", p2p / total, where, f"{kinds} / all communication over {note}")
+    step = out.facts.get("step.time_ms")
+    if step is not None and isinstance(step.value, int | float) and step.value > 0:
+        out.add(
+            "comm.p2p_ratio",
+            p2p / n / float(step.value),
+            where,
+            f"send/recv ms per step ({kinds}) / step.time_ms; over {note}",
+        )
+    else:
+        out.miss("comm.p2p_ratio", "no step time to relate the send/recv time to")
+    sharded = by_op.get("allgather", 0.0) > 0 and by_op.get("reducescatter", 0.0) > 0
+    allreduce = by_op.get("allreduce", 0.0) > 0
+    style = {
+        (True, True): "sharded + all-reduce",
+        (True, False): "sharded",
+        (False, True): "all-reduce",
+        (False, False): "none",
+    }[(sharded, allreduce)]
+    out.add(
+        "job.data_parallel",
+        style,
+        where,
+        "sharded: all-gather and reduce-scatter both present (FSDP, ZeRO); all-reduce: DDP-style",
+    )
+    out.add("job.pipeline_parallel", p2p > 0, where, f"send/recv kinds present: {kinds}")
+    out.add(
+        "job.expert_parallel",
+        by_op.get("alltoall", 0.0) > 0,
+        where,
+        "all-to-all present (MoE token dispatch or Ulysses context parallelism)",
+    )
+
+
+def derive(
+    rank: RankProfile, steady: SteadySteps, out: Recorder, taxonomy: Taxonomy, source: str = COMM
+) -> None:
     if rank.comm is None:
         reason = rank.absent.get(COMM, "not in the profile")
         if reason == "not in the profile" and (rank.level or "").startswith("Level0"):
@@ -85,3 +148,4 @@ def derive(rank: RankProfile, steady: SteadySteps, out: Recorder, source: str = 
         )
     else:
         out.miss("comm.wait_ratio", f"{source} records no communication time")
+    _composition(dict(by_op), n, taxonomy, out, source, note)

@@ -7,7 +7,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from advisor.facts import comm, host, memory, ops, steps
+from advisor.facts import comm, host, memory, ops, stages, steps
 from advisor.facts import profile as profile_facts
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
@@ -31,7 +31,11 @@ def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
     ops.derive(rank, steady, taxonomy, out)
     host.derive(rank, taxonomy, out)
     comm.derive(
-        rank, steady, out, source=rank.path.name if rank.framework == "pytorch" else comm.COMM
+        rank,
+        steady,
+        out,
+        taxonomy,
+        source=rank.path.name if rank.framework == "pytorch" else comm.COMM,
     )
     memory.derive(rank, out)
     return out
@@ -94,8 +98,12 @@ def _representative(recorders: list[tuple[str, Recorder]]) -> str | None:
     return timed[(len(timed) - 1) // 2][1]
 
 
-def _cluster_facts(recorders: list[tuple[str, Recorder]], job: Recorder, source: str) -> None:
+def _cluster_facts(
+    recorders: list[tuple[str, Recorder]], job: Recorder, source: str, taxonomy: Taxonomy
+) -> None:
     timed = [(label, r.facts) for label, r in recorders if "step.time_ms" in r.facts]
+    groups = stages.stages(dict(timed), taxonomy.stage_split_gap) if len(timed) >= 2 else None
+    stages.pipeline_facts(dict(timed), groups, job, source)
     if len(timed) < 2:
         for fact_id in CLUSTER_FACTS:
             job.miss(fact_id, "fewer than two ranks with step data")
@@ -106,31 +114,40 @@ def _cluster_facts(recorders: list[tuple[str, Recorder]], job: Recorder, source:
         * (1.0 - (f["step.comm_exposed_ratio"].value if "step.comm_exposed_ratio" in f else 0.0))
         for label, f in timed
     }
-    mid_time, mid_busy = median(times.values()), median(busy.values())
-    slow_time = max(times, key=lambda k: times[k])
-    slow_busy = max(busy, key=lambda k: busy[k])
+    # a rank is slow against the ranks of its own pipeline stage (stages differ by design)
+    stage = stages.stage_of(groups, list(times))
+    peers = {s: [label for label in times if stage[label] == s] for s in set(stage.values())}
+    time_mid = {label: median(times[p] for p in peers[stage[label]]) for label in times}
+    busy_mid = {label: median(busy[p] for p in peers[stage[label]]) for label in busy}
+    slow_time = max(times, key=lambda k: (times[k] - time_mid[k]) / (time_mid[k] or 1.0))
+    slow_busy = max(busy, key=lambda k: (busy[k] - busy_mid[k]) / (busy_mid[k] or 1.0))
+    within = " of its pipeline stage" if groups else ""
     job.add("ranks.count", len(timed), source, f"ranks: {', '.join(times)}")
+    mid_time, mid_busy = time_mid[slow_time], busy_mid[slow_busy]
     job.add(
         "ranks.step_time_spread_ratio",
         (times[slow_time] - mid_time) / mid_time if mid_time else 0.0,
         source,
-        f"rank {slow_time}: {times[slow_time]:.1f} ms vs median {mid_time:.1f} ms",
+        f"rank {slow_time}: {times[slow_time]:.1f} ms vs median {mid_time:.1f} ms{within}",
     )
     job.add(
         "ranks.busy_spread_ratio",
         (busy[slow_busy] - mid_busy) / mid_busy if mid_busy else 0.0,
         source,
-        f"rank {slow_busy}: busy {busy[slow_busy]:.1f} ms vs median {mid_busy:.1f} ms",
+        f"rank {slow_busy}: busy {busy[slow_busy]:.1f} ms vs median {mid_busy:.1f} ms{within}",
     )
     job.add(
         "ranks.slowest",
         int(slow_busy) if slow_busy.isdigit() else slow_busy,
         source,
-        "largest step time minus exposed communication: the rank the others wait for",
+        "largest step time minus exposed communication against its peers: the rank the others "
+        "wait for",
     )
 
 
-def _job_from_ranks(recorders: list[tuple[str, Recorder]], source: str) -> Recorder:
+def _job_from_ranks(
+    recorders: list[tuple[str, Recorder]], source: str, taxonomy: Taxonomy
+) -> Recorder:
     job = Recorder(JOB_SCOPE)
     representative = _representative(recorders)
     ids: list[str] = []
@@ -146,7 +163,7 @@ def _job_from_ranks(recorders: list[tuple[str, Recorder]], source: str) -> Recor
             job.missing[fact_id] = MissingFact(
                 fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)"
             )
-    _cluster_facts(recorders, job, source)
+    _cluster_facts(recorders, job, source, taxonomy)
     return job
 
 
@@ -171,7 +188,7 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
             steps.derive(rank, taxonomy, out)
         if rank.comm is not None:
             _, steady, _ = steps.steady_rows(rank, taxonomy)
-            comm.derive(rank, steady, out, source="cluster_communication.json")
+            comm.derive(rank, steady, out, taxonomy, source="cluster_communication.json")
         recorders.append((str(rank_id), out))
     return recorders
 
@@ -203,7 +220,7 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
         used = [p.name for p in (data.cluster_source, data.cluster_comm_source) if p is not None]
         source = "+".join(used) or "cluster_analysis_output"
     if multi:
-        job = _job_from_ranks(recorders, source)
+        job = _job_from_ranks(recorders, source, taxonomy)
         job.add(
             "profile.ranks",
             len(data.ranks) or len(recorders),

@@ -73,9 +73,9 @@ def _bound(group_list: list[KernelGroup]) -> str:
     pmu = sum(g.pmu_us for g in group_list)
     if pmu <= 0:
         return "unknown"
-    compute = sum(g.compute_pipe_us for g in group_list)
-    mte2 = sum(g.mte2_pipe_us for g in group_list)
-    return "memory" if mte2 > compute else "compute"
+    # most of the type's time in kernels classified memory-bound (see the taxonomy's rule)
+    bound = sum(g.mte2_bound_us for g in group_list)
+    return "memory" if bound > pmu / 2 else "compute"
 
 
 def _top(

@@ -30,5 +30,7 @@ def format_value(value: object, unit: str, compact: bool = False) -> str:
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, list):
+        if all(not isinstance(item, dict) for item in value) and len(str(value)) <= 60:
+            return str(value)
         return f"{len(value)} entries"
     return str(value)

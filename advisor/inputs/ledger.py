@@ -29,6 +29,19 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+def files_fingerprint(paths: list[str]) -> str:
+    """Which profile this is: its files' names, sizes and modification times (not contents:
+    a profile reaches gigabytes). A new profile, even in the same folder, changes it."""
+    digest = hashlib.sha256()
+    for name in sorted(set(paths)):
+        try:
+            stat = Path(name).stat()
+        except OSError:
+            continue
+        digest.update(f"{Path(name).resolve()}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class LedgerEvent:
     """One ledger line, typed: what happened to which feature, and the change it recorded."""
@@ -40,6 +53,7 @@ class LedgerEvent:
     patch_target: str | None = None
     patch_ops: tuple[PatchOp, ...] = ()  # `expect` is the value before the change
     config_sha256: str | None = None
+    profile_fingerprint: str | None = None
 
     @classmethod
     def of(cls, entry: Mapping[str, object]) -> LedgerEvent:
@@ -62,6 +76,7 @@ class LedgerEvent:
             patch_target=target,
             patch_ops=ops,
             config_sha256=_text(entry.get("config_sha256")),
+            profile_fingerprint=_text(entry.get("profile_fingerprint")),
         )
 
 

@@ -38,6 +38,10 @@ class Taxonomy:
     malloc_calls: re.Pattern[str]
     free_calls: re.Pattern[str]
     comm_kinds: dict[str, re.Pattern[str]]
+    stage_split_gap: float
+    mte2_bound_min_ratio: float
+    compute_well_used_ratio: float
+    p2p_kinds: frozenset[str]
 
     def op_class(self, op_type: str, name: str) -> set[str]:
         """Every class whose pattern matches the kernel's type (or, failing that, its name)."""
@@ -81,6 +85,10 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         malloc_calls=_alternation(host["malloc_calls"]),
         free_calls=_alternation(host["free_calls"]),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
+        stage_split_gap=float(measurement["stage_split_gap"]),
+        mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
+        compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
+        p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
     )
 
 

@@ -120,6 +120,7 @@ def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
     has_pmu = pipes[1] is not None or pipes[3] is not None
     aic_mac, aic_mte2, aiv_vec, aiv_mte2 = (i if i is not None else -1 for i in pipes)
     small_max = taxonomy.small_op_max_us
+    mte2_bound, compute_used = taxonomy.mte2_bound_min_ratio, taxonomy.compute_well_used_ratio
     # raw cells as keys; cleaned once per group at the end
     groups: dict[tuple[str, str, str], KernelGroup] = {}
     rows = 0
@@ -156,7 +157,7 @@ def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
         group.pmu_us += duration
         group.compute_pipe_us += duration * compute
         group.mte2_pipe_us += duration * mte2
-        if mte2 > compute:
+        if mte2 > compute and mte2 >= mte2_bound and compute < compute_used:
             group.mte2_bound_us += duration
     if rows == 0:
         raise InputError(str(path), "no kernel rows")

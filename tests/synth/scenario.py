@@ -43,6 +43,11 @@ class Scenario:
     launch_us: float = 5.0  # host time per kernel launch
     comm_overlapped_us: float = 1000.0  # all-gather hidden under compute
     comm_exposed_us: float = 200.0  # reduce-scatter after the last kernel (not overlapped)
+    overlapped_comm: str = "allgather"  # the collective hidden under compute (FSDP: all-gather)
+    exposed_comm: str = (
+        "reducescatter"  # the one after the last kernel (DDP: allreduce; PP: batchsendrecv)
+    )
+    alltoall_us: float = 0.0  # MoE token dispatch (all-to-all) under compute when > 0
     comm_wait_ratio: float = 0.05  # share of each communication op spent waiting for peers
     dataloader_us: float = 200.0
     sync_calls_per_step: int = 1
@@ -97,6 +102,20 @@ PRESETS: dict[str, Scenario] = {
     ),
     "level0": HEALTHY.with_(name="level0", level="Level0", comm_exposed_us=2400.0),
     "moe": HEALTHY.with_(name="moe", moe_gemm_us=700.0),
+    "moe-comm-bound": HEALTHY.with_(
+        name="moe-comm-bound",
+        moe_gemm_us=700.0,
+        alltoall_us=800.0,
+        comm_overlapped_us=2000.0,
+        comm_exposed_us=2400.0,
+    ),
+    # DDP-style data parallelism: the gradient all-reduce after the backward pass, no all-gathers
+    "ddp-allreduce": HEALTHY.with_(
+        name="ddp-allreduce",
+        comm_overlapped_us=0.0,
+        comm_exposed_us=2400.0,
+        exposed_comm="allreduce",
+    ),
     "partial-last-step": HEALTHY.with_(name="partial-last-step", partial_last_step=True),
     "mindspore": HEALTHY.with_(name="mindspore", framework="mindspore"),
 }

@@ -217,11 +217,12 @@ def communication_json(s: Scenario, plans: list[StepPlan]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for plan in plans:
         ops: dict[str, Any] = {}
+        p2p: dict[str, Any] = {}
         for c in plan.comm:
             elapse = c.dur / NS / 1000.0
             wait = elapse * s.comm_wait_ratio
             transit = elapse - wait
-            ops[f"{c.name}@{GROUP}"] = {
+            (p2p if c.kind == "batchsendrecv" else ops)[f"{c.name}@{GROUP}"] = {
                 "Communication Time Info": {
                     "Start Timestamp(us)": float(ts(c.start)),
                     "Elapse Time(ms)": elapse,
@@ -247,7 +248,7 @@ def communication_json(s: Scenario, plans: list[StepPlan]) -> dict[str, Any]:
             },
             "Communication Bandwidth Info": {"HCCS": _link(HCCS_GBPS * total_elapse, total_elapse)},
         }
-        out[f"step{plan.number}"] = {"collective": ops, "p2p": {}}
+        out[f"step{plan.number}"] = {"collective": ops, "p2p": p2p}
     return out
 
 

@@ -14,6 +14,16 @@ from tests.synth.scenario import Scenario
 NS = 1000  # nanoseconds per microsecond
 
 
+# how torch_npu names the collectives' tasks (hcom_<name>__<id>)
+HCOM = {
+    "allgather": "allGather",
+    "reducescatter": "reduceScatter",
+    "allreduce": "allReduce",
+    "alltoall": "allToAll",
+    "batchsendrecv": "batchSendRecv",
+}
+
+
 @dataclass(frozen=True)
 class Kernel:
     name: str
@@ -193,17 +203,20 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
         first = placed[0].start
         comm: list[CommOp] = []
         if s.comm_overlapped_us > 0:
+            kind = s.overlapped_comm
             comm.append(
-                CommOp(f"hcom_allGather__{number}_0", "allgather", first, _ns(s.comm_overlapped_us))
+                CommOp(f"hcom_{HCOM[kind]}__{number}_0", kind, first, _ns(s.comm_overlapped_us))
             )
-        if s.comm_exposed_us > 0 and not partial:
+        if s.alltoall_us > 0:
             comm.append(
                 CommOp(
-                    f"hcom_reduceScatter__{number}_1",
-                    "reducescatter",
-                    device,
-                    _ns(s.comm_exposed_us),
+                    f"hcom_{HCOM['alltoall']}__{number}_2", "alltoall", first, _ns(s.alltoall_us)
                 )
+            )
+        if s.comm_exposed_us > 0 and not partial:
+            kind = s.exposed_comm
+            comm.append(
+                CommOp(f"hcom_{HCOM[kind]}__{number}_1", kind, device, _ns(s.comm_exposed_us))
             )
         end = max([device, host] + [c.start + c.dur for c in comm])
         plan = StepPlan(

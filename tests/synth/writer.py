@@ -151,3 +151,33 @@ def write_cluster(
             )
         written.append(write_profile(parent, s))
     return written
+
+
+def write_pipeline(
+    parent: Path,
+    base: Scenario,
+    stages: int = 2,
+    ranks_per_stage: int = 2,
+    stage_factor: float = 1.7,
+    p2p_us: float = 300.0,
+) -> list[Written]:
+    """A pipeline-parallel job: stage s computes stage_factor**s times the first stage's work.
+    Every rank exchanges activations with batchSendRecv after its kernels; a faster stage waits
+    there for the slowest one (its send/recv lasts the compute difference longer)."""
+    one_step = plan_steps(base.with_(steps=1))[0]
+    compute_us = sum(p.kernel.dur for p in one_step.kernels) / NS
+    slowest = stage_factor ** (stages - 1)
+    written = []
+    for stage in range(stages):
+        factor = stage_factor**stage
+        wait_us = compute_us * (slowest - factor)
+        for i in range(ranks_per_stage):
+            s = base.with_(
+                rank=stage * ranks_per_stage + i,
+                world_size=stages * ranks_per_stage,
+                compute_scale=factor,
+                exposed_comm="batchsendrecv",
+                comm_exposed_us=p2p_us + wait_us,
+            )
+            written.append(write_profile(parent, s))
+    return written

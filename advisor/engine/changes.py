@@ -1,0 +1,47 @@
+"""A feature's change template against the current config and environment: whether it is
+already applied, and the concrete ops it would make."""
+
+from __future__ import annotations
+
+from advisor.engine.conditions import Context, evaluate
+from advisor.engine.rule_model import FeatureRule
+from advisor.inputs.values import as_number, get_path
+from advisor.model import PatchOp, PatchTarget
+
+
+def is_applied(rule: FeatureRule, ctx: Context) -> bool:
+    """True only when the feature says how to recognise it and the config/env shows it."""
+    return rule.applied_when is not None and evaluate(rule.applied_when, ctx).is_true
+
+
+def current_value(ctx: Context, target: PatchTarget, path: str) -> object:
+    """The value a change would replace: the environment's or the effective config's."""
+    if target is PatchTarget.env:
+        return (ctx.env or {}).get(path)
+    return get_path(ctx.config, path)
+
+
+def abstract_ops(rule: FeatureRule, ctx: Context) -> tuple[PatchOp, ...]:
+    """The feature's change template resolved against the current config and environment."""
+    ops = []
+    for op in rule.change.ops:
+        if op.unless is not None and evaluate(op.unless, ctx).is_true:
+            continue
+        current = current_value(ctx, rule.change.target, op.path)
+        if op.op == "increment":
+            number = as_number(current)
+            base = number if number is not None else (op.default or 0.0)
+            value = base + (op.by if op.by is not None else 1)
+            if op.max is not None:
+                value = min(value, op.max)
+            ops.append(PatchOp("set", op.path, _whole(value), current))
+        elif op.op == "set":
+            ops.append(PatchOp("set", op.path, op.value, current))
+        else:
+            ops.append(PatchOp("remove", op.path, None, current))
+    return tuple(ops)
+
+
+def _whole(value: float) -> int | float:
+    """Counts stay integers in the config (2, not 2.0)."""
+    return int(value) if value.is_integer() else value

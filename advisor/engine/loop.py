@@ -1,0 +1,144 @@
+"""The loop around the one change: what the ledger remembers (rejections, the undo after a
+revert, an applied change not measured yet) and whether the profile still describes the job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.engine.changes import current_value, is_applied
+from advisor.engine.conditions import Context
+from advisor.engine.diagnose import Diagnosis
+from advisor.engine.graph import RuleGraph
+from advisor.inputs.ledger import LedgerEvent
+from advisor.model import (
+    Applicability,
+    Direction,
+    Patch,
+    PatchOp,
+    PatchTarget,
+    Recommendation,
+    Suggestion,
+    VerifyCheck,
+)
+
+
+@dataclass(frozen=True)
+class History:
+    """What the ledger says: features rejected or reverted, every event in order, and the
+    applied change still waiting for a profile that measures it."""
+
+    rejected: frozenset[str] = frozenset()
+    events: tuple[LedgerEvent, ...] = ()
+    statuses: dict[str, str] = field(default_factory=dict)
+    awaiting: LedgerEvent | None = None  # its proposal, made from the profile given now
+
+    @classmethod
+    def of(cls, events: list[LedgerEvent], profile: str | None = None) -> History:
+        statuses: dict[str, str] = {}
+        for event in events:
+            statuses[event.feature] = event.event
+        rejected = frozenset(f for f, s in statuses.items() if s in ("reverted", "rejected"))
+        proposal = next((e for e in reversed(events) if e.event == "proposed"), None)
+        awaiting = None
+        if (
+            proposal is not None
+            and profile is not None
+            and statuses.get(proposal.feature) == "applied"
+            and proposal.profile_fingerprint == profile
+        ):
+            awaiting = proposal
+        return cls(rejected, tuple(events), statuses, awaiting)
+
+
+def undo(graph: RuleGraph, ctx: Context, history: History) -> Suggestion | None:
+    """After a 'revert' verdict, undo the reverted change (if it is still in place)."""
+    reverted = [e for e in history.events if e.event == "reverted"]
+    if not reverted:
+        return None
+    last = reverted[-1]
+    rule = graph.ruleset.feature(last.feature)
+    if history.statuses.get(last.feature) != "reverted" or rule is None:
+        return None
+    proposal = next(
+        (e for e in reversed(history.events) if e.event == "proposed" and e.feature == rule.id),
+        None,
+    )
+    if proposal is None or proposal.patch_target is None:
+        return None
+    target = PatchTarget.env if proposal.patch_target == "env" else PatchTarget.config
+    ops = []
+    for op in proposal.patch_ops:
+        if op.op == "set":
+            current = current_value(ctx, target, op.path)
+            if str(current) != str(op.value):
+                continue  # already undone
+            ops.append(
+                PatchOp("remove", op.path, None, current)
+                if op.expect is None
+                else PatchOp("set", op.path, op.expect, current)
+            )
+        elif op.expect is not None:
+            ops.append(PatchOp("set", op.path, op.expect, None))
+    if not ops:
+        return None
+    title = f"Undo: {rule.title}"
+    rec = Recommendation(
+        feature=rule.id,
+        bottleneck=last.bottleneck or "",
+        title=title,
+        why=f"compare said revert: {last.note or 'the change did not help'}",
+        evidence=(),
+        patch=Patch(rule.id, target, tuple(ops), Applicability.safe, title),
+        advice="",
+        expected="back to the baseline's behaviour",
+        risk="none: restores the measured baseline",
+        verify=(VerifyCheck("step.time_ms", Direction.back_to_baseline),),
+        undo=True,
+    )
+    return Suggestion("change", rec, (), f"undo {rule.id}; it will not be proposed again")
+
+
+def stale(graph: RuleGraph, diagnosis: Diagnosis, ctx: Context) -> Suggestion | None:
+    """The launch environment now applies a fix for the main bottleneck that the profiled run
+    did not have: the profile no longer describes the job."""
+    if diagnosis.main is None or ctx.env_ran is None:
+        return None
+    ran = Context(ctx.facts, ctx.config, ctx.env_ran, ctx.env_ran)
+    changed = [
+        rule
+        for _, rule in graph.features_for(diagnosis.main.id)
+        if rule.applied_when is not None
+        and rule.applied_when.names("env")
+        and not rule.applied_when.names("config")
+        and is_applied(rule, ctx)
+        and not is_applied(rule, ran)
+    ]
+    if not changed:
+        return None
+    names = sorted({name for rule in changed for name in rule.applied_when.names("env")})  # type: ignore[union-attr]
+    settings = ", ".join(
+        f"{name}={(ctx.env or {}).get(name, '(unset)')} (the profiled run had "
+        f"{ctx.env_ran.get(name, 'it unset')})"
+        for name in names
+    )
+    return Suggestion(
+        "stale",
+        None,
+        (),
+        f"the profile predates these settings of the launch environment: {settings}. They "
+        f"address the main bottleneck ({diagnosis.main.id}): profile again with the current "
+        "launch script before changing anything else",
+    )
+
+
+def awaiting(history: History) -> Suggestion | None:
+    if history.awaiting is None:
+        return None
+    return Suggestion(
+        "awaiting-measurement",
+        None,
+        (),
+        f"{history.awaiting.feature} is applied but this profile was taken before it: "
+        "profile again the same way (same steps, same ranks), then run advisor compare "
+        "with this profile as the baseline; one change at a time",
+    )

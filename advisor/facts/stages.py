@@ -1,0 +1,118 @@
+"""Pipeline stages of a cluster profile, found from the ranks' own facts.
+
+Ranks that exchange activations (send/recv) run pipeline stages; the ranks of one stage run
+the same layers, so their device compute is nearly equal, while stages differ. Sorted by
+compute, a jump larger than the taxonomy's `stage_split_gap` between neighbours starts a new
+stage. Slow-rank facts then compare each rank with the ranks of its own stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import pairwise
+from statistics import median
+
+from advisor.facts.base import Recorder
+from advisor.model import Fact
+
+RankFacts = Mapping[str, Fact]
+
+
+def _number(facts: RankFacts, fact_id: str) -> float | None:
+    fact = facts.get(fact_id)
+    if fact is None or isinstance(fact.value, bool) or not isinstance(fact.value, int | float):
+        return None
+    return float(fact.value)
+
+
+def _pipelined(ranks: Mapping[str, RankFacts]) -> bool:
+    return any(
+        (fact := f.get("job.pipeline_parallel")) is not None and fact.value is True
+        for f in ranks.values()
+    )
+
+
+def compute_ms(facts: RankFacts) -> float | None:
+    step, share = _number(facts, "step.time_ms"), _number(facts, "step.compute_ratio")
+    return None if step is None or share is None else step * share
+
+
+def stages(ranks: Mapping[str, RankFacts], gap: float) -> list[list[str]] | None:
+    """Ranks grouped by stage (fastest stage first); None when the job shows no pipeline or
+    a rank lacks the facts to place it."""
+    if not any(
+        f.get("job.pipeline_parallel") and f["job.pipeline_parallel"].value for f in ranks.values()
+    ):
+        return None
+    timed = {label: compute_ms(f) for label, f in ranks.items()}
+    if any(value is None for value in timed.values()):
+        return None
+    ordered = sorted(timed, key=lambda label: (timed[label], label))
+    groups: list[list[str]] = [[ordered[0]]]
+    for previous, label in pairwise(ordered):
+        low, high = timed[previous] or 0.0, timed[label] or 0.0
+        if low > 0 and (high - low) / low > gap:
+            groups.append([])
+        groups[-1].append(label)
+    return [sorted(group, key=_rank_order) for group in groups]
+
+
+def _rank_order(label: str) -> tuple[int, str]:
+    return (int(label), "") if label.isdigit() else (1 << 30, label)
+
+
+def stage_of(groups: list[list[str]] | None, labels: list[str]) -> dict[str, int]:
+    """rank label -> stage index (0 for every rank when there is no pipeline)."""
+    if not groups:
+        return dict.fromkeys(labels, 0)
+    return {label: i for i, group in enumerate(groups) for label in group}
+
+
+def pipeline_facts(
+    ranks: Mapping[str, RankFacts], groups: list[list[str]] | None, job: Recorder, source: str
+) -> None:
+    ids = (
+        "pipeline.stages",
+        "pipeline.stage_ranks",
+        "pipeline.stage_compute_ms",
+        "pipeline.stage_imbalance_ratio",
+    )
+    if groups is None and len(ranks) >= 2 and not _pipelined(ranks):
+        groups = [sorted(ranks, key=_rank_order)]  # no send/recv: every rank in one stage
+    if groups is None:
+        if len(ranks) < 2:
+            reason = "fewer than two ranks with step data: stages cannot be told apart"
+        else:
+            reason = "a rank lacks step time or compute ratio: stages cannot be told apart"
+        for fact_id in ids:
+            job.miss(fact_id, reason)
+        return
+    computes = [median(compute_ms(ranks[label]) or 0.0 for label in group) for group in groups]
+    step = median(_number(f, "step.time_ms") or 0.0 for f in ranks.values())
+    listing = "; ".join(
+        f"ranks {', '.join(group)}: {ms:.1f} ms" for group, ms in zip(groups, computes, strict=True)
+    )
+    if len(groups) > 1:
+        how = "send/recv between ranks; grouped by device compute per step"
+    elif _pipelined(ranks):
+        how = "send/recv between ranks, but every rank computes about the same (balanced stages)"
+    else:
+        how = "no send/recv between ranks: one stage"
+    note = f"{how} ({listing})"
+    job.add("pipeline.stages", len(groups), source, note)
+    job.add(
+        "pipeline.stage_ranks",
+        [[int(r) if r.isdigit() else r for r in group] for group in groups],
+        source,
+        "fastest stage first",
+    )
+    job.add("pipeline.stage_compute_ms", [round(ms, 3) for ms in computes], source, note)
+    imbalance = (max(computes) - min(computes)) / step if step > 0 else 0.0
+    ratio = max(computes) / min(computes) if min(computes) > 0 else 0.0
+    job.add(
+        "pipeline.stage_imbalance_ratio",
+        imbalance,
+        source,
+        f"slowest stage computes {ratio:.2f}x the fastest; difference / median step time "
+        f"{step:.1f} ms",
+    )

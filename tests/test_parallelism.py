@@ -1,0 +1,152 @@
+"""What kind of job a profile shows (sharded or all-reduce data parallelism, pipeline stages,
+expert parallelism), and advice that follows it: no FSDP prefetch for a DDP-style all-reduce,
+the pipeline bottleneck for stages that wait on each other. Generated profiles with known truth
+first, then the real jobs in ../shared/real/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import profile_facts
+from advisor.app.suggest import SuggestOptions, run_suggest
+from tests.conftest import REAL
+from tests.synth import PRESETS, write_pipeline, write_profile
+
+CONFIG = "model:\n  model_id: qwen3\nparallel:\n  fsdp_size: {world}\n"
+
+
+def _suggest(profile: Path, tmp_path: Path, world: int):
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG.format(world=world))
+    job = JobOptions(profile=profile, config=config)
+    return run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
+
+
+def _real(name: str) -> Path:
+    folder = REAL / name
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent: ../shared is not beside the checkout")
+    return folder
+
+
+def test_ddp_style_allreduce_gets_allreduce_advice_not_prefetch(tmp_path: Path):
+    write_profile(tmp_path / "prof", PRESETS["ddp-allreduce"])
+    facts = profile_facts(tmp_path / "prof")
+    assert facts.value("comm.allreduce_share") == pytest.approx(1.0)
+    assert facts.value("comm.allgather_share") == 0.0
+    assert facts.value("job.data_parallel") == "all-reduce"
+    suggestion = _suggest(tmp_path / "prof", tmp_path, 8)
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.shard-gradient-allreduce"
+    reasons = {r.feature: r.reason for r in suggestion.rejected}
+    assert "not indicated" in reasons["feature.fsdp-forward-prefetch"]
+    assert "not indicated" in reasons["feature.fsdp-backward-prefetch"]
+
+
+def test_fsdp_gathers_still_get_prefetch(tmp_path: Path):
+    write_profile(tmp_path / "prof", PRESETS["comm-bound"])
+    facts = profile_facts(tmp_path / "prof")
+    assert facts.value("job.data_parallel") == "sharded"
+    assert facts.value("comm.allgather_share") == pytest.approx(2000 / 4400, rel=1e-3)
+    suggestion = _suggest(tmp_path / "prof", tmp_path, 8)
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.fsdp-forward-prefetch"
+
+
+def test_moe_alltoall_is_expert_parallel(tmp_path: Path):
+    write_profile(tmp_path / "prof", PRESETS["moe-comm-bound"])
+    facts = profile_facts(tmp_path / "prof")
+    assert facts.value("job.expert_parallel") is True
+    assert facts.value("comm.alltoall_share") == pytest.approx(800 / 5200, rel=1e-3)
+
+
+def test_pipeline_stages_are_found_and_their_wait_is_the_pipelines(tmp_path: Path):
+    base = PRESETS["healthy"].with_(comm_overlapped_us=0.0)
+    written = write_pipeline(tmp_path / "prof", base, stages=2, ranks_per_stage=2, stage_factor=1.7)
+    facts = profile_facts(tmp_path / "prof")
+    assert facts.value("job.pipeline_parallel") is True
+    assert facts.value("pipeline.stages") == 2
+    assert facts.value("pipeline.stage_ranks") == [[0, 1], [2, 3]]
+    fast, slow = facts.value("pipeline.stage_compute_ms")
+    assert slow / fast == pytest.approx(1.7, rel=0.02)
+    step_ms = facts.value("step.time_ms")
+    assert facts.value("pipeline.stage_imbalance_ratio") == pytest.approx(
+        (slow - fast) / step_ms, rel=1e-6
+    )
+    # the stages differ by design: no rank is slow against the ranks of its own stage
+    assert facts.value("ranks.busy_spread_ratio") == pytest.approx(0.0, abs=0.01)
+    run = run_diagnose(JobOptions(profile=tmp_path / "prof"))
+    assert run.diagnosis.main is not None and run.diagnosis.main.id == "bottleneck.pipeline"
+    fired = {s.id for s in run.diagnosis.symptoms}
+    assert {"symptom.pipeline-p2p-wait", "symptom.pipeline-stage-imbalance"} <= fired
+    assert "symptom.slow-rank" not in fired
+    suggestion = _suggest(tmp_path / "prof", tmp_path, len(written))
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.pipeline-balance-stages"
+
+
+def test_a_balanced_pipeline_gets_the_schedule_advice(tmp_path: Path):
+    base = PRESETS["healthy"].with_(comm_overlapped_us=0.0)
+    write_pipeline(tmp_path / "prof", base, stages=2, stage_factor=1.0, p2p_us=2000.0)
+    facts = profile_facts(tmp_path / "prof")
+    assert facts.value("pipeline.stages") == 1  # equal compute: the stages cannot be told apart
+    suggestion = _suggest(tmp_path / "prof", tmp_path, 4)
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.pipeline-more-microbatches"
+    reasons = {r.feature: r.reason for r in suggestion.rejected}
+    assert "not indicated" in reasons["feature.pipeline-balance-stages"]
+
+
+def test_a_non_pipeline_cluster_is_one_stage(tmp_path: Path):
+    facts = profile_facts(Path(__file__).resolve().parents[1] / "examples/profiles/slow-rank")
+    assert facts.value("job.pipeline_parallel") is False
+    assert facts.value("pipeline.stages") == 1
+    assert facts.value("pipeline.stage_imbalance_ratio") == 0.0
+
+
+def test_level0_with_a_level1_config_asks_to_profile_again(tmp_path: Path):
+    write_profile(tmp_path / "prof", PRESETS["level0"])
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        CONFIG.format(world=8) + "training:\n  profile: true\n  profile_level: level1\n"
+    )
+    job = JobOptions(profile=tmp_path / "prof", config=config)
+    suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
+    assert suggestion.status == "needs-data"
+    assert suggestion.recommendation is None
+    assert "comm.allgather_share" in suggestion.summary
+    assert "profile again" in suggestion.summary
+
+
+def test_real_ddp_job_exposes_gradient_allreduce_and_gets_no_prefetch(tmp_path: Path):
+    profile = _real("ascend-ddp-2rank-text")
+    facts = profile_facts(profile)
+    assert facts.value("job.data_parallel") == "all-reduce"
+    assert facts.value("comm.allreduce_share") == pytest.approx(1.0)
+    run = run_diagnose(JobOptions(profile=profile))
+    assert run.diagnosis.main is not None and run.diagnosis.main.id == "bottleneck.communication"
+    assert "allreduce" in run.diagnosis.main.message
+    suggestion = _suggest(profile, tmp_path, 2)
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.shard-gradient-allreduce"
+    reasons = {r.feature: r.reason for r in suggestion.rejected}
+    assert "not indicated" in reasons["feature.fsdp-forward-prefetch"]
+
+
+def test_real_pipeline_job_leads_with_its_stage_imbalance(tmp_path: Path):
+    profile = _real("ascend-qwen3-pp2-4rank")
+    facts = profile_facts(profile)
+    assert facts.value("pipeline.stages") == 2
+    assert facts.value("pipeline.stage_ranks") == [[0, 1], [2, 3]]
+    fast, slow = facts.value("pipeline.stage_compute_ms")
+    assert slow / fast == pytest.approx(1.73, abs=0.01)  # SOURCES: stage 2 computes 1.73x
+    run = run_diagnose(JobOptions(profile=profile))
+    assert run.diagnosis.main is not None and run.diagnosis.main.id == "bottleneck.pipeline"
+    assert "symptom.slow-rank" not in {s.id for s in run.diagnosis.symptoms}
+    suggestion = _suggest(profile, tmp_path, 4)
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.pipeline-balance-stages"
