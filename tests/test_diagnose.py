@@ -38,10 +38,11 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
     rule = GRAPH.ruleset[rule_id]
     assert isinstance(rule, SymptomRule)
     facts = {
-        rule.measure: value,
         "step.compute_ratio": 0.8,
         "ranks.count": 4,
         "job.pipeline_parallel": True,
+        "attrib.preparing_other_ratio": 0.0,
+        rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))
     if expected == "none":

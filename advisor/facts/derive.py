@@ -7,7 +7,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from advisor.facts import comm, host, memory, ops, stages, steps
+from advisor.facts import attrib, comm, host, memory, ops, stages, steps
 from advisor.facts import profile as profile_facts
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
@@ -27,7 +27,8 @@ def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
     out = Recorder(scope)
     profile_facts.derive(rank, out)
     steps.derive(rank, taxonomy, out)
-    _, steady, _ = steps.steady_rows(rank, taxonomy)
+    rows, steady, source = steps.steady_rows(rank, taxonomy)
+    attrib.derive(rank, rows, source, out)
     ops.derive(rank, steady, taxonomy, out)
     host.derive(rank, taxonomy, out)
     comm.derive(

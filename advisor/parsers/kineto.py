@@ -23,7 +23,8 @@ from advisor.parsers.trace_steps import (
     TraceStep,
     clipped_sum,
     count_in,
-    launch_gap,
+    exposed_by_kind,
+    idle_gaps,
     merged_intervals,
     sorted_intervals,
 )
@@ -174,6 +175,11 @@ def _fill(
     tagged = sorted(
         [(a, b, k, False) for a, b, k in compute] + [(a, b, k, True) for a, b, k in comm]
     )
+    by_kind: dict[str, list[tuple[float, float]]] = {}
+    for a, b, kernel in comm:
+        kind = taxonomy.comm_kind(re.sub(r"^(nccl|rccl)(Dev)?Kernel_", "", kernel))
+        by_kind.setdefault(kind, []).append((a, b))
+    collectives = {kind: merged_intervals(sorted(iv)) for kind, iv in by_kind.items()}
     rows: list[StepRow] = []
     steps: list[TraceStep] = []
     groups: dict[tuple[int, str, str], KernelGroup] = {}
@@ -197,17 +203,25 @@ def _fill(
                 None,
             )
         )
+        gaps = idle_gaps(kernels, lo, hi, launch_of) if launch_of else None
         steps.append(
             TraceStep(
                 number=number,
                 duration_us=hi - lo,
                 overlap_us={},
                 kernel_count=sum(1 for a, _ in kernels if lo <= a < hi),
-                launch_gap_us=launch_gap(kernels, lo, hi, launch_of) if launch_of else None,
+                launch_gap_us=gaps.host if gaps else None,
                 sync_calls=count_in(sync, lo, hi),
                 malloc_calls=count_in(malloc, lo, hi),
                 free_calls=count_in(free, lo, hi),
                 dataloader_us=clipped_sum(loader_iv, lo, hi),
+                idle_dependency_us=gaps.dependency if gaps else None,
+                idle_unlinked_us=gaps.unlinked if gaps else None,
+                first_task_us=first - lo,
+                preparing_loader_us=clipped_sum(loader_iv, lo, first),
+                comm_exposed_by_kind_us=exposed_by_kind(collectives, compute_iv, lo, hi)
+                if collectives
+                else None,
             )
         )
         step_comm = CommStep(step=number, has_wait=False)

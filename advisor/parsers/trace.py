@@ -114,6 +114,8 @@ class _Accumulator:
     loader_end: array[float] = field(default_factory=lambda: array("d"))
     flow_start: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
     flow_finish: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
+    # HCCL collective tasks (hcom_allGather__...) by kind: starts and ends
+    collectives: dict[str, list[array[float]]] = field(default_factory=dict)
 
     def merge(self, other: _Accumulator) -> None:
         """Append another accumulator's data (a later byte range of the same file)."""
@@ -123,10 +125,14 @@ class _Accumulator:
         for pid, starts in other.starts.items():
             self.starts.setdefault(pid, array("d")).extend(starts)
             self.ends.setdefault(pid, array("d")).extend(other.ends[pid])
-        for name, (lo, hi) in other.overlap.items():
-            lane = self.overlap.setdefault(name, [array("d"), array("d")])
-            lane[0].extend(lo)
-            lane[1].extend(hi)
+        for table_mine, table_theirs in (
+            (self.overlap, other.overlap),
+            (self.collectives, other.collectives),
+        ):
+            for name, (lo, hi) in table_theirs.items():
+                lane = table_mine.setdefault(name, [array("d"), array("d")])
+                lane[0].extend(lo)
+                lane[1].extend(hi)
         for mine, theirs in (
             (self.sync, other.sync),
             (self.malloc, other.malloc),
@@ -189,6 +195,13 @@ class _Accumulator:
                     lane[0].append(start)
                     lane[1].append(end)
                     continue
+                if name.startswith("hcom_"):
+                    kind = tax.comm_kind(name)
+                    lane = self.collectives.get(kind)
+                    if lane is None:
+                        lane = self.collectives[kind] = [array("d"), array("d")]
+                    lane[0].append(start)
+                    lane[1].append(end)
                 pid = e.pid
                 starts = self.starts.get(pid)
                 if starts is None:

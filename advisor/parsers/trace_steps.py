@@ -35,6 +35,12 @@ class TraceStep:
     malloc_calls: int
     free_calls: int
     dataloader_us: float
+    # attribution of the step's idle and preparation time (None: the trace cannot tell)
+    idle_dependency_us: float | None = None  # the next kernel was launched, the device waited
+    idle_unlinked_us: float | None = None  # gaps before kernels without a launch flow
+    first_task_us: float | None = None  # step start -> the first device task
+    preparing_loader_us: float = 0.0  # data loading before the first device task
+    comm_exposed_by_kind_us: dict[str, float] | None = None  # collectives outside Computing
 
 
 @dataclass
@@ -62,6 +68,7 @@ class RawTrace(Protocol):
     loader_end: array[float]
     flow_start: dict[str, dict[int | str, str | float]]
     flow_finish: dict[str, dict[int | str, str | float]]
+    collectives: dict[str, list[array[float]]]
 
     @property
     def ts(self) -> Callable[[str | float], float]: ...
@@ -111,27 +118,85 @@ def _launch_map(raw: RawTrace) -> tuple[str | None, dict[float, float]]:
     return None, {}
 
 
-def launch_gap(
-    kernels: list[tuple[float, float]], lo: float, hi: float, launches: dict[float, float]
-) -> float:
-    """Device idle time between kernels of [lo, hi) where the next kernel was launched late.
+@dataclass(frozen=True)
+class Gaps:
+    """Device idle time between the kernels of a window, by what the device waited for."""
 
-    A gap counts when the host launched the next kernel only after the device had run out of
-    work: the device was waiting for the host. Gaps before the step's first kernel belong to
-    the step's preparation (data loading), not to dispatch.
+    host: float  # the host launched the next kernel only after the device ran out of work
+    dependency: float  # launched in time, yet the device waited (another stream, event, rank)
+    unlinked: float  # no launch flow for the next kernel: cannot tell
+
+
+def idle_gaps(
+    kernels: list[tuple[float, float]], lo: float, hi: float, launches: dict[float, float]
+) -> Gaps:
+    """Idle gaps between the kernels of [lo, hi), attributed by the next kernel's launch time.
+
+    Gaps before the step's first kernel belong to the step's preparation, not to dispatch.
     """
     i = bisect_left(kernels, (lo, lo))
     busy_until: float | None = None
-    gap_total = 0.0
+    host = dependency = unlinked = 0.0
     while i < len(kernels) and kernels[i][0] < hi:
         start, end = kernels[i]
         if busy_until is not None and start > busy_until:
             launch = launches.get(start)
-            if launch is not None and launch >= busy_until:
-                gap_total += start - busy_until
+            if launch is None:
+                unlinked += start - busy_until
+            elif launch >= busy_until:
+                host += start - busy_until
+            else:
+                dependency += start - busy_until
         busy_until = end if busy_until is None else max(busy_until, end)
         i += 1
-    return gap_total
+    return Gaps(host, dependency, unlinked)
+
+
+def launch_gap(
+    kernels: list[tuple[float, float]], lo: float, hi: float, launches: dict[float, float]
+) -> float:
+    """Device idle time between kernels of [lo, hi) where the next kernel was launched late:
+    the device was waiting for the host."""
+    return idle_gaps(kernels, lo, hi, launches).host
+
+
+def first_start(kernels: list[tuple[float, float]], lo: float, hi: float) -> float | None:
+    i = bisect_left(kernels, (lo, lo))
+    return kernels[i][0] if i < len(kernels) and kernels[i][0] < hi else None
+
+
+def overlap_sum(
+    a: list[tuple[float, float]], b: list[tuple[float, float]], lo: float, hi: float
+) -> float:
+    """Length of the intersection of two merged interval lists inside [lo, hi)."""
+    i = max(0, bisect_left(a, (lo, lo)) - 1)
+    j = max(0, bisect_left(b, (lo, lo)) - 1)
+    total = 0.0
+    while i < len(a) and j < len(b) and a[i][0] < hi and b[j][0] < hi:
+        start = max(a[i][0], b[j][0], lo)
+        end = min(a[i][1], b[j][1], hi)
+        if end > start:
+            total += end - start
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def exposed_by_kind(
+    collectives: dict[str, list[tuple[float, float]]],
+    computing: list[tuple[float, float]],
+    lo: float,
+    hi: float,
+) -> dict[str, float]:
+    """Per collective kind, its time in [lo, hi) that no compute overlaps."""
+    out = {}
+    for kind, intervals in sorted(collectives.items()):
+        total = clipped_sum(intervals, lo, hi)
+        if total > 0:
+            out[kind] = total - overlap_sum(intervals, computing, lo, hi)
+    return out
 
 
 def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
@@ -155,9 +220,15 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
         # Nested or repeated ProfilerStep markers: keep the widest window.
         if known is None or window.end - window.start > known.end - known.start:
             windows[window.number] = window
+    collectives = {
+        kind: merged_intervals(sorted_intervals(a, b)) for kind, (a, b) in raw.collectives.items()
+    }
+    computing = merged_intervals(overlap.get("Computing", []))
     steps: list[TraceStep] = []
     for number in sorted(windows):
         w = windows[number]
+        gaps = idle_gaps(kernels, w.start, w.end, launches) if flow_category and kernels else None
+        first = first_start(kernels, w.start, w.end)
         steps.append(
             TraceStep(
                 number=number,
@@ -165,13 +236,18 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
                 overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in overlap.items()},
                 kernel_count=bisect_left(kernels, (w.end, w.end))
                 - bisect_left(kernels, (w.start, w.start)),
-                launch_gap_us=launch_gap(kernels, w.start, w.end, launches)
-                if flow_category and kernels
-                else None,
+                launch_gap_us=gaps.host if gaps else None,
                 sync_calls=count_in(sync, w.start, w.end),
                 malloc_calls=count_in(malloc, w.start, w.end),
                 free_calls=count_in(free, w.start, w.end),
                 dataloader_us=clipped_sum(loader, w.start, w.end),
+                idle_dependency_us=gaps.dependency if gaps else None,
+                idle_unlinked_us=gaps.unlinked if gaps else None,
+                first_task_us=None if first is None else first - w.start,
+                preparing_loader_us=clipped_sum(loader, w.start, first if first else w.end),
+                comm_exposed_by_kind_us=exposed_by_kind(collectives, computing, w.start, w.end)
+                if collectives and computing
+                else None,
             )
         )
     return TraceData(

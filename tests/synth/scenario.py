@@ -50,6 +50,9 @@ class Scenario:
     alltoall_us: float = 0.0  # MoE token dispatch (all-to-all) under compute when > 0
     comm_wait_ratio: float = 0.05  # share of each communication op spent waiting for peers
     dataloader_us: float = 200.0
+    # host work after data loading and before the first launch (allocator calls, Python): the
+    # malloc calls of the step are made then when > 0
+    prep_other_us: float = 0.0
     sync_calls_per_step: int = 1
     malloc_calls_per_step: int = 0
     free_calls_per_step: int = 0
@@ -102,6 +105,10 @@ PRESETS: dict[str, Scenario] = {
     ),
     "level0": HEALTHY.with_(name="level0", level="Level0", comm_exposed_us=2400.0),
     "moe": HEALTHY.with_(name="moe", moe_gemm_us=700.0),
+    # the time before the first device task goes to the allocator, not to data loading
+    "allocator-storm": HEALTHY.with_(
+        name="allocator-storm", prep_other_us=3000.0, malloc_calls_per_step=200
+    ),
     "moe-comm-bound": HEALTHY.with_(
         name="moe-comm-bound",
         moe_gemm_us=700.0,

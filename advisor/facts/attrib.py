@@ -1,0 +1,126 @@
+"""Where every millisecond of the steady step went: disjoint parts that add up to the step.
+
+The step model (step_trace_time.csv, or the trace's Overlap Analysis) splits a step into
+compute, exposed communication, device idle (Free) and preparation before the first device
+task. The trace splits further: idle time by what the device waited for (a late launch from the
+host, or a dependency on another stream, event or rank), preparation by what the host did
+(data loading, or anything else), exposed communication by collective kind. A part the profile
+cannot split is missing with the reason; what is left unexplained is reported as unattributed.
+"""
+
+from __future__ import annotations
+
+from advisor.facts.base import Recorder
+from advisor.parsers.profile_data import RankProfile, StepRow
+from advisor.parsers.trace_steps import TraceStep
+
+PARTS = (
+    "attrib.compute_ms",
+    "attrib.comm_exposed_ms",
+    "attrib.idle_host_ms",
+    "attrib.idle_dependency_ms",
+    "attrib.idle_unattributed_ms",
+    "attrib.preparing_dataloader_ms",
+    "attrib.preparing_other_ms",
+)
+TRACE_PARTS = PARTS[2:]
+ATTRIB_FACTS = (
+    "attrib.step_ms",
+    *PARTS,
+    "attrib.comm_exposed_by_kind_ms",
+    "attrib.preparing_other_ratio",
+)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) / 1000.0 if values else 0.0
+
+
+def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
+    """One step's parts in microseconds; idle and preparation split by the trace."""
+    free, preparing = row.free, row.preparing or 0.0
+    host = min(step.launch_gap_us or 0.0, free)
+    dependency = min(step.idle_dependency_us or 0.0, free - host)
+    loader = min(step.preparing_loader_us, preparing)
+    return {
+        "attrib.compute_ms": row.computing,
+        "attrib.comm_exposed_ms": row.comm_not_overlapped,
+        "attrib.idle_host_ms": host,
+        "attrib.idle_dependency_ms": dependency,
+        "attrib.idle_unattributed_ms": free - host - dependency,
+        "attrib.preparing_dataloader_ms": loader,
+        "attrib.preparing_other_ms": preparing - loader,
+    }
+
+
+def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -> None:
+    if not rows:
+        for fact_id in ATTRIB_FACTS:
+            out.miss(fact_id, "no steady steps to attribute")
+        return
+    totals = [r.total for r in rows]
+    out.add("attrib.step_ms", _mean(totals), source, f"mean over {len(rows)} steady step(s)")
+    trace = rank.trace
+    by_number = {s.number: s for s in trace.steps} if trace is not None else {}
+    matched = [(r, by_number.get(r.step)) for r in rows if r.step is not None]
+    pairs = [(r, s) for r, s in matched if s is not None and s.launch_gap_us is not None]
+    if trace is None or len(pairs) != len(rows):
+        why = (
+            "trace_view.json not in the profile"
+            if trace is None
+            else "the trace has no launch flows or no ProfilerStep for these steps"
+        )
+        out.add("attrib.compute_ms", _mean([r.computing for r in rows]), f"{source}:Computing")
+        out.add(
+            "attrib.comm_exposed_ms",
+            _mean([r.comm_not_overlapped for r in rows]),
+            f"{source}:Communication(Not Overlapped)",
+        )
+        for fact_id in (
+            *TRACE_PARTS,
+            "attrib.comm_exposed_by_kind_ms",
+            "attrib.preparing_other_ratio",
+        ):
+            out.miss(fact_id, f"{why}: idle and preparation time cannot be split")
+        return
+    name = rank.origin or "trace_view.json"
+    parts = [_split(r, s) for r, s in pairs]
+    note = f"mean over {len(rows)} steady step(s); the parts add up to attrib.step_ms"
+    where = {
+        "attrib.compute_ms": f"{source}:Computing",
+        "attrib.comm_exposed_ms": f"{source}:Communication(Not Overlapped)",
+        "attrib.idle_host_ms": f"{source}:Free + {name} launch flows (launched after the device ran dry)",
+        "attrib.idle_dependency_ms": f"{source}:Free + {name} launch flows (launched in time, device waited)",
+        "attrib.idle_unattributed_ms": f"{source}:Free, less the gaps the launches explain",
+        "attrib.preparing_dataloader_ms": f"{source}:Preparing + {name} DataLoader events",
+        "attrib.preparing_other_ms": f"{source}:Preparing, less data loading",
+    }
+    for fact_id in PARTS:
+        out.add(fact_id, _mean([p[fact_id] for p in parts]), where[fact_id], note)
+    step_us = sum(totals) / len(totals)
+    other = _mean([p["attrib.preparing_other_ms"] for p in parts]) * 1000.0
+    out.add(
+        "attrib.preparing_other_ratio",
+        other / step_us if step_us > 0 else 0.0,
+        where["attrib.preparing_other_ms"],
+        "preparation before the first device task that is not data loading / step time: "
+        "allocator calls, synchronisation, Python work",
+    )
+    kinds = [s.comm_exposed_by_kind_us for _, s in pairs]
+    if all(k is not None for k in kinds):
+        merged: dict[str, float] = {}
+        for k in kinds:
+            for kind, us in (k or {}).items():
+                merged[kind] = merged.get(kind, 0.0) + us / len(kinds) / 1000.0
+        out.add(
+            "attrib.comm_exposed_by_kind_ms",
+            {kind: round(ms, 3) for kind, ms in sorted(merged.items())},
+            f"{name}:HCCL hcom_* tasks outside the Computing lane",
+            "per kind, the collective's time that no compute overlaps (kinds can overlap each "
+            f"other); {note.split(';')[0]}",
+        )
+    else:
+        out.miss(
+            "attrib.comm_exposed_by_kind_ms",
+            f"{name} has no HCCL collective tasks or no Overlap Analysis Computing lane",
+        )
