@@ -234,6 +234,8 @@ class Recommendation:
     risk: str
     verify: tuple[VerifyCheck, ...]
     diff: str = ""
+    ceiling_ms: float | None = None  # the most step time the change can recover
+    ceiling_ratio: float | None = None
     undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
 
 

@@ -51,7 +51,7 @@ def test_fsdp_gathers_still_get_prefetch(tmp_path: Path):
     write_profile(tmp_path / "prof", PRESETS["comm-bound"])
     facts = profile_facts(tmp_path / "prof")
     assert facts.value("job.data_parallel") == "sharded"
-    assert facts.value("comm.allgather_share") == pytest.approx(2000 / 4400, rel=1e-3)
+    assert facts.value("comm.allgather_share") == pytest.approx(2400 / 4400, rel=1e-3)
     suggestion = _suggest(tmp_path / "prof", tmp_path, 8)
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.fsdp-forward-prefetch"
@@ -61,7 +61,7 @@ def test_moe_alltoall_is_expert_parallel(tmp_path: Path):
     write_profile(tmp_path / "prof", PRESETS["moe-comm-bound"])
     facts = profile_facts(tmp_path / "prof")
     assert facts.value("job.expert_parallel") is True
-    assert facts.value("comm.alltoall_share") == pytest.approx(800 / 5200, rel=1e-3)
+    assert facts.value("comm.alltoall_share") == pytest.approx(2400 / 4400, rel=1e-3)
 
 
 def test_pipeline_stages_are_found_and_their_wait_is_the_pipelines(tmp_path: Path):
@@ -150,3 +150,17 @@ def test_real_pipeline_job_leads_with_its_stage_imbalance(tmp_path: Path):
     suggestion = _suggest(profile, tmp_path, 4)
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.pipeline-balance-stages"
+
+
+def test_a_feature_whose_target_is_hidden_is_not_proposed(tmp_path: Path):
+    # FSDP job whose all-gathers already hide under compute; the reduce-scatter is exposed
+    scenario = PRESETS["healthy"].with_(
+        comm_overlapped_us=2000.0, comm_exposed_us=2400.0
+    )  # all-gather overlapped, reduce-scatter exposed
+    write_profile(tmp_path / "prof", scenario)
+    suggestion = _suggest(tmp_path / "prof", tmp_path, 8)
+    reasons = {r.feature: r.reason for r in suggestion.rejected}
+    assert "at most 0.00 ms" in reasons["feature.fsdp-forward-prefetch"]
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature == "feature.reduce-dtype-bf16"
+    assert suggestion.recommendation.ceiling_ms == pytest.approx(2.4, rel=1e-3)

@@ -61,6 +61,7 @@ def _object_properties(schema: dict) -> set[str]:
         (PROPS["effect"], m.Effect),
         (PROPS["verify"]["items"], m.VerifyItem),
         (PROPS["location"], m.Location),
+        (PROPS["ceiling"], m.Ceiling),
         (DEFS["change"], m.Change),
         (DEFS["change"]["properties"]["ops"]["items"], m.ChangeOp),
     ],

@@ -3,8 +3,11 @@ already applied, and the concrete ops it would make."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from advisor.engine.conditions import Context, evaluate
 from advisor.engine.rule_model import FeatureRule
+from advisor.facts.catalogue import is_known, spec_for
 from advisor.inputs.values import as_number, get_path
 from advisor.model import PatchOp, PatchTarget
 
@@ -45,3 +48,20 @@ def abstract_ops(rule: FeatureRule, ctx: Context) -> tuple[PatchOp, ...]:
 def _whole(value: float) -> int | float:
     """Counts stay integers in the config (2, not 2.0)."""
     return int(value) if value.is_integer() else value
+
+
+def ceiling_of(rule: FeatureRule, ctx: Context) -> tuple[float, float] | None:
+    """(ms, share of the step) the feature can recover at most; None when unknown."""
+    if rule.ceiling is None:
+        return None
+    value = ctx.facts.get(rule.ceiling.fact)
+    if rule.ceiling.key is not None:
+        # a per-kind fact that lacks the kind: the job has none of it, nothing to recover
+        value = value.get(rule.ceiling.key, 0.0) if isinstance(value, Mapping) else None
+    number = as_number(value)
+    step = as_number(ctx.facts.get("attrib.step_ms")) or as_number(ctx.facts.get("step.time_ms"))
+    if number is None or not step:
+        return None
+    if is_known(rule.ceiling.fact) and spec_for(rule.ceiling.fact).unit == "ratio":
+        return number * step, number
+    return number, number / step

@@ -64,6 +64,8 @@ def _facts_named(rule: Rule) -> list[str]:
     if isinstance(rule, FeatureRule):
         names.extend(item.fact for item in rule.verify)
         names.extend(rule.collects)
+        if rule.ceiling is not None:
+            names.append(rule.ceiling.fact)
     return names
 
 

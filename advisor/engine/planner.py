@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.engine.changes import abstract_ops, is_applied
+from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import FeatureRule
 from advisor.facts.catalogue import is_known, spec_for
+from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.values import as_number
 from advisor.model import (
     Applicability,
@@ -51,6 +52,7 @@ def _after_blocker(
             for item in prior.addresses
             if item.bottleneck == bottleneck
         )
+        blocked = blocked or _below_ceiling(prior, ctx)
         if not blocked:
             return first
     return None
@@ -90,7 +92,25 @@ def _judge(
         return f"{blocker} must come first"
     if rule.change.applicability is not Applicability.display_only and not abstract_ops(rule, ctx):
         return "nothing left to change"
+    ceiling = ceiling_of(rule, ctx)
+    if ceiling is not None and _below_ceiling(rule, ctx):
+        return (
+            f"it can recover at most {ceiling[0]:.2f} ms ({ceiling[1]:.1%} of the step): "
+            f"its target ({_ceiling_name(rule)}) is not what costs time here"
+        )
     return None
+
+
+def _below_ceiling(rule: FeatureRule, ctx: Context) -> bool:
+    """The most the feature can recover is negligible (its target costs no time here)."""
+    ceiling = ceiling_of(rule, ctx)
+    return ceiling is not None and ceiling[1] < default_taxonomy().min_ceiling_ratio
+
+
+def _ceiling_name(rule: FeatureRule) -> str:
+    if rule.ceiling is None:
+        return ""
+    return f"{rule.ceiling.fact}[{rule.ceiling.key}]" if rule.ceiling.key else rule.ceiling.fact
 
 
 def _collector(graph: RuleGraph, missing: set[str]) -> FeatureRule | None:
@@ -246,6 +266,7 @@ def _recommend(
     why = bottleneck.message if bottleneck else choice.summary
     if choice.status == "needs-data":
         why = f"{choice.summary}. {why}"
+    ceiling = ceiling_of(rule, ctx)
     effect = rule.effect
     expected = effect.gain + (f"; memory: {effect.memory}" if effect.memory else "")
     return Recommendation(
@@ -259,6 +280,8 @@ def _recommend(
         expected=expected,
         risk=effect.risk,
         verify=verify_checks(rule, ctx),
+        ceiling_ms=ceiling[0] if ceiling else None,
+        ceiling_ratio=ceiling[1] if ceiling else None,
     )
 
 

@@ -148,6 +148,14 @@ class VerifyItem:
 
 
 @dataclass(frozen=True)
+class Ceiling:
+    """Where the most step time a feature can recover is measured."""
+
+    fact: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
 class Location:
     config: str | None = None
     env: str | None = None
@@ -200,6 +208,7 @@ class FeatureRule(Rule):
     after: tuple[str, ...] = ()
     applied_when: Condition | None = None
     collects: tuple[str, ...] = ()
+    ceiling: Ceiling | None = None
 
 
 @dataclass(frozen=True)

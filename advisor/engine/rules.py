@@ -17,6 +17,7 @@ from advisor.engine.conditions import Condition, Scalar, compile_condition, para
 from advisor.engine.rule_model import (
     Address,
     BottleneckRule,
+    Ceiling,
     Change,
     ChangeOp,
     Compare,
@@ -259,6 +260,9 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
             after=top.texts("after"),
             applied_when=top.condition("applied_when"),
             collects=top.texts("collects"),
+            ceiling=Ceiling(top.node("ceiling").text("fact"), top.node("ceiling").opt_text("key"))
+            if "ceiling" in top
+            else None,
         )
     location = top.node("location") if "location" in top else None
     return PolicyRule(

@@ -40,6 +40,7 @@ class Taxonomy:
     comm_kinds: dict[str, re.Pattern[str]]
     stage_split_gap: float
     mte2_bound_min_ratio: float
+    min_ceiling_ratio: float
     compute_well_used_ratio: float
     p2p_kinds: frozenset[str]
 
@@ -87,6 +88,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         stage_split_gap=float(measurement["stage_split_gap"]),
         mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
+        min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
     )

@@ -69,6 +69,8 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
             "expected": rec.expected,
             "risk": rec.risk,
             "verify": [verify_line(v) for v in rec.verify],
+            "ceiling_ms": None if rec.ceiling_ms is None else round(rec.ceiling_ms, 3),
+            "ceiling_ratio": None if rec.ceiling_ratio is None else round(rec.ceiling_ratio, 4),
         }
     payload = {
         "schema": SUGGESTION_SCHEMA,
@@ -97,6 +99,11 @@ def suggestion_text(s: Suggestion, notes: list[str]) -> str:
             lines.append(f"Evidence: {shown}")
         if rec.advice:
             lines.append(f"Advice: {rec.advice}")
+        if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
+            lines.append(
+                f"Ceiling: it can recover at most {rec.ceiling_ms:.2f} ms per step "
+                f"({rec.ceiling_ratio:.1%} of the step)"
+            )
         lines.append(f"Expected: {rec.expected}")
         lines.append(f"Risk: {rec.risk}")
         if rec.verify:

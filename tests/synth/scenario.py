@@ -86,8 +86,14 @@ PRESETS: dict[str, Scenario] = {
             if k not in ("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
         },
     ),
+    # FSDP with too little prefetch: the forward waits for the next layers' all-gathers, the
+    # gradient reduce-scatters hide under the backward pass
     "comm-bound": HEALTHY.with_(
-        name="comm-bound", comm_overlapped_us=2000.0, comm_exposed_us=2400.0
+        name="comm-bound",
+        comm_overlapped_us=2000.0,
+        comm_exposed_us=2400.0,
+        overlapped_comm="reducescatter",
+        exposed_comm="allgather",
     ),
     "unfused-attention": HEALTHY.with_(
         name="unfused-attention", unfused_attention=True, attention_us=900.0
@@ -109,12 +115,13 @@ PRESETS: dict[str, Scenario] = {
     "allocator-storm": HEALTHY.with_(
         name="allocator-storm", prep_other_us=3000.0, malloc_calls_per_step=200
     ),
+    # MoE: the token dispatch all-to-all waits outside compute; parameter all-gathers hide
     "moe-comm-bound": HEALTHY.with_(
         name="moe-comm-bound",
         moe_gemm_us=700.0,
-        alltoall_us=800.0,
         comm_overlapped_us=2000.0,
         comm_exposed_us=2400.0,
+        exposed_comm="alltoall",
     ),
     # DDP-style data parallelism: the gradient all-reduce after the backward pass, no all-gathers
     "ddp-allreduce": HEALTHY.with_(
