@@ -240,8 +240,17 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
+class TrustWarning:
+    """A profile invariant that failed (trust gate), with a stable id."""
+
+    id: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Suggestion:
     status: str  # "change" | "healthy" | "needs-data" | "stale" | "awaiting-measurement"
     recommendation: Recommendation | None
     rejected: tuple[Rejected, ...]
     summary: str
+    warnings: tuple[TrustWarning, ...] = ()

@@ -8,8 +8,10 @@ ops in files is the edit layer's job, wording it the renderer's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from advisor.engine import trust
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.diagnose import Diagnosis
@@ -295,9 +297,12 @@ def plan(
     """The one next change as a whole suggestion (its patch not yet placed in files)."""
     for before in (undo(graph, ctx, history), awaiting(history), stale(graph, diagnosis, ctx)):
         if before is not None:
-            return before
+            return dataclasses.replace(before, warnings=trust.trust_warnings(ctx))
     choice = _choose(graph, diagnosis, ctx, history)
     if isinstance(choice, Suggestion):
-        return choice
-    rec = _recommend(choice, diagnosis, ctx, facts)
-    return Suggestion(choice.status, rec, choice.rejected, choice.summary)
+        suggestion = choice
+    else:
+        rec = _recommend(choice, diagnosis, ctx, facts)
+        suggestion = Suggestion(choice.status, rec, choice.rejected, choice.summary)
+    gated = trust.gate(suggestion, diagnosis, ctx)
+    return dataclasses.replace(gated, warnings=trust.trust_warnings(ctx))

@@ -79,12 +79,14 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
         "recommendation": body,
         "rejected": [r.to_json() for r in s.rejected],
         "notes": notes,
+        "warnings": [{"id": w.id, "message": w.message} for w in s.warnings],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
 def suggestion_text(s: Suggestion, notes: list[str]) -> str:
     lines = [f"note: {n}" for n in notes]
+    lines += [f"warning [{w.id}]: {w.message}" for w in s.warnings]
     rec = s.recommendation
     if rec is None:
         lines.append(s.summary if s.status == "healthy" else f"{s.status}: {s.summary}")

@@ -1,0 +1,80 @@
+"""The trust gate: failed profile invariants are warnings with ids, and a main bottleneck that
+rests on one gets a request for data instead of a change."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from advisor.app.rulesets import load_graph
+from advisor.cli import app
+from advisor.engine.conditions import Context
+from advisor.engine.diagnose import diagnose
+from advisor.engine.loop import History
+from advisor.engine.planner import plan
+from advisor.inputs.validation import schema_errors
+
+GRAPH = load_graph()
+FSDP = {"parallel": {"fsdp_size": 8, "num_to_forward_prefetch": 1}, "model": {"model_id": "qwen3"}}
+
+
+def _plan(facts: dict[str, object]):
+    facts = {"comm.wait_ratio": 0.05, "step.comm_total_ratio": 0.2, **facts}
+    ctx = Context(facts=facts, config=FSDP, env={})
+    return plan(GRAPH, diagnose(GRAPH, ctx), ctx, History(), [])
+
+
+def test_multi_rank_job_without_collectives_cannot_be_diagnosed_as_communication():
+    suggestion = _plan(
+        {
+            "step.comm_exposed_ratio": 0.30,
+            "profile.world_size": 8,
+            "comm.time_ms_per_step": 0.0,
+            "step.steady_steps": 4,
+        }
+    )
+    assert suggestion.status == "needs-data"
+    assert "trust.no-collectives" in suggestion.summary
+    assert [w.id for w in suggestion.warnings] == ["trust.no-collectives"]
+
+
+def test_single_step_profile_is_a_warning_not_a_refusal():
+    suggestion = _plan(
+        {
+            "step.comm_exposed_ratio": 0.30,
+            "comm.allgather_share": 0.6,
+            "attrib.comm_exposed_by_kind_ms": {"allgather": 3.0},
+            "attrib.step_ms": 10.0,
+            "step.steady_steps": 1,
+        }
+    )
+    assert suggestion.status == "change"
+    assert [w.id for w in suggestion.warnings] == ["trust.single-step"]
+
+
+def test_parts_that_do_not_add_up_are_flagged():
+    facts: dict[str, object] = {
+        "attrib.step_ms": 10.0,
+        "attrib.compute_ms": 5.0,
+        "attrib.comm_exposed_ms": 1.0,
+        "attrib.idle_host_ms": 0.0,
+        "attrib.idle_dependency_ms": 0.0,
+        "attrib.idle_unattributed_ms": 0.0,
+        "attrib.preparing_dataloader_ms": 0.0,
+        "attrib.preparing_other_ms": 0.0,
+        "step.steady_steps": 3,
+    }
+    assert [w.id for w in _plan(facts).warnings] == ["trust.parts-do-not-add-up"]
+
+
+def test_warnings_are_in_the_json_contract():
+    profile = Path(__file__).resolve().parents[1] / "examples" / "profiles" / "comm-bound"
+    config = profile.parents[1] / "fsdp2" / "config.yaml"
+    result = CliRunner().invoke(
+        app, ["suggest", str(profile), str(config), "--no-ledger", "--format", "json"]
+    )
+    payload = json.loads(result.output)
+    assert schema_errors(payload, "suggestion.schema.json") == []
+    assert isinstance(payload["warnings"], list)
