@@ -41,7 +41,7 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "step.compute_ratio": 0.8,
         "ranks.count": 4,
         "job.pipeline_parallel": True,
-        "attrib.preparing_other_ratio": 0.0,
+        "attrib.preparing_not_loading_ratio": 0.0,
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))

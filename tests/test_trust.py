@@ -63,6 +63,8 @@ def test_parts_that_do_not_add_up_are_flagged():
         "attrib.idle_dependency_ms": 0.0,
         "attrib.idle_unattributed_ms": 0.0,
         "attrib.preparing_dataloader_ms": 0.0,
+        "attrib.preparing_allocator_ms": 0.0,
+        "attrib.preparing_sync_ms": 0.0,
         "attrib.preparing_other_ms": 0.0,
         "step.steady_steps": 3,
     }

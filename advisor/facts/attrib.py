@@ -21,6 +21,8 @@ PARTS = (
     "attrib.idle_dependency_ms",
     "attrib.idle_unattributed_ms",
     "attrib.preparing_dataloader_ms",
+    "attrib.preparing_allocator_ms",
+    "attrib.preparing_sync_ms",
     "attrib.preparing_other_ms",
 )
 TRACE_PARTS = PARTS[2:]
@@ -28,7 +30,7 @@ ATTRIB_FACTS = (
     "attrib.step_ms",
     *PARTS,
     "attrib.comm_exposed_by_kind_ms",
-    "attrib.preparing_other_ratio",
+    "attrib.preparing_not_loading_ratio",
 )
 
 
@@ -42,6 +44,8 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
     host = min(step.launch_gap_us or 0.0, free)
     dependency = min(step.idle_dependency_us or 0.0, free - host)
     loader = min(step.preparing_loader_us, preparing)
+    allocator = min(step.preparing_allocator_us, preparing - loader)
+    sync = min(step.preparing_sync_us, preparing - loader - allocator)
     return {
         "attrib.compute_ms": row.computing,
         "attrib.comm_exposed_ms": row.comm_not_overlapped,
@@ -49,7 +53,9 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
         "attrib.idle_dependency_ms": dependency,
         "attrib.idle_unattributed_ms": free - host - dependency,
         "attrib.preparing_dataloader_ms": loader,
-        "attrib.preparing_other_ms": preparing - loader,
+        "attrib.preparing_allocator_ms": allocator,
+        "attrib.preparing_sync_ms": sync,
+        "attrib.preparing_other_ms": preparing - loader - allocator - sync,
     }
 
 
@@ -79,7 +85,7 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
         for fact_id in (
             *TRACE_PARTS,
             "attrib.comm_exposed_by_kind_ms",
-            "attrib.preparing_other_ratio",
+            "attrib.preparing_not_loading_ratio",
         ):
             out.miss(fact_id, f"{why}: idle and preparation time cannot be split")
         return
@@ -93,16 +99,19 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
         "attrib.idle_dependency_ms": f"{source}:Free + {name} launch flows (launched in time, device waited)",
         "attrib.idle_unattributed_ms": f"{source}:Free, less the gaps the launches explain",
         "attrib.preparing_dataloader_ms": f"{source}:Preparing + {name} DataLoader events",
-        "attrib.preparing_other_ms": f"{source}:Preparing, less data loading",
+        "attrib.preparing_allocator_ms": f"{source}:Preparing + {name} allocator calls",
+        "attrib.preparing_sync_ms": f"{source}:Preparing + {name} synchronisation calls",
+        "attrib.preparing_other_ms": f"{source}:Preparing, less loading, allocation, synchronisation",
     }
     for fact_id in PARTS:
         out.add(fact_id, _mean([p[fact_id] for p in parts]), where[fact_id], note)
     step_us = sum(totals) / len(totals)
-    other = _mean([p["attrib.preparing_other_ms"] for p in parts]) * 1000.0
+    loading = _mean([p["attrib.preparing_dataloader_ms"] for p in parts]) * 1000.0
+    preparing = _mean([r.preparing or 0.0 for r, _ in pairs]) * 1000.0
     out.add(
-        "attrib.preparing_other_ratio",
-        other / step_us if step_us > 0 else 0.0,
-        where["attrib.preparing_other_ms"],
+        "attrib.preparing_not_loading_ratio",
+        (preparing - loading) / step_us if step_us > 0 else 0.0,
+        f"{source}:Preparing, less data loading",
         "preparation before the first device task that is not data loading / step time: "
         "allocator calls, synchronisation, Python work",
     )

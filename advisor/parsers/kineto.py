@@ -26,6 +26,7 @@ from advisor.parsers.trace_steps import (
     exposed_by_kind,
     idle_gaps,
     merged_intervals,
+    preparation,
     sorted_intervals,
 )
 
@@ -113,7 +114,13 @@ def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
     comm: list[tuple[float, float, str]] = []
     launches: dict[Any, float] = {}
     kernel_corr: dict[Any, float] = {}
-    host: dict[str, list[float]] = {"sync": [], "malloc": [], "free": []}
+    host: dict[str, list[float]] = {
+        "sync": [],
+        "sync_end": [],
+        "malloc": [],
+        "malloc_end": [],
+        "free": [],
+    }
     loader: list[tuple[float, float]] = []
     for e in events:
         if e.get("ph") != "X":
@@ -134,8 +141,10 @@ def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
                     launches[corr] = start
             elif SYNC.fullmatch(name) or cat == "cuda_sync":
                 host["sync"].append(start)
+                host["sync_end"].append(end)
             elif MALLOC.fullmatch(name):
                 host["malloc"].append(start)
+                host["malloc_end"].append(end)
             elif FREE.fullmatch(name):
                 host["free"].append(start)
         elif taxonomy.dataloader.fullmatch(name):
@@ -171,6 +180,8 @@ def _fill(
     kernels = sorted_intervals([a for a, _, _ in compute + comm], [b for _, b, _ in compute + comm])
     launch_of = {kernel_corr[c]: t for c, t in launches.items() if c in kernel_corr}
     sync, malloc, free = (sorted(host[k]) for k in ("sync", "malloc", "free"))
+    sync_iv = merged_intervals(sorted(zip(host["sync"], host["sync_end"], strict=True)))
+    malloc_iv = merged_intervals(sorted(zip(host["malloc"], host["malloc_end"], strict=True)))
     loader_iv = merged_intervals(sorted(loader))
     tagged = sorted(
         [(a, b, k, False) for a, b, k in compute] + [(a, b, k, True) for a, b, k in comm]
@@ -204,6 +215,7 @@ def _fill(
             )
         )
         gaps = idle_gaps(kernels, lo, hi, launch_of) if launch_of else None
+        prep = preparation(lo, first, loader_iv, malloc_iv, sync_iv)
         steps.append(
             TraceStep(
                 number=number,
@@ -218,7 +230,9 @@ def _fill(
                 idle_dependency_us=gaps.dependency if gaps else None,
                 idle_unlinked_us=gaps.unlinked if gaps else None,
                 first_task_us=first - lo,
-                preparing_loader_us=clipped_sum(loader_iv, lo, first),
+                preparing_loader_us=prep[0],
+                preparing_allocator_us=prep[1],
+                preparing_sync_us=prep[2],
                 comm_exposed_by_kind_us=exposed_by_kind(collectives, compute_iv, lo, hi)
                 if collectives
                 else None,

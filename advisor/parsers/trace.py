@@ -108,7 +108,9 @@ class _Accumulator:
     ends: dict[int | str, array[float]] = field(default_factory=dict)
     overlap: dict[str, list[array[float]]] = field(default_factory=dict)
     sync: array[float] = field(default_factory=lambda: array("d"))
+    sync_end: array[float] = field(default_factory=lambda: array("d"))
     malloc: array[float] = field(default_factory=lambda: array("d"))
+    malloc_end: array[float] = field(default_factory=lambda: array("d"))
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
@@ -135,7 +137,9 @@ class _Accumulator:
                 lane[1].extend(hi)
         for mine, theirs in (
             (self.sync, other.sync),
+            (self.sync_end, other.sync_end),
             (self.malloc, other.malloc),
+            (self.malloc_end, other.malloc_end),
             (self.free, other.free),
             (self.loader_start, other.loader_start),
             (self.loader_end, other.loader_end),
@@ -175,9 +179,13 @@ class _Accumulator:
                 if name.startswith("AscendCL@"):
                     # cheap substring tests first: most runtime calls are kernel launches
                     if "Synchron" in name and tax.sync_calls.fullmatch(name):
-                        self.sync.append(ts_of(e.ts))
+                        at = ts_of(e.ts)
+                        self.sync.append(at)
+                        self.sync_end.append(at + _dur(e.dur))
                     elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
-                        self.malloc.append(ts_of(e.ts))
+                        at = ts_of(e.ts)
+                        self.malloc.append(at)
+                        self.malloc_end.append(at + _dur(e.dur))
                     elif "Free" in name and tax.free_calls.fullmatch(name):
                         self.free.append(ts_of(e.ts))
                     continue

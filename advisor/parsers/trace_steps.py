@@ -40,6 +40,8 @@ class TraceStep:
     idle_unlinked_us: float | None = None  # gaps before kernels without a launch flow
     first_task_us: float | None = None  # step start -> the first device task
     preparing_loader_us: float = 0.0  # data loading before the first device task
+    preparing_allocator_us: float = 0.0  # device memory allocation calls, outside data loading
+    preparing_sync_us: float = 0.0  # synchronisation calls, outside both
     comm_exposed_by_kind_us: dict[str, float] | None = None  # collectives outside Computing
 
 
@@ -62,7 +64,9 @@ class RawTrace(Protocol):
     ends: dict[int | str, array[float]]
     overlap: dict[str, list[array[float]]]
     sync: array[float]
+    sync_end: array[float]
     malloc: array[float]
+    malloc_end: array[float]
     free: array[float]
     loader_start: array[float]
     loader_end: array[float]
@@ -199,6 +203,22 @@ def exposed_by_kind(
     return out
 
 
+def preparation(
+    lo: float,
+    first: float,
+    loader: list[tuple[float, float]],
+    allocator: list[tuple[float, float]],
+    sync: list[tuple[float, float]],
+) -> tuple[float, float, float]:
+    """Host time before the first device task in disjoint parts: data loading, then allocator
+    calls outside it, then synchronisation outside both."""
+    load = clipped_sum(loader, lo, first)
+    alloc = clipped_sum(allocator, lo, first) - overlap_sum(allocator, loader, lo, first)
+    both = merged_intervals(sorted(loader + allocator))
+    wait = clipped_sum(sync, lo, first) - overlap_sum(sync, both, lo, first)
+    return load, max(0.0, alloc), max(0.0, wait)
+
+
 def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     device_pids = [pid for pid, name in raw.process_names.items() if name == DEVICE_LANE]
     starts: list[float] = []
@@ -211,6 +231,8 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     flow_category, launches = _launch_map(raw)
     sync = sorted(raw.sync)
     malloc = sorted(raw.malloc)
+    sync_iv = merged_intervals(sorted_intervals(raw.sync, raw.sync_end))
+    malloc_iv = merged_intervals(sorted_intervals(raw.malloc, raw.malloc_end))
     free = sorted(raw.free)
     loader = merged_intervals(sorted_intervals(raw.loader_start, raw.loader_end))
 
@@ -229,6 +251,7 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
         w = windows[number]
         gaps = idle_gaps(kernels, w.start, w.end, launches) if flow_category and kernels else None
         first = first_start(kernels, w.start, w.end)
+        prep = preparation(w.start, first or w.end, loader, malloc_iv, sync_iv)
         steps.append(
             TraceStep(
                 number=number,
@@ -244,7 +267,9 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
                 idle_dependency_us=gaps.dependency if gaps else None,
                 idle_unlinked_us=gaps.unlinked if gaps else None,
                 first_task_us=None if first is None else first - w.start,
-                preparing_loader_us=clipped_sum(loader, w.start, first if first else w.end),
+                preparing_loader_us=prep[0],
+                preparing_allocator_us=prep[1],
+                preparing_sync_us=prep[2],
                 comm_exposed_by_kind_us=exposed_by_kind(collectives, computing, w.start, w.end)
                 if collectives and computing
                 else None,

@@ -191,7 +191,7 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
         if partial:
             kernels = recipe[: max(1, int(len(recipe) * 0.3))]
         loader = (t, t + _ns(s.dataloader_us))
-        host = loader[1] + _ns(s.prep_other_us)
+        host = prep_end = loader[1] + _ns(s.prep_other_us)
         device = t
         placed: list[Placed] = []
         for k in kernels:
@@ -228,7 +228,7 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
             comm=comm,
             sync=_spread(s.sync_calls_per_step, loader[1], end),
             malloc=_spread(
-                s.malloc_calls_per_step, loader[1], host if s.prep_other_us > 0 else end
+                s.malloc_calls_per_step, loader[1], prep_end if s.prep_other_us > 0 else end
             ),
             free=_spread(s.free_calls_per_step, loader[1], end),
         )
