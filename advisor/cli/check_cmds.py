@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt
+from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt, rule_options
 from advisor.model import DataError, Severity
 
 
@@ -40,14 +40,13 @@ def check_cmd(
     from advisor.edit.patch import unified_diff
     from advisor.edit.writer import write_changes
     from advisor.engine.policy import fails
-    from advisor.engine.settings import RuleOptions
     from advisor.render.check import FORMATS, CheckReport
 
     files = list(configs or [])
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
-    policies = load_policies(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
+    policies = load_policies(rule_options(settings, rules_dir))
     result = run_check(
         policies,
         configs=files,

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from advisor.app.job import JobOptions
+    from advisor.engine.settings import RuleOptions
 
 EXIT_INPUT_ERROR = 2
 
@@ -79,3 +83,30 @@ LogOpt = Annotated[
         help="A training log (repeat for rotated files): step time, tokens/s, memory, loss.",
     ),
 ]
+
+
+def rule_options(settings: Path | None, rules_dir: list[Path] | None) -> RuleOptions:
+    """The rules options of a command (imported here, not at start-up: see the architecture)."""
+    from advisor.engine.settings import RuleOptions
+
+    return RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ()))
+
+
+def job_options(
+    path: Path | None,
+    config: Path | None,
+    launch: Path | None,
+    log: list[Path] | None,
+    model_config: Path | None,
+    skip_bad_files: bool,
+) -> JobOptions:
+    from advisor.app.job import JobOptions
+
+    return JobOptions(
+        profile=path,
+        config=config,
+        launch=launch,
+        logs=tuple(log or ()),
+        model_config=model_config,
+        skip_bad_files=skip_bad_files,
+    )

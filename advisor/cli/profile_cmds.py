@@ -16,6 +16,8 @@ from advisor.cli.options import (
     SettingsOpt,
     SkipBadOpt,
     SuggestFormat,
+    job_options,
+    rule_options,
 )
 from advisor.model import DataError
 
@@ -71,20 +73,11 @@ def diagnose(
 ) -> None:
     """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
     from advisor.app.diagnose import run_diagnose
-    from advisor.app.job import JobOptions
-    from advisor.engine.settings import RuleOptions
     from advisor.render.diagnosis import FORMATS
 
     run = run_diagnose(
-        JobOptions(
-            profile=path,
-            config=config,
-            launch=launch,
-            logs=tuple(log or ()),
-            model_config=model_config,
-            skip_bad_files=skip_bad_files,
-        ),
-        RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())),
+        job_options(path, config, launch, log, model_config, skip_bad_files),
+        rule_options(settings, rules_dir),
     )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)
@@ -128,22 +121,13 @@ def suggest(
     skip_bad_files: SkipBadOpt = False,
 ) -> None:
     """Propose the ONE next change for the main bottleneck, as a validated patch."""
-    from advisor.app.job import JobOptions
     from advisor.app.suggest import SuggestOptions, run_suggest
     from advisor.edit.writer import write_patch
-    from advisor.engine.settings import RuleOptions
     from advisor.render.suggestion import FORMATS, SuggestionReport
 
     run = run_suggest(
-        JobOptions(
-            profile=path,
-            config=config,
-            launch=launch,
-            logs=tuple(log or ()),
-            model_config=model_config,
-            skip_bad_files=skip_bad_files,
-        ),
-        RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())),
+        job_options(path, config, launch, log, model_config, skip_bad_files),
+        rule_options(settings, rules_dir),
         SuggestOptions(ledger=ledger, use_ledger=not no_ledger),
     )
     for warning in run.facts.warnings:

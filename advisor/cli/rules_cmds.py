@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.options import EXIT_INPUT_ERROR, GraphFormat, RulesDirOpt, SettingsOpt
+from advisor.cli.options import (
+    EXIT_INPUT_ERROR,
+    GraphFormat,
+    RulesDirOpt,
+    SettingsOpt,
+    rule_options,
+)
 from advisor.model import DataError
 
 
@@ -22,12 +28,11 @@ def rules_list(
     """One line per rule."""
     from advisor.app.rulesets import load_graph
     from advisor.engine.rules import KINDS
-    from advisor.engine.settings import RuleOptions
     from advisor.render.rules import rules_list_text
 
     if kind is not None and kind not in KINDS:
         raise DataError(f"--kind: '{kind}' is not one of {', '.join(KINDS)}")
-    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
+    graph = load_graph(rule_options(settings, rules_dir))
     rules = sorted(graph.ruleset.rules.values(), key=lambda r: (KINDS.index(r.kind), r.id))
     rules = [
         r for r in rules if (kind is None or r.kind == kind) and (tag is None or tag in r.tags)
@@ -42,10 +47,9 @@ def rules_show(
 ) -> None:
     """A rule's documentation, params, edges and example."""
     from advisor.app.rulesets import load_graph
-    from advisor.engine.settings import RuleOptions
     from advisor.render.rules import rule_show_text
 
-    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
+    graph = load_graph(rule_options(settings, rules_dir))
     if rule_id not in graph.ruleset:
         close = [r for r in graph.ruleset.rules if rule_id.split(".")[-1] in r]
         hint = f" (did you mean {', '.join(sorted(close)[:3])}?)" if close else ""
@@ -87,8 +91,7 @@ def rules_graph(
 ) -> None:
     """The whole rule graph as Graphviz dot or Mermaid, for docs and review."""
     from advisor.app.rulesets import load_graph
-    from advisor.engine.settings import RuleOptions
     from advisor.render.graph import FORMATS
 
-    graph = load_graph(RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ())))
+    graph = load_graph(rule_options(settings, rules_dir))
     typer.echo(FORMATS[output_format.value](graph), nl=False)
