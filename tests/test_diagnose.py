@@ -104,7 +104,12 @@ def test_idle_time_the_host_does_not_explain_costs_the_host_nothing():
 
 
 def test_send_recv_time_is_the_pipelines_not_the_collectives():
-    facts = {"step.comm_exposed_ratio": 0.43, "comm.p2p_ratio": 0.24, "step.compute_ratio": 0.4}
+    facts = {
+        "step.comm_exposed_ratio": 0.43,
+        "comm.p2p_ratio": 0.24,
+        "step.compute_ratio": 0.4,
+        "job.pipeline_parallel": True,
+    }
     result = diagnose(GRAPH, Context(facts=facts))
     costs = {b.id: b.cost_ratio for b in result.bottlenecks}
     assert costs["bottleneck.communication"] == pytest.approx(0.43 - 0.10 - 0.24)

@@ -57,7 +57,11 @@ def load_job(options: JobOptions) -> Job:
     config = load_config_document(options.config) if options.config else None
     effective = effective_config(config.data, launch) if config is not None else None
     facts = collect_facts(
-        options.profile, list(options.logs), skip_bad_files=options.skip_bad_files
+        options.profile,
+        list(options.logs),
+        skip_bad_files=options.skip_bad_files,
+        config=effective,
+        config_source=options.config.name if options.config else "",
     )
     if options.model_config is not None:
         add_estimates(facts, options.model_config, effective)

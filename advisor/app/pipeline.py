@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from advisor.facts import derive_facts
 from advisor.facts.base import Recorder
+from advisor.facts.layout import complete_layout
 from advisor.facts.log import derive as log_derive
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, FactSet, InputError
@@ -28,12 +30,18 @@ def log_facts(logs: list[Path], into: FactSet | None = None) -> FactSet:
 
 
 def collect_facts(
-    profile: Path | None, logs: list[Path] | None, skip_bad_files: bool = False
+    profile: Path | None,
+    logs: list[Path] | None,
+    skip_bad_files: bool = False,
+    config: Mapping[str, object] | None = None,
+    config_source: str = "",
 ) -> FactSet:
-    """Facts of a profile, of training logs, or of both."""
+    """Facts of a profile, of training logs, or of both; the job's layout from them and, when
+    given, the config (after the launch command's overrides)."""
     result = profile_facts(profile, skip_bad_files) if profile is not None else FactSet()
     if logs:
         log_facts(logs, result)
+    complete_layout(result, config, config_source, default_taxonomy())
     return result
 
 

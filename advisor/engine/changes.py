@@ -59,6 +59,9 @@ def ceiling_of(rule: FeatureRule, ctx: Context) -> tuple[float, float] | None:
         # a per-kind fact that lacks the kind: the job has none of it, nothing to recover
         value = value.get(rule.ceiling.key, 0.0) if isinstance(value, Mapping) else None
     number = as_number(value)
+    if rule.ceiling.at_most is not None:
+        bound = as_number(ctx.facts.get(rule.ceiling.at_most))
+        number = bound if number is None else number if bound is None else min(number, bound)
     step = as_number(ctx.facts.get("attrib.step_ms")) or as_number(ctx.facts.get("step.time_ms"))
     if number is None or not step:
         return None

@@ -66,6 +66,7 @@ def _facts_named(rule: Rule) -> list[str]:
         names.extend(rule.collects)
         if rule.ceiling is not None:
             names.append(rule.ceiling.fact)
+            names.extend(name for name in (rule.ceiling.at_most,) if name)
     return names
 
 

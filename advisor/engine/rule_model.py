@@ -153,6 +153,7 @@ class Ceiling:
 
     fact: str
     key: str | None = None
+    at_most: str | None = None  # a measured bound, used alone when `fact` is missing
 
 
 @dataclass(frozen=True)

@@ -260,7 +260,11 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
             after=top.texts("after"),
             applied_when=top.condition("applied_when"),
             collects=top.texts("collects"),
-            ceiling=Ceiling(top.node("ceiling").text("fact"), top.node("ceiling").opt_text("key"))
+            ceiling=Ceiling(
+                top.node("ceiling").text("fact"),
+                top.node("ceiling").opt_text("key"),
+                top.node("ceiling").opt_text("at_most"),
+            )
             if "ceiling" in top
             else None,
         )

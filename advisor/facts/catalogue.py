@@ -421,6 +421,38 @@ CATALOGUE: tuple[FactSpec, ...] = (
         Combine.FIRST,
         _LEVEL1,
     ),
+    FactSpec(
+        "comm.groups",
+        "list",
+        "comm",
+        "Collectives by communication group: the group's key in the profile, the framework's name for it (dp, pp, tp... from parallel_group_info / pg_config, or matched by members), its ranks, ms per step by kind.",
+        Combine.JOB,
+        _LEVEL1,
+    ),
+    FactSpec(
+        "job.tensor_parallel",
+        "bool",
+        "comm",
+        "Tensor parallelism: tp > 1 in the job's parallel sizes.",
+        Combine.FIRST,
+        "profile with torch_npu 2.1+ (records distributed_args), or pass the config or the training log",
+    ),
+    FactSpec(
+        "job.context_parallel",
+        "bool",
+        "comm",
+        "Context (sequence) parallelism: cp > 1 in the job's parallel sizes.",
+        Combine.FIRST,
+        "profile with torch_npu 2.1+ (records distributed_args), or pass the config or the training log",
+    ),
+    FactSpec(
+        "job.parallel_sizes",
+        "",
+        "comm",
+        "Parallel degrees (tp, pp, vpp, dp, cp, ep, microbatches...) as the profiler (distributed_args), the training log's argument dump or the config states them; which one is the source.",
+        Combine.FIRST,
+        "profile with torch_npu 2.1+ (records distributed_args), or pass the config or the training log",
+    ),
     # data
     FactSpec(
         "data.loader_ms_per_step",
@@ -513,6 +545,14 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "profile several ranks (training.profile_ranks)",
     ),
     # training log
+    FactSpec(
+        "log.parallel_sizes",
+        "",
+        "log",
+        "Parallel degrees and batch sizes from the argument dump at the top of a Megatron-style training log.",
+        Combine.JOB,
+        "pass the log of the whole run (its first lines hold the argument dump)",
+    ),
     FactSpec(
         "log.iterations",
         "count",
@@ -827,6 +867,30 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "(slowest stage's compute - fastest stage's compute) / step time: what the fastest stage waits each step.",
         Combine.JOB,
         "profile every rank of the job (or at least one per stage), profile level1",
+    ),
+    FactSpec(
+        "pipeline.slowest_stage_p2p_ratio",
+        "ratio",
+        "cluster",
+        "Send/recv time per step of the slowest pipeline stage / step time: what the stages wait beyond the imbalance (the schedule's fill and drain, the transfers).",
+        Combine.JOB,
+        "profile every rank of the job (or at least one per stage), profile level1",
+    ),
+    FactSpec(
+        "pipeline.microbatches",
+        "count",
+        "cluster",
+        "Micro-batches per step and pipeline (m): as stated, or global batch / (micro batch x dp).",
+        Combine.JOB,
+        "pass the training log with its argument dump, or a config that states micro_batch_num",
+    ),
+    FactSpec(
+        "pipeline.bubble_expected_ratio",
+        "ratio",
+        "cluster",
+        "Schedule bubble of the pipeline: (p-1)/(v*m+p-1) for p stages, v virtual stages, m micro-batches (1F1B).",
+        Combine.JOB,
+        "needs the pipeline stages and micro-batches (training log argument dump or config)",
     ),
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from advisor.facts.base import Recorder, SteadySteps
+from advisor.facts.groups import GROUP_FACT, rank_groups
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import CommStep, RankProfile
 
@@ -20,6 +21,7 @@ COMM_FACTS = (
     "job.data_parallel",
     "job.pipeline_parallel",
     "job.expert_parallel",
+    GROUP_FACT,
 )
 
 
@@ -41,7 +43,7 @@ def _composition(
     job's parallelism (presence only: no thresholds)."""
     total = sum(by_op.values())
     if total <= 0:
-        for fact_id in COMM_FACTS[4:]:
+        for fact_id in COMM_FACTS[4:-1]:
             out.miss(fact_id, f"{source} records no communication time")
         return
     where = f"{source}:Elapse Time(ms)"
@@ -149,3 +151,4 @@ def derive(
     else:
         out.miss("comm.wait_ratio", f"{source} records no communication time")
     _composition(dict(by_op), n, taxonomy, out, source, note)
+    rank_groups(rank, steps, out, source, note)

@@ -7,7 +7,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from advisor.facts import attrib, comm, host, memory, ops, stages, steps
+from advisor.facts import attrib, comm, groups, host, memory, ops, stages, steps
 from advisor.facts import profile as profile_facts
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
@@ -25,7 +25,7 @@ CLUSTER_FACTS = (
 
 def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
     out = Recorder(scope)
-    profile_facts.derive(rank, out)
+    profile_facts.derive(rank, out, taxonomy)
     steps.derive(rank, taxonomy, out)
     rows, steady, source = steps.steady_rows(rank, taxonomy)
     attrib.derive(rank, rows, source, out)
@@ -222,6 +222,17 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
         source = "+".join(used) or "cluster_analysis_output"
     if multi:
         job = _job_from_ranks(recorders, source, taxonomy)
+        if data.ranks:
+            by_label = {label: rank for (label, _), rank in zip(recorders, data.ranks, strict=True)}
+            groups.job_groups(
+                by_label,
+                {
+                    label: rec.facts[groups.GROUP_FACT].value
+                    for label, rec in recorders
+                    if groups.GROUP_FACT in rec.facts
+                },
+                job,
+            )
         job.add(
             "profile.ranks",
             len(data.ranks) or len(recorders),

@@ -6,6 +6,7 @@ import math
 from statistics import median
 
 from advisor.facts.base import Recorder
+from advisor.facts.groups import recorded_layout
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.trainlog import GB, Iteration, TrainLog
 
@@ -46,6 +47,11 @@ def derive(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
         source,
         f"iterations {first.number}-{last.number} of {last.total}",
     )
+    sizes = recorded_layout(log.arguments, taxonomy.recorded_layout)
+    if sizes:
+        out.add("log.parallel_sizes", sizes, f"{source}:arguments", "Megatron argument dump")
+    else:
+        out.miss("log.parallel_sizes", f"{source} has no argument dump with parallel sizes")
     steady, note = steady_iterations(log, taxonomy)
     if steady:
         times = [it.step_ms or 0.0 for it in steady]

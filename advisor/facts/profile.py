@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
+from advisor.facts.groups import LAYOUT_FACT, recorded_layout
+from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import RankProfile
 
 INFO = "profiler_info.json"
 META = "profiler_metadata.json"
 
 
-def derive(rank: RankProfile, out: Recorder) -> None:
+def derive(rank: RankProfile, out: Recorder, taxonomy: Taxonomy) -> None:
     out.add(
         "profile.framework",
         rank.framework,
@@ -66,6 +68,18 @@ def derive(rank: RankProfile, out: Recorder) -> None:
             "profile.world_size",
             f"{META} {rank.absent.get(META, 'has no distributed_args.world_size')}",
         )
+    sizes = recorded_layout(rank.layout, taxonomy.recorded_layout)
+    if sizes:
+        out.add(
+            LAYOUT_FACT,
+            sizes,
+            f"{META}:distributed_args",
+            "parallel degrees recorded by the profiler",
+        )
+    elif rank.origin is not None:
+        out.miss(LAYOUT_FACT, f"{rank.origin}: PyTorch traces record no parallel degrees")
+    else:
+        out.miss(LAYOUT_FACT, f"{META} records no distributed_args parallel degrees")
     for name, value in sorted(rank.env.items()):
         out.add(
             f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started"

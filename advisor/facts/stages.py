@@ -76,6 +76,7 @@ def pipeline_facts(
         "pipeline.stage_ranks",
         "pipeline.stage_compute_ms",
         "pipeline.stage_imbalance_ratio",
+        "pipeline.slowest_stage_p2p_ratio",
     )
     if groups is None and len(ranks) >= 2 and not _pipelined(ranks):
         groups = [sorted(ranks, key=_rank_order)]  # no send/recv: every rank in one stage
@@ -116,3 +117,18 @@ def pipeline_facts(
         f"slowest stage computes {ratio:.2f}x the fastest; difference / median step time "
         f"{step:.1f} ms",
     )
+    slowest = groups[computes.index(max(computes))]
+    waits = [w for label in slowest if (w := _number(ranks[label], "comm.p2p_ratio")) is not None]
+    if not _pipelined(ranks):
+        job.miss(ids[-1], "no send/recv between ranks: no pipeline")
+    elif waits:
+        job.add(
+            ids[-1],
+            median(waits),
+            source,
+            f"median comm.p2p_ratio of ranks {', '.join(slowest)} (the slowest stage): no slower "
+            "stage keeps them waiting, so their send/recv time is the schedule's fill and drain "
+            "plus the transfers",
+        )
+    else:
+        job.miss(ids[-1], "the slowest stage's ranks have no send/recv time (comm.p2p_ratio)")

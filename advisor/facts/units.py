@@ -29,6 +29,10 @@ def format_value(value: object, unit: str, compact: bool = False) -> str:
         return f"{number / 1e9:.2f} GFLOP"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if isinstance(value, dict) and all(isinstance(v, int | float | str) for v in value.values()):
+        return ", ".join(
+            f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
+        )
     if isinstance(value, list):
         if all(not isinstance(item, dict) for item in value) and len(str(value)) <= 60:
             return str(value)

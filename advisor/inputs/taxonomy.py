@@ -43,6 +43,9 @@ class Taxonomy:
     min_ceiling_ratio: float
     compute_well_used_ratio: float
     p2p_kinds: frozenset[str]
+    # short name (tp, pp...) -> where it is stated: argument names, config keys
+    recorded_layout: dict[str, tuple[str, ...]]
+    config_layout: dict[str, tuple[str, ...]]
 
     def op_class(self, op_type: str, name: str) -> set[str]:
         """Every class whose pattern matches the kernel's type (or, failing that, its name)."""
@@ -91,6 +94,8 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
+        recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},
+        config_layout={k: tuple(v["config"]) for k, v in raw["parallel_layout"].items()},
     )
 
 

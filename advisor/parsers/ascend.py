@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
-from advisor.parsers.profile_data import ProfileData, RankProfile
+from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
 from advisor.parsers.trace_parallel import start_trace
 
@@ -155,6 +155,24 @@ def _apply_metadata(rank: RankProfile, meta: Any) -> None:
             rank.world_size = world
         if rank.rank is None and isinstance(dist.get("rank"), int):
             rank.rank = dist["rank"]
+        rank.layout = {
+            str(k): int(v)
+            for k, v in dist.items()
+            if isinstance(v, int | bool) and k not in ("rank", "world_size")
+        }
+    groups = meta.get("parallel_group_info") if isinstance(meta, dict) else None
+    if isinstance(groups, dict):
+        rank.process_groups = {
+            str(key): ProcessGroup(str(info.get("group_name") or key), ranks)
+            for key, info in groups.items()
+            if isinstance(info, dict) and (ranks := _ranks(info.get("global_ranks"))) is not None
+        }
+
+
+def _ranks(value: object) -> tuple[int, ...] | None:
+    if isinstance(value, list) and all(isinstance(r, int) for r in value):
+        return tuple(sorted(value))
+    return None
 
 
 def read_rank(

@@ -225,7 +225,7 @@ def read_communication(path: Path, taxonomy: Taxonomy) -> list[CommStep]:
             for op_key, op in bucket.items():
                 if op_key.startswith("Total Op Info") or not isinstance(op, dict):
                     continue  # aggregated pseudo-op: counting it would double every number
-                _add_comm_op(step, taxonomy.comm_kind(op_key), op)
+                _add_comm_op(step, taxonomy.comm_kind(op_key), op, _group_of(op_key))
         steps.append(step)
     if not steps:
         raise InputError(str(path), "no steps")
@@ -238,7 +238,7 @@ def read_cluster_communication(path: Path, taxonomy: Taxonomy) -> dict[int, list
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a JSON object keyed by communication group")
     by_rank: dict[int, dict[int | None, CommStep]] = {}
-    for steps in data.values():
+    for group_key, steps in data.items():
         if not isinstance(steps, dict):
             continue
         for step_key, ops in steps.items():
@@ -254,18 +254,26 @@ def read_cluster_communication(path: Path, taxonomy: Taxonomy) -> dict[int, list
                         continue
                     steps_of_rank = by_rank.setdefault(int(rank_key), {})
                     step = steps_of_rank.setdefault(number, CommStep(step=number))
-                    _add_comm_op(step, taxonomy.comm_kind(op_key), info)
+                    _add_comm_op(
+                        step, taxonomy.comm_kind(op_key), info, _group_of(op_key) or group_key
+                    )
     if not by_rank:
         raise InputError(str(path), "no per-rank communication entries")
     return {rank: list(steps.values()) for rank, steps in sorted(by_rank.items())}
 
 
-def _add_comm_op(step: CommStep, kind: str, op: dict[str, Any]) -> None:
+def _group_of(op_key: str) -> str | None:
+    """HCCL op names end in `@<group>` (e.g. hcom_allReduce__586_0_1@17522688603477080586)."""
+    _, at, group = op_key.rpartition("@")
+    return group.strip() or None if at else None
+
+
+def _add_comm_op(step: CommStep, kind: str, op: dict[str, Any], group: str | None) -> None:
     info = op.get("Communication Time Info") or {}
     elapse = _float(info.get("Elapse Time(ms)"))
     wait = _float(info.get("Wait Time(ms)"))
     if elapse is not None:
-        step.elapse_ms[kind] = step.elapse_ms.get(kind, 0.0) + elapse
+        step.add(kind, elapse, group)
     if wait is not None:
         step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + wait
     for link, stats in (op.get("Communication Bandwidth Info") or {}).items():

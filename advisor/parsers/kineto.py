@@ -17,7 +17,14 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile, StepRow
+from advisor.parsers.profile_data import (
+    CommStep,
+    KernelGroup,
+    KernelTable,
+    ProcessGroup,
+    RankProfile,
+    StepRow,
+)
 from advisor.parsers.trace_steps import (
     TraceData,
     TraceStep,
@@ -101,6 +108,7 @@ def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
     rank = RankProfile(path=path, output_dir=None, framework="pytorch")
     rank.rank = dist.get("rank") if isinstance(dist.get("rank"), int) else None
     rank.world_size = dist.get("world_size") if isinstance(dist.get("world_size"), int) else None
+    rank.process_groups = _process_groups(dist)
     devices = data.get("deviceProperties") or []
     if devices and isinstance(devices[0], dict) and devices[0].get("name"):
         rank.device = str(devices[0]["name"])
@@ -112,6 +120,7 @@ def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
     comm_re = taxonomy.operator_classes["communication"]
     compute: list[tuple[float, float, str]] = []
     comm: list[tuple[float, float, str]] = []
+    comm_group: dict[tuple[float, str], str] = {}  # (start, kernel) -> process group name
     launches: dict[Any, float] = {}
     kernel_corr: dict[Any, float] = {}
     host: dict[str, list[float]] = {
@@ -130,8 +139,16 @@ def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
         end = start + float(e.get("dur", 0.0))
         if cat in DEVICE_CATEGORIES:
             kernel = short_name(name)
-            (comm if comm_re.fullmatch(kernel) else compute).append((start, end, kernel))
-            corr = (e.get("args") or {}).get("correlation")
+            args = e.get("args") or {}
+            if comm_re.fullmatch(kernel):
+                comm.append((start, end, kernel))
+                group = args.get("Process Group Name")
+                if group is not None:
+                    comm_group[(start, kernel)] = str(group)
+                    _learn_group(rank, str(group), args)
+            else:
+                compute.append((start, end, kernel))
+            corr = args.get("correlation")
             if corr is not None and cat == "kernel":
                 kernel_corr[corr] = start
         elif cat in ("cuda_runtime", "cuda_driver", "cuda_sync"):
@@ -151,8 +168,42 @@ def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
             loader.append((start, end))
     if not compute and not comm:
         raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
-    _fill(rank, path, windows, compute, comm, launches, kernel_corr, host, loader, taxonomy)
+    _fill(
+        rank,
+        path,
+        windows,
+        compute,
+        (comm, comm_group),
+        launches,
+        kernel_corr,
+        host,
+        loader,
+        taxonomy,
+    )
     return rank
+
+
+def _process_groups(dist: Any) -> dict[str, ProcessGroup]:
+    """distributedInfo.pg_config: [{pg_name, pg_desc, ranks}, ...] (PyTorch 2.3 and later)."""
+    groups: dict[str, ProcessGroup] = {}
+    configs = dist.get("pg_config") if isinstance(dist, dict) else None
+    for pg in configs if isinstance(configs, list) else []:
+        ranks = pg.get("ranks") if isinstance(pg, dict) else None
+        if isinstance(ranks, list) and all(isinstance(r, int) for r in ranks):
+            key = str(pg.get("pg_name"))
+            groups[key] = ProcessGroup(str(pg.get("pg_desc") or key), tuple(sorted(ranks)))
+    return groups
+
+
+def _learn_group(rank: RankProfile, key: str, args: dict[str, Any]) -> None:
+    """Collective kernels name their group and its ranks ("[0, 1]") when pg_config is absent."""
+    if key in rank.process_groups:
+        return
+    text = str(args.get("Process Group Ranks", ""))
+    ranks = [int(r) for r in re.findall(r"-?\d+", text)]
+    if ranks:
+        name = str(args.get("Process Group Description") or key)
+        rank.process_groups[key] = ProcessGroup(name, tuple(sorted(ranks)))
 
 
 def _fill(
@@ -160,13 +211,14 @@ def _fill(
     path: Path,
     windows: list[tuple[int, float, float]],
     compute: list[tuple[float, float, str]],
-    comm: list[tuple[float, float, str]],
+    comm_and_groups: tuple[list[tuple[float, float, str]], dict[tuple[float, str], str]],
     launches: dict[Any, float],
     kernel_corr: dict[Any, float],
     host: dict[str, list[float]],
     loader: list[tuple[float, float]],
     taxonomy: Taxonomy,
 ) -> None:
+    comm, comm_group = comm_and_groups
     device_end = max(b for _, b, _ in compute + comm)
     bounds = []
     for i, (number, start, end) in enumerate(windows):
@@ -254,7 +306,7 @@ def _fill(
                 group.small_us += dur
             if is_comm:
                 kind = taxonomy.comm_kind(re.sub(r"^(nccl|rccl)(Dev)?Kernel_", "", kernel))
-                step_comm.elapse_ms[kind] = step_comm.elapse_ms.get(kind, 0.0) + dur / 1000.0
+                step_comm.add(kind, dur / 1000.0, comm_group.get((start, kernel)))
         comm_steps.append(step_comm)
     rank.step_rows = rows
     rank.kernels = KernelTable(

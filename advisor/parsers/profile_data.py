@@ -71,6 +71,22 @@ class CommStep:
     wait_ms: dict[str, float] = field(default_factory=dict)
     link_size_mb: dict[str, float] = field(default_factory=dict)
     link_time_ms: dict[str, float] = field(default_factory=dict)
+    # communication group (as the profile names it) -> op kind -> elapse ms
+    group_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def add(self, kind: str, elapse_ms: float, group: str | None) -> None:
+        self.elapse_ms[kind] = self.elapse_ms.get(kind, 0.0) + elapse_ms
+        if group:
+            kinds = self.group_ms.setdefault(group, {})
+            kinds[kind] = kinds.get(kind, 0.0) + elapse_ms
+
+
+@dataclass(frozen=True)
+class ProcessGroup:
+    """A communication group the profiler recorded: its framework name and global ranks."""
+
+    name: str
+    ranks: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,11 @@ class RankProfile:
     framework_version: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     world_size: int | None = None
+    # parallel degrees the profiler recorded (torch_npu distributed_args), by their own names
+    layout: dict[str, int] = field(default_factory=dict)
+    # group key as the profile spells it -> the group (torch_npu parallel_group_info, Kineto
+    # distributedInfo.pg_config)
+    process_groups: dict[str, ProcessGroup] = field(default_factory=dict)
     step_rows: list[StepRow] | None = None
     kernels: KernelTable | None = None
     op_stats: list[OpStat] | None = None

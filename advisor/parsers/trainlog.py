@@ -18,6 +18,8 @@ GB = 1024**3
 
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _MINDFORMERS = re.compile(r"step:\[\s*(\d+)\s*/\s*(\d+)\s*\],(.*)$")
+# Megatron's argument dump at start-up: "  micro_batch_size ................ 1"
+_ARGUMENT = re.compile(r"^\s*([a-z_][a-z0-9_]*) \.{3,} (\S.*?)\s*$")
 _NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
 
 
@@ -44,6 +46,7 @@ class TrainLog:
     paths: list[Path]
     iterations: list[Iteration] = field(default_factory=list)
     lines_read: int = 0
+    arguments: dict[str, str] = field(default_factory=dict)  # the argument dump, when logged
 
 
 def _num(text: str) -> float | None:
@@ -132,6 +135,8 @@ def read_logs(paths: list[Path]) -> TrainLog:
             for line_no, text in enumerate(handle, start=1):
                 log.lines_read += 1
                 it = parse_line(text.rstrip("\n"), line_no)
+                if it is None and (arg := _ARGUMENT.match(text)) is not None:
+                    log.arguments[arg.group(1)] = arg.group(2)
                 if it is not None:
                     by_number[it.number] = it  # a restarted run's repeat replaces the old line
     if not by_number:

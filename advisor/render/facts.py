@@ -42,6 +42,24 @@ def _top_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _groups_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [f"      {'group':<22} {'name':<16} {'ranks':<18} {'ms/step':>9}  kinds"]
+    for row in rows:
+        ranks = ",".join(str(r) for r in row.get("ranks") or []) or "-"
+        kinds = ", ".join(f"{k} {v:.3g}" for k, v in row["kinds"].items())
+        lines.append(
+            f"      {str(row['group'])[:22]:<22} {str(row.get('name') or '?')[:16]:<16} "
+            f"{ranks[:18]:<18} {row['ms_per_step']:>9.3f}  {kinds}"
+        )
+    return lines
+
+
+_TABLES: dict[str, Callable[[list[dict[str, Any]]], list[str]]] = {
+    "ops.top": _top_table,
+    "comm.groups": _groups_table,
+}
+
+
 def _rank_table(result: FactSet) -> list[str]:
     scopes = sorted({f.scope for f in result.facts if f.scope != JOB_SCOPE}, key=_scope_key)
     if not scopes:
@@ -88,8 +106,9 @@ def facts_text(result: FactSet, show_notes: bool = False) -> str:
         lines.append(area)
         for fact in facts:
             lines.append(f"  {fact.id:<34} {format_value(fact.value, fact.unit):<24} {fact.source}")
-            if fact.id == "ops.top" and isinstance(fact.value, list):
-                lines.extend(_top_table(fact.value))
+            table = _TABLES.get(fact.id)
+            if table is not None and isinstance(fact.value, list):
+                lines.extend(table(fact.value))
             if show_notes and fact.note:
                 lines.append(f"      {fact.note}")
     lines.extend(_rank_table(result))

@@ -28,6 +28,7 @@ class Scenario:
     level: str = "Level1"  # Level0: no communication files, no PMU columns
     rank: int = 0
     world_size: int = 8
+    pipeline_stages: int = 1  # recorded as distributed_args pipeline_model_parallel_size
     steps: int = 5
     first_step: int = 1
     layers: int = 4

@@ -85,8 +85,8 @@ def write_profile(parent: Path, s: Scenario) -> Written:
             "world_size": s.world_size,
             "rank": s.rank,
             "tensor_model_parallel_size": 1,
-            "pipeline_model_parallel_size": 1,
-            "data_parallel_size": s.world_size,
+            "pipeline_model_parallel_size": s.pipeline_stages,
+            "data_parallel_size": s.world_size // s.pipeline_stages,
             "context_parallel_size": 1,
             "expert_model_parallel_size": 1,
         },
@@ -175,6 +175,7 @@ def write_pipeline(
             s = base.with_(
                 rank=stage * ranks_per_stage + i,
                 world_size=stages * ranks_per_stage,
+                pipeline_stages=stages,
                 compute_scale=factor,
                 exposed_comm="batchsendrecv",
                 comm_exposed_us=p2p_us + wait_us,
