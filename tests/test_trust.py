@@ -80,3 +80,53 @@ def test_warnings_are_in_the_json_contract():
     payload = json.loads(result.output)
     assert schema_errors(payload, "suggestion.schema.json") == []
     assert isinstance(payload["warnings"], list)
+
+
+def _comm_change(extra: dict[str, object]):
+    return _plan(
+        {
+            "step.comm_exposed_ratio": 0.30,
+            "comm.allgather_share": 0.6,
+            "attrib.comm_exposed_by_kind_ms": {"allgather": 3.0},
+            "attrib.step_ms": 10.0,
+            "step.steady_steps": 4,
+            **extra,
+        }
+    )
+
+
+def test_a_bottleneck_resting_on_data_the_level_lacks_gets_a_request_for_data():
+    assert _comm_change({"profile.level": "Level1"}).status == "change"
+    suggestion = _comm_change({"profile.level": "Level0"})
+    assert suggestion.status == "needs-data" and suggestion.recommendation is None
+    assert [w.id for w in suggestion.warnings] == ["trust.level-below-need"]
+    assert "training.profile_level: level1" in suggestion.warnings[0].message
+
+
+def test_the_level_matters_only_for_bottlenecks_that_need_it():
+    facts = {
+        "profile.level": "Level0",
+        "host.dispatch_bound_ratio": 0.4,
+        "attrib.idle_host_ms": 4.0,
+        "attrib.step_ms": 10.0,
+        "step.free_ratio": 0.45,
+        "step.steady_steps": 4,
+    }
+    ctx = Context(facts=facts, config=FSDP, env={})
+    diagnosis = diagnose(GRAPH, ctx)
+    assert diagnosis.main is not None and diagnosis.main.id == "bottleneck.host-dispatch"
+    suggestion = plan(GRAPH, diagnosis, ctx, History(), [])
+    assert "trust.level-below-need" not in [w.id for w in suggestion.warnings]
+
+
+def test_a_profiler_version_outside_the_known_range_is_flagged():
+    known = _comm_change({"profile.torch_npu_version": "2.7.1", "profile.cann_version": "8.3.RC1"})
+    assert known.warnings == ()
+    newer = _comm_change({"profile.torch_npu_version": "3.0.0", "profile.cann_version": "8.3.RC1"})
+    assert [w.id for w in newer.warnings] == ["trust.unknown-profiler-version"]
+    assert "torch_npu 3.0.0 is newer" in newer.warnings[0].message
+    assert newer.status == "change"  # a warning: the facts name their sources to check
+    older = _comm_change({"profile.cann_version": "6.3.RC2"})
+    assert "cann 6.3.RC2 is older" in older.warnings[0].message
+    unrecorded = _comm_change({})
+    assert unrecorded.warnings == ()

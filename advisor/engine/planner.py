@@ -17,7 +17,7 @@ from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
-from advisor.engine.rule_model import FeatureRule
+from advisor.engine.rule_model import BottleneckRule, FeatureRule
 from advisor.facts.catalogue import is_known, spec_for
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.values import as_number
@@ -329,14 +329,25 @@ def plan(
     facts: list[Fact],
 ) -> Suggestion:
     """The one next change as a whole suggestion (its patch not yet placed in files)."""
+    needs = _level_needs(graph, diagnosis)
     for before in (undo(graph, ctx, history), awaiting(history), stale(graph, diagnosis, ctx)):
         if before is not None:
-            return dataclasses.replace(before, warnings=trust.trust_warnings(ctx))
+            return dataclasses.replace(before, warnings=trust.trust_warnings(ctx, needs))
     choice = _choose(graph, diagnosis, ctx, history)
     if isinstance(choice, Suggestion):
         suggestion = choice
     else:
         rec = _recommend(choice, diagnosis, ctx, facts)
         suggestion = Suggestion(choice.status, rec, choice.rejected, choice.summary)
-    gated = trust.gate(suggestion, diagnosis, ctx)
-    return dataclasses.replace(gated, warnings=trust.trust_warnings(ctx))
+    gated = trust.gate(suggestion, diagnosis, ctx, needs)
+    return dataclasses.replace(gated, warnings=trust.trust_warnings(ctx, needs))
+
+
+def _level_needs(graph: RuleGraph, diagnosis: Diagnosis) -> dict[str, str]:
+    """The least profiler level of each bottleneck found (rules' needs_level)."""
+    needs = {}
+    for found in diagnosis.bottlenecks:
+        rule = graph.ruleset.rules.get(found.id)
+        if isinstance(rule, BottleneckRule) and rule.needs_level:
+            needs[found.id] = rule.needs_level
+    return needs

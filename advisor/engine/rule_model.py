@@ -196,6 +196,7 @@ class SymptomRule(Rule):
 class BottleneckRule(Rule):
     evidence: Evidence = Evidence()
     message: str = ""
+    needs_level: str | None = None  # Level0 / Level1 / Level2
 
 
 @dataclass(frozen=True)

@@ -234,6 +234,7 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
             **base,
             evidence=Evidence(evidence.texts("any"), evidence.texts("all")),
             message=top.text("message"),
+            needs_level=top.opt_text("needs_level"),
         )
     if kind == "feature":
         effect = top.node("effect")

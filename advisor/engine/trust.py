@@ -7,13 +7,23 @@ better data instead of a change.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.attrib import PARTS
+from advisor.inputs.taxonomy import Taxonomy, default_taxonomy
 from advisor.inputs.values import as_number
 from advisor.model import Suggestion, TrustWarning
+
+LEVEL_CHECK = "trust.level-below-need"
+_VERSION_FACTS = {
+    "torch_npu": "profile.torch_npu_version",
+    "cann": "profile.cann_version",
+    "mindspore": "profile.framework_version",
+}
 
 
 @dataclass(frozen=True)
@@ -22,9 +32,62 @@ class _Check:
     blocks: frozenset[str]  # main bottlenecks whose advice the failure voids
 
 
-def _checks(ctx: Context) -> list[_Check]:
+def _level_check(ctx: Context, needs: Mapping[str, str], taxonomy: Taxonomy) -> _Check | None:
+    """The profile's level is below what some bottleneck's evidence rests on."""
+    level = ctx.facts.get("profile.level")
+    order = taxonomy.profiler_levels
+    if not isinstance(level, str) or level not in order:
+        return None
+    short = sorted(b for b, need in needs.items() if order.index(level) < order.index(need))
+    if not short:
+        return None
+    wanted = sorted({needs[b] for b in short}, key=order.index)[0]
+    return _Check(
+        TrustWarning(
+            LEVEL_CHECK,
+            f"the profile is {level}; {', '.join(short)} "
+            f"{'rests' if len(short) == 1 else 'rest'} on {wanted} data (communication "
+            f"files, pipe metrics): profile again with training.profile_level: {wanted.lower()}",
+        ),
+        frozenset(short),
+    )
+
+
+def _version_checks(ctx: Context, taxonomy: Taxonomy) -> list[_Check]:
+    out = []
+    for tool, fact_id in _VERSION_FACTS.items():
+        text = ctx.facts.get(fact_id)
+        known = taxonomy.profiler_versions.get(tool)
+        m = re.match(r"\s*(\d+)\.(\d+)", text) if isinstance(text, str) else None
+        if known is None or m is None:
+            continue
+        version = (int(m.group(1)), int(m.group(2)))
+        low, high = known
+        if low <= version <= high:
+            continue
+        side = "newer" if version > high else "older"
+        out.append(
+            _Check(
+                TrustWarning(
+                    "trust.unknown-profiler-version",
+                    f"{tool} {text} is {side} than the versions the parser knows "
+                    f"({low[0]}.{low[1]}-{high[0]}.{high[1]}): columns may have moved or "
+                    "changed meaning; check the facts' sources before acting",
+                ),
+                frozenset(),
+            )
+        )
+    return out
+
+
+def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check]:
     facts = ctx.facts
+    taxonomy = default_taxonomy()
     out: list[_Check] = []
+    level = _level_check(ctx, needs or {}, taxonomy)
+    if level is not None:
+        out.append(level)
+    out.extend(_version_checks(ctx, taxonomy))
     world = as_number(facts.get("profile.world_size"))
     comm = as_number(facts.get("comm.time_ms_per_step"))
     if world is not None and world > 1 and comm is not None and comm == 0:
@@ -68,22 +131,36 @@ def _checks(ctx: Context) -> list[_Check]:
     return out
 
 
-def trust_warnings(ctx: Context) -> tuple[TrustWarning, ...]:
-    return tuple(c.warning for c in _checks(ctx))
+def trust_warnings(
+    ctx: Context, needs: Mapping[str, str] | None = None
+) -> tuple[TrustWarning, ...]:
+    """`needs`: bottleneck id -> the least profiler level its evidence rests on. Only the
+    bottlenecks that fired matter: a Level0 profile of a compute-bound job is fine."""
+    return tuple(c.warning for c in _checks(ctx, needs))
 
 
-def gate(suggestion: Suggestion, diagnosis: Diagnosis, ctx: Context) -> Suggestion:
+def gate(
+    suggestion: Suggestion,
+    diagnosis: Diagnosis,
+    ctx: Context,
+    needs: Mapping[str, str] | None = None,
+) -> Suggestion:
     """The suggestion, or a request for data when the main bottleneck rests on a failed check."""
     main = diagnosis.main
     if main is None or suggestion.status not in ("change", "needs-data"):
         return suggestion
-    for check in _checks(ctx):
+    for check in _checks(ctx, needs):
         if main.id in check.blocks:
             summary = (
                 f"{main.id} leads, but the profile fails a check it rests on "
                 f"({check.warning.id}): {check.warning.message}"
             )
-            # a profiling change is still the right next step; any other change is withheld
-            keep = suggestion.recommendation if suggestion.status == "needs-data" else None
-            return Suggestion("needs-data", keep, suggestion.rejected, summary)
+            if suggestion.status == "needs-data":
+                if check.warning.id == LEVEL_CHECK:
+                    continue  # the request already says what to collect; the warning says why
+                # a profiling change is still the right next step
+                return Suggestion(
+                    "needs-data", suggestion.recommendation, suggestion.rejected, summary
+                )
+            return Suggestion("needs-data", None, suggestion.rejected, summary)
     return suggestion

@@ -46,6 +46,9 @@ class Taxonomy:
     # short name (tp, pp...) -> where it is stated: argument names, config keys
     recorded_layout: dict[str, tuple[str, ...]]
     config_layout: dict[str, tuple[str, ...]]
+    # torch_npu / cann / mindspore -> (oldest, newest) known (major, minor)
+    profiler_versions: dict[str, tuple[tuple[int, int], tuple[int, int]]]
+    profiler_levels: tuple[str, ...]
 
     def op_class(self, op_type: str, name: str) -> set[str]:
         """Every class whose pattern matches the kernel's type (or, failing that, its name)."""
@@ -64,6 +67,11 @@ class Taxonomy:
             if pattern.fullmatch(base):
                 return kind
         return "other"
+
+
+def _major_minor(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
 
 
 def _build(raw: dict[str, Any]) -> Taxonomy:
@@ -96,6 +104,11 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},
         config_layout={k: tuple(v["config"]) for k, v in raw["parallel_layout"].items()},
+        profiler_versions={
+            k: (_major_minor(v["min"]), _major_minor(v["max"]))
+            for k, v in raw["profiler_versions"].items()
+        },
+        profiler_levels=tuple(str(level) for level in raw["profiler_levels"]),
     )
 
 

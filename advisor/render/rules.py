@@ -93,7 +93,7 @@ def _sections(rule: Rule) -> list[tuple[str, object]]:
         return [("measure", {**measure, "levels": levels}), ("when", _raw(rule.when))]
     if isinstance(rule, BottleneckRule):
         evidence = _present({"any": list(rule.evidence.any), "all": list(rule.evidence.all)})
-        return [("evidence", evidence)]
+        return [("evidence", evidence), ("needs_level", rule.needs_level)]
     if isinstance(rule, PolicyRule):
         return [("when", _raw(rule.when)), ("change", _change(rule.change))]
     if isinstance(rule, FeatureRule):
@@ -111,6 +111,18 @@ def _sections(rule: Rule) -> list[tuple[str, object]]:
             ("conflicts", conflicts),
             ("after", list(rule.after)),
             ("applied_when", _raw(rule.applied_when)),
+            (
+                "ceiling",
+                _present(
+                    {
+                        "fact": rule.ceiling.fact,
+                        "key": rule.ceiling.key,
+                        "at_most": rule.ceiling.at_most,
+                    }
+                )
+                if rule.ceiling
+                else None,
+            ),
             ("change", _change(rule.change)),
             ("effect", effect),
             ("verify", verify),
