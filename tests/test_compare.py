@@ -155,6 +155,14 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
     assert rec.feature == "feature.fsdp-forward-prefetch"
     write_changes(rec.patch)  # what --write does
     assert "num_to_forward_prefetch: 2" in config.read_text()
+    # the same profile again: nothing was measured since the change
+    again = run_suggest(
+        JobOptions(profile=base, config=config, launch=script),
+        options=SuggestOptions(ledger=ledger),
+    )
+    assert again.suggestion.status == "awaiting-measurement"
+    assert again.suggestion.recommendation is None
+    assert "feature.fsdp-forward-prefetch" in again.suggestion.summary
     # the next run: prefetch hides part of the exposed communication
     cand = profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=1200.0)
     result, note = run_compare(Side(base), Side(cand), ledger_path=ledger)
@@ -166,7 +174,7 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
     )
     assert second.suggestion.recommendation.feature == "feature.fsdp-backward-prefetch"
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
-    assert events == ["proposed", "kept", "proposed"]
+    assert events == ["proposed", "applied", "kept", "proposed"]
 
 
 def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path: Path):
