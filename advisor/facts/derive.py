@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -39,7 +40,18 @@ def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
         source=rank.path.name if rank.framework == "pytorch" else comm.COMM,
     )
     memory.derive(rank, out)
+    if rank.sources:
+        _rename_sources(out, rank.sources)
     return out
+
+
+def _rename_sources(out: Recorder, sources: dict[str, str]) -> None:
+    """Facts name the text export's files; say which table a database export's value came from."""
+    for fact_id, fact in list(out.facts.items()):
+        for name, replacement in sources.items():
+            if name in fact.source:
+                fact = replace(fact, source=fact.source.replace(name, replacement))
+        out.facts[fact_id] = fact
 
 
 def _label(rank: RankProfile, index: int) -> str:

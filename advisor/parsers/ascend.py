@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
+from advisor.parsers.ascend_db import DbProfile, profiler_db, read_database
 from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
 from advisor.parsers.trace_parallel import start_trace
@@ -42,6 +43,10 @@ def framework_of(directory: Path) -> str | None:
 
 
 def is_output_dir(directory: Path) -> bool:
+    return is_text_output(directory) or profiler_db(directory) is not None
+
+
+def is_text_output(directory: Path) -> bool:
     return any((directory / name).is_file() for name in KNOWN_OUTPUTS)
 
 
@@ -200,6 +205,11 @@ def read_rank(
     if output is None:
         raise InputError(str(directory), f"no {OUTPUT_DIR} folder with profiler output")
 
+    db_path = profiler_db(output)
+    if db_path is not None and not is_text_output(output):
+        _read_db_rank(rank, db_path, taxonomy, reader)
+        return rank
+
     def out(name: str) -> Path:
         return output / name
 
@@ -238,6 +248,37 @@ def read_rank(
     return rank
 
 
+def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Reader) -> None:
+    """The database export (export_type db): the same plain data from its tables."""
+    content = reader.read(path, path.name, lambda p: read_database(p, taxonomy))
+    if content is None:
+        raise InputError(str(path), f"unreadable: {rank.absent.get(path.name, 'skipped')}")
+    _apply_db(rank, content, path)
+    if rank.level is None:
+        _infer_level(rank)
+    if rank.step_rows is None and (rank.trace is None or not rank.trace.steps):
+        raise InputError(
+            str(path), "no steps: neither analysis.db StepTraceTime rows nor STEP_TIME windows"
+        )
+
+
+def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
+    if content.metadata:
+        _apply_metadata(rank, content.metadata)
+    if rank.rank is None and content.rank is not None:
+        rank.rank = content.rank
+    rank.step_rows = content.step_rows
+    rank.kernels = content.kernels
+    rank.comm = content.comm
+    rank.memory = content.memory
+    rank.trace = content.trace
+    rank.sources.update(content.sources)
+    rank.absent.update(content.absent)
+    analysis = path.parent / "analysis.db"
+    if analysis.is_file():
+        rank.inputs.append(analysis)
+
+
 def _infer_level(rank: RankProfile) -> None:
     """Without profiler_info, Level1+ is recognisable by its communication files and PMU columns."""
     if rank.comm is not None or (rank.kernels is not None and rank.kernels.has_pmu):
@@ -251,7 +292,17 @@ def read_profile(
 ) -> tuple[ProfileData, list[str]]:
     warnings: list[str] = []
     rank_dirs, cluster_file = locate(path)
-    ranks = [read_rank(d, taxonomy, skip_bad, warnings) for d in rank_dirs]
+    ranks = []
+    for directory in rank_dirs:
+        try:
+            ranks.append(read_rank(directory, taxonomy, skip_bad, warnings))
+        except InputError as exc:
+            # a rank nothing can be read from is left out, when asked, if others remain
+            if not skip_bad or len(rank_dirs) == 1:
+                raise
+            warnings.append(f"{exc} (rank directory skipped)")
+    if rank_dirs and not ranks:
+        raise InputError(str(path), "no rank directory could be read")
     data = ProfileData(root=path, ranks=ranks)
     if cluster_file is not None:
         step_trace, comm = path / CLUSTER_STEP_TRACE, path / CLUSTER_COMMUNICATION

@@ -154,16 +154,29 @@ def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
             mte2 = _to_float(row[aiv_mte2]) if aiv_mte2 >= 0 else None
             if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
                 continue
-        group.pmu_us += duration
-        group.compute_pipe_us += duration * compute
-        group.mte2_pipe_us += duration * mte2
-        if mte2 > compute and mte2 >= mte2_bound and compute < compute_used:
-            group.mte2_bound_us += duration
+        add_pipes(group, duration, compute, mte2, mte2_bound, compute_used)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
         groups=list(groups.values()), has_pmu=has_pmu, has_step_ids=step_i is not None, rows=rows
     )
+
+
+def add_pipes(
+    group: KernelGroup,
+    duration: float,
+    compute: float,
+    mte2: float,
+    mte2_bound: float,
+    compute_used: float,
+) -> None:
+    """Count one kernel's pipe ratios; it is memory-bound when mte2 dominates a compute pipe
+    that is not well used (taxonomy thresholds mte2_bound_min_ratio, compute_well_used_ratio)."""
+    group.pmu_us += duration
+    group.compute_pipe_us += duration * compute
+    group.mte2_pipe_us += duration * mte2
+    if mte2 > compute and mte2 >= mte2_bound and compute < compute_used:
+        group.mte2_bound_us += duration
 
 
 def read_op_statistic(path: Path) -> list[OpStat]:

@@ -124,6 +124,8 @@ class RankProfile:
     trace: TraceData | None = None
     inputs: list[Path] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
+    # text-export file name -> what was read in its place (a database export's table)
+    sources: dict[str, str] = field(default_factory=dict)
     origin: str | None = None  # the single file every fact came from (PyTorch traces)
     device: str | None = None
 

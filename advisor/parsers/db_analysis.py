@@ -1,0 +1,87 @@
+"""analysis.db beside a database export: what step_trace_time.csv and communication.json hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import InputError
+from advisor.parsers.profile_data import CommStep, StepRow
+from advisor.parsers.sqlite_db import Database
+
+
+def step_number(text: Any) -> int | None:
+    digits = "".join(ch for ch in str(text) if ch.isdigit())
+    return int(digits) if digits else None
+
+
+def read_step_rows(db: Database) -> list[StepRow]:
+    columns = ("step", "computing", "communication_not_overlapped", "overlapped")
+    db.require("StepTraceTime", *columns, "communication", "free")
+    extra = [c if c in db.columns("StepTraceTime") else "NULL" for c in ("preparing", "bubble")]
+    sql = (
+        "SELECT step, computing, communication_not_overlapped, overlapped, communication, free, "
+        f"{extra[0]}, {extra[1]} FROM StepTraceTime"
+    )
+    rows = []
+    for step, computing, exposed, overlapped, comm, free, preparing, bubble in db.rows(
+        "StepTraceTime", sql
+    ):
+        values = (computing, exposed, overlapped, comm, free)
+        if not all(isinstance(v, int | float) for v in values):
+            raise InputError(str(db.path), f"table StepTraceTime: non-numeric cell in step {step}")
+        rows.append(
+            StepRow(
+                step=step_number(step),
+                computing=float(computing),
+                comm_not_overlapped=float(exposed),
+                overlapped=float(overlapped),
+                communication=float(comm),
+                free=float(free),
+                preparing=float(preparing) if isinstance(preparing, int | float) else None,
+                bubble=float(bubble) if isinstance(bubble, int | float) else None,
+            )
+        )
+    if not rows:
+        raise InputError(str(db.path), "table StepTraceTime has no rows")
+    return rows
+
+
+def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
+    """CommAnalyzerTime (elapse, wait per op) and CommAnalyzerBandwidth (per link)."""
+    db.require("CommAnalyzerTime", "hccl_op_name", "group_name", "elapse_time", "wait_time", "step")
+    by_step: dict[int | None, CommStep] = {}
+    sql = "SELECT hccl_op_name, group_name, elapse_time, wait_time, step FROM CommAnalyzerTime"
+    for name, group, elapse, wait, step_text in db.rows("CommAnalyzerTime", sql):
+        if str(name).startswith("Total Op Info"):
+            continue  # aggregated pseudo-op, as in communication.json
+        number = step_number(step_text)
+        step = by_step.setdefault(number, CommStep(step=number))
+        kind = taxonomy.comm_kind(str(name))
+        if isinstance(elapse, int | float):
+            step.add(kind, float(elapse), str(group) if group is not None else None)
+        if isinstance(wait, int | float):
+            step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + float(wait)
+    if db.has(
+        "CommAnalyzerBandwidth", "hccl_op_name", "transport_type", "transit_size", "transit_time"
+    ):
+        sql = (
+            "SELECT hccl_op_name, transport_type, transit_size, transit_time, step "
+            "FROM CommAnalyzerBandwidth"
+        )
+        seen: set[tuple[str, str, str]] = set()
+        for name, link, size, time, step_text in db.rows("CommAnalyzerBandwidth", sql):
+            key = (str(name), str(link), str(step_text))
+            # one row per packet-size bucket, each repeating the op's link totals
+            if str(name).startswith("Total Op Info") or key in seen:
+                continue
+            seen.add(key)
+            if not isinstance(size, int | float) or not isinstance(time, int | float):
+                continue
+            number = step_number(step_text)
+            step = by_step.setdefault(number, CommStep(step=number))
+            step.link_size_mb[str(link)] = step.link_size_mb.get(str(link), 0.0) + size
+            step.link_time_ms[str(link)] = step.link_time_ms.get(str(link), 0.0) + time
+    if not by_step:
+        raise InputError(str(db.path), "table CommAnalyzerTime has no rows")
+    return list(by_step.values())

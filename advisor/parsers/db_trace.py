@@ -1,0 +1,149 @@
+"""The trace part of a database export: device tasks, overlap lanes, collectives, host calls and
+launch flows, reduced per step exactly as a trace_view.json would be."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.sqlite_db import Database
+from advisor.parsers.trace import OVERLAP_LANES
+from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
+
+DEVICE_LANE_KEY = "device"
+
+
+@dataclass
+class DbTrace:
+    """The compact arrays reduce_steps needs, filled from the database instead of a JSON trace."""
+
+    events: int = 0
+    process_names: dict[int | str, str] = field(default_factory=dict)
+    steps: list[StepWindow] = field(default_factory=list)
+    starts: dict[int | str, array[float]] = field(default_factory=dict)
+    ends: dict[int | str, array[float]] = field(default_factory=dict)
+    overlap: dict[str, list[array[float]]] = field(default_factory=dict)
+    sync: array[float] = field(default_factory=lambda: array("d"))
+    sync_end: array[float] = field(default_factory=lambda: array("d"))
+    malloc: array[float] = field(default_factory=lambda: array("d"))
+    malloc_end: array[float] = field(default_factory=lambda: array("d"))
+    free: array[float] = field(default_factory=lambda: array("d"))
+    loader_start: array[float] = field(default_factory=lambda: array("d"))
+    loader_end: array[float] = field(default_factory=lambda: array("d"))
+    flow_start: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
+    flow_finish: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
+    collectives: dict[str, list[array[float]]] = field(default_factory=dict)
+
+    @property
+    def ts(self) -> Callable[[str | float], float]:
+        return float
+
+
+def _lane(table: dict[str, list[array[float]]], name: str) -> list[array[float]]:
+    lane = table.get(name)
+    if lane is None:
+        lane = table[name] = [array("d"), array("d")]
+    return lane
+
+
+def read_db_trace(
+    db: Database,
+    path: Path,
+    strings: dict[int, str],
+    origin: int,
+    windows: list[StepWindow],
+    taxonomy: Taxonomy,
+) -> TraceData:
+    raw = DbTrace(process_names={DEVICE_LANE_KEY: "Ascend Hardware"}, steps=list(windows))
+    starts, ends = array("d"), array("d")
+    for a, b in db.rows("TASK", "SELECT startNs, endNs FROM TASK"):
+        if isinstance(a, int) and isinstance(b, int) and b >= a:
+            starts.append((a - origin) / 1000.0)
+            ends.append((b - origin) / 1000.0)
+    raw.starts[DEVICE_LANE_KEY], raw.ends[DEVICE_LANE_KEY] = starts, ends
+    raw.events = len(starts)
+    if db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
+        sql = "SELECT type, startNs, endNs FROM OVERLAP_ANALYSIS"
+        for kind, a, b in db.rows("OVERLAP_ANALYSIS", sql):
+            if isinstance(kind, int) and 0 <= kind < len(OVERLAP_LANES) and b >= a:
+                lane = _lane(raw.overlap, OVERLAP_LANES[kind])
+                lane[0].append((a - origin) / 1000.0)
+                lane[1].append((b - origin) / 1000.0)
+                raw.events += 1
+    if db.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
+        sql = "SELECT opName, startNs, endNs FROM COMMUNICATION_OP"
+        for name, a, b in db.rows("COMMUNICATION_OP", sql):
+            if isinstance(a, int) and isinstance(b, int) and b >= a:
+                lane = _lane(raw.collectives, taxonomy.comm_kind(strings.get(name, "")))
+                lane[0].append((a - origin) / 1000.0)
+                lane[1].append((b - origin) / 1000.0)
+    _host_calls(db, strings, origin, raw, taxonomy)
+    _launch_flows(db, origin, raw)
+    return reduce_steps(path, raw)
+
+
+def _host_calls(
+    db: Database, strings: dict[int, str], origin: int, raw: DbTrace, taxonomy: Taxonomy
+) -> None:
+    """Synchronisation and allocator calls (CANN_API) and data loading (PYTORCH_API)."""
+    if db.has("CANN_API", "startNs", "endNs", "name"):
+        wanted = {}
+        for key, value in strings.items():
+            label = f"AscendCL@{value}"
+            for kind, pattern in (
+                ("sync", taxonomy.sync_calls),
+                ("malloc", taxonomy.malloc_calls),
+                ("free", taxonomy.free_calls),
+            ):
+                if pattern.fullmatch(label):
+                    wanted[key] = kind
+        if wanted:
+            marks = ", ".join(str(k) for k in wanted)
+            sql = f"SELECT name, startNs, endNs FROM CANN_API WHERE name IN ({marks})"
+            for name, a, b in db.rows("CANN_API", sql):
+                at, end = (a - origin) / 1000.0, (b - origin) / 1000.0
+                kind = wanted[name]
+                if kind == "sync":
+                    raw.sync.append(at)
+                    raw.sync_end.append(end)
+                elif kind == "malloc":
+                    raw.malloc.append(at)
+                    raw.malloc_end.append(end)
+                else:
+                    raw.free.append(at)
+    if db.has("PYTORCH_API", "startNs", "endNs", "name"):
+        loaders = [k for k, v in strings.items() if taxonomy.dataloader.fullmatch(v)]
+        if loaders:
+            marks = ", ".join(str(k) for k in loaders)
+            sql = f"SELECT startNs, endNs FROM PYTORCH_API WHERE name IN ({marks})"
+            # PYTORCH_API keeps its times as text in some exports
+            for a, b in db.rows("PYTORCH_API", sql):
+                raw.loader_start.append((int(a) - origin) / 1000.0)
+                raw.loader_end.append((int(b) - origin) / 1000.0)
+
+
+def _launch_flows(db: Database, origin: int, raw: DbTrace) -> None:
+    """HostToDevice: the runtime call (CANN_API) and the device task sharing a connectionId."""
+    if not (db.has("CANN_API", "connectionId", "startNs") and db.has("TASK", "connectionId")):
+        return
+    restrict = ""
+    if db.has("connectionCats", "connectionId", "cat"):
+        restrict = (
+            " WHERE t.connectionId IN (SELECT connectionId FROM connectionCats "
+            "WHERE cat = 'HostToDevice')"
+        )
+    sql = (
+        "SELECT t.connectionId, a.startNs, t.startNs FROM TASK t "
+        f"JOIN CANN_API a ON a.connectionId = t.connectionId{restrict}"
+    )
+    starts: dict[int | str, str | float] = {}
+    finishes: dict[int | str, str | float] = {}
+    for connection, host, device in db.rows("TASK", sql):
+        starts[connection] = (host - origin) / 1000.0
+        finishes[connection] = (device - origin) / 1000.0
+    if starts:
+        raw.flow_start["HostToDevice"] = starts
+        raw.flow_finish["HostToDevice"] = finishes

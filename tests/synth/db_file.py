@@ -1,0 +1,279 @@
+"""The database export (export_type db) of a synthetic scenario: the same timeline as the text
+export, in the tables torch_npu writes (ascend_pytorch_profiler_<rank>.db and analysis.db)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.synth.layout import (
+    BASE_US,
+    GROUP,
+    HCCS_GBPS,
+    SDMA_GBPS,
+    merge_intervals,
+    subtract_intervals,
+)
+from tests.synth.scenario import Scenario
+from tests.synth.timeline import NS, StepPlan, plan_steps
+from tests.synth.writer import Written, profiler_info
+
+PROFILER_TABLES = {
+    "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
+    "META_DATA": "name TEXT, value TEXT",
+    "RANK_DEVICE_MAP": "rankId INTEGER, deviceId INTEGER",
+    "SESSION_TIME_INFO": "startNs INTEGER, endNs INTEGER",
+    "STEP_TIME": "id INTEGER, startNs INTEGER, endNs INTEGER",
+    "TASK": "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, "
+    "globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, "
+    "streamId INTEGER, taskId INTEGER, modelId INTEGER",
+    "COMPUTE_TASK_INFO": "name INTEGER, globalTaskId INTEGER PRIMARY KEY, blockDim INTEGER, "
+    "mixBlockDim INTEGER, taskType INTEGER, opType INTEGER",
+    "TASK_PMU_INFO": "globalTaskId INTEGER, name INTEGER, value NUMERIC",
+    "COMMUNICATION_OP": "opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, "
+    "groupName INTEGER, opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, "
+    "dataType INTEGER, algType INTEGER, count NUMERIC, opType INTEGER, waitNs INTEGER",
+    "CANN_API": "startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, "
+    "connectionId INTEGER PRIMARY KEY, name INTEGER",
+    "PYTORCH_API": "startNs TEXT, endNs TEXT, globalTid INTEGER, connectionId INTEGER, "
+    "name INTEGER, type INTEGER",
+    "connectionCats": "connectionId INT, cat",
+    "OVERLAP_ANALYSIS": "id INTEGER PRIMARY KEY AUTOINCREMENT, deviceId integer, "
+    "startNs integer, endNs integer, type integer",
+    "MEMORY_RECORD": "component INTEGER, timestamp INTEGER, totalAllocated INTEGER, "
+    "totalReserved INTEGER, totalActive INTEGER, streamPtr INTEGER, deviceId INTEGER",
+}
+ANALYSIS_TABLES = {
+    "StepTraceTime": "step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, "
+    "overlapped NUMERIC, communication NUMERIC, free NUMERIC, stage NUMERIC, bubble NUMERIC, "
+    "communication_not_overlapped_and_exclude_receive NUMERIC, preparing NUMERIC",
+    "CommAnalyzerTime": "hccl_op_name TEXT, group_name TEXT, start_timestamp NUMERIC, "
+    "elapse_time NUMERIC, transit_time NUMERIC, wait_time NUMERIC, "
+    "synchronization_time NUMERIC, idle_time NUMERIC, step TEXT, type TEXT",
+    "CommAnalyzerBandwidth": "hccl_op_name TEXT, group_name TEXT, transport_type TEXT, "
+    "transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, large_packet_ratio NUMERIC, "
+    "package_size NUMERIC, count NUMERIC, total_duration NUMERIC, step TEXT, type TEXT",
+}
+LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+ACL_API = 20000
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        return self.ids.setdefault(text, len(self.ids) + 1)
+
+
+def _abs(ns: int) -> int:
+    return BASE_US * NS + ns
+
+
+def _create(path: Path, tables: dict[str, str]) -> sqlite3.Connection:
+    conn = sqlite3.connect(path)
+    for name, columns in tables.items():
+        conn.execute(f"CREATE TABLE {name} ({columns})")
+    return conn
+
+
+def write_profile_db(parent: Path, s: Scenario, analysis: bool = True) -> Written:
+    """One rank's directory with the database export instead of the text files."""
+    directory = parent / f"node0_{20000 + s.rank}_20260101093000000_ascend_pt"
+    output = directory / "ASCEND_PROFILER_OUTPUT"
+    output.mkdir(parents=True, exist_ok=True)
+    plans = plan_steps(s)
+    info = profiler_info(s)
+    info["config"]["experimental_config"]["_export_type"] = ["db"]
+    (directory / f"profiler_info_{s.rank}.json").write_text(json.dumps(info, indent=2))
+    conn = _create(output / f"ascend_pytorch_profiler_{s.rank}.db", PROFILER_TABLES)
+    _timeline(conn, s, plans)
+    conn.commit()
+    conn.close()
+    if analysis:
+        conn = _create(output / "analysis.db", ANALYSIS_TABLES)
+        _analysis(conn, s, plans)
+        conn.commit()
+        conn.close()
+    return Written(directory, plans)
+
+
+def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> None:
+    sid = _Strings()
+    meta = {
+        "SCHEMA_VERSION_MAJOR": "1",
+        "SCHEMA_VERSION": "1.0.0",
+        "ENV_VARIABLES": json.dumps(dict(s.env)),
+        "distributed_args": json.dumps(
+            {
+                "world_size": s.world_size,
+                "rank": s.rank,
+                "tensor_model_parallel_size": 1,
+                "pipeline_model_parallel_size": s.pipeline_stages,
+                "data_parallel_size": s.world_size // s.pipeline_stages,
+                "context_parallel_size": 1,
+                "expert_model_parallel_size": 1,
+            }
+        ),
+    }
+    conn.executemany("INSERT INTO META_DATA VALUES (?, ?)", meta.items())
+    conn.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?, ?)", (s.rank, s.rank))
+    conn.execute(
+        "INSERT INTO SESSION_TIME_INFO VALUES (?, ?)",
+        (_abs(plans[0].start) - 1000, _abs(plans[-1].end) + 1000),
+    )
+    launch = round(s.launch_us * NS)
+    task_id = 0
+    connection = 1_000_000  # host calls without a device task
+    for plan in plans:
+        conn.execute(
+            "INSERT INTO STEP_TIME VALUES (?, ?, ?)",
+            (plan.number, _abs(plan.start), _abs(plan.end)),
+        )
+        lo, hi = plan.loader
+        conn.execute(
+            "INSERT INTO PYTORCH_API (startNs, endNs, name) VALUES (?, ?, ?)",
+            (str(_abs(lo)), str(_abs(hi)), sid(LOADER)),
+        )
+        for p in plan.kernels:
+            k = p.kernel
+            task_id += 1
+            conn.execute(
+                "INSERT INTO TASK (startNs, endNs, connectionId, globalTaskId, streamId) "
+                "VALUES (?, ?, ?, ?, 2)",
+                (_abs(p.start), _abs(p.start + k.dur), p.flow_id, task_id),
+            )
+            conn.execute(
+                "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId, taskType, opType) "
+                "VALUES (?, ?, ?, ?)",
+                (sid(k.name), task_id, sid(k.core), sid(k.op_type)),
+            )
+            conn.execute(
+                "INSERT INTO CANN_API (startNs, endNs, type, connectionId, name) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    _abs(p.launch),
+                    _abs(p.launch + launch // 2),
+                    ACL_API,
+                    p.flow_id,
+                    sid(f"aclnn{k.op_type}"),
+                ),
+            )
+            conn.execute("INSERT INTO connectionCats VALUES (?, 'HostToDevice')", (p.flow_id,))
+            if s.level != "Level0" and k.compute_ratio is not None and k.mte2_ratio is not None:
+                unit = "aiv" if k.core == "AI_VECTOR_CORE" else "aic"
+                compute = "aiv_vec_ratio" if unit == "aiv" else "aic_mac_ratio"
+                conn.executemany(
+                    "INSERT INTO TASK_PMU_INFO VALUES (?, ?, ?)",
+                    [
+                        (task_id, sid(compute), k.compute_ratio),
+                        (task_id, sid(f"{unit}_mte2_ratio"), k.mte2_ratio),
+                    ],
+                )
+        for c in plan.comm:
+            task_id += 1
+            conn.execute(
+                "INSERT INTO TASK (startNs, endNs, globalTaskId, streamId) VALUES (?, ?, ?, 8)",
+                (_abs(c.start), _abs(c.start + c.dur), task_id),
+            )
+            conn.execute(
+                "INSERT INTO COMMUNICATION_OP (opName, startNs, endNs, groupName, opId, waitNs) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    sid(c.name),
+                    _abs(c.start),
+                    _abs(c.start + c.dur),
+                    sid(GROUP),
+                    task_id,
+                    round(c.dur * s.comm_wait_ratio),
+                ),
+            )
+        for name, times in (
+            ("aclrtSynchronizeStream", plan.sync),
+            ("aclMallocMemInner", plan.malloc),
+            ("aclrtFree", plan.free),
+        ):
+            for at in times:
+                connection += 1
+                conn.execute(
+                    "INSERT INTO CANN_API (startNs, endNs, type, connectionId, name) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (_abs(at), _abs(at + 1000), ACL_API, connection, sid(name)),
+                )
+        _overlap(conn, plan)
+        if s.with_memory:
+            for at, allocated in (
+                (plan.start, s.allocated_peak_mb * 0.6),
+                (plan.end, s.allocated_peak_mb),
+            ):
+                reserved = s.reserved_peak_mb if plan is not plans[0] else s.reserved_peak_mb * 0.9
+                conn.execute(
+                    "INSERT INTO MEMORY_RECORD (component, timestamp, totalAllocated, "
+                    "totalReserved) VALUES (?, ?, ?, ?)",
+                    (sid("PTA"), _abs(at), round(allocated * 2**20), round(reserved * 2**20)),
+                )
+    conn.executemany(
+        "INSERT INTO STRING_IDS VALUES (?, ?)", [(i, text) for text, i in sid.ids.items()]
+    )
+
+
+def _overlap(conn: sqlite3.Connection, plan: StepPlan) -> None:
+    compute = merge_intervals([(p.start, p.start + p.kernel.dur) for p in plan.kernels])
+    comm = merge_intervals([(c.start, c.start + c.dur) for c in plan.comm])
+    exposed = subtract_intervals(comm, compute)
+    free = subtract_intervals([(compute[0][0], plan.end)], compute + comm)
+    for kind, intervals in enumerate((compute, comm, exposed, free)):
+        conn.executemany(
+            "INSERT INTO OVERLAP_ANALYSIS (deviceId, startNs, endNs, type) VALUES (0, ?, ?, ?)",
+            [(_abs(a), _abs(b), kind) for a, b in intervals if b > a],
+        )
+
+
+def _analysis(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> None:
+    for plan in plans:
+        t = plan.truth
+        conn.execute(
+            "INSERT INTO StepTraceTime VALUES (?, ?, ?, ?, ?, ?, 0, 0, ?, ?)",
+            (
+                str(plan.number),
+                t.computing / NS,
+                t.exposed / NS,
+                (t.communication - t.exposed) / NS,
+                t.communication / NS,
+                t.free / NS,
+                t.exposed / NS,
+                t.preparing / NS,
+            ),
+        )
+        if s.level == "Level0":
+            continue
+        for c in plan.comm:
+            elapse = c.dur / NS / 1000.0
+            wait = elapse * s.comm_wait_ratio
+            transit = elapse - wait
+            step = f"step{plan.number}"
+            kind = "p2p" if c.kind == "batchsendrecv" else "collective"
+            conn.execute(
+                "INSERT INTO CommAnalyzerTime VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (c.name, GROUP, _abs(c.start) / 1000, elapse, transit, wait, wait / 2, step, kind),
+            )
+            # one row per packet-size bucket, each repeating the link totals
+            for link, gbps in (("HCCS", HCCS_GBPS), ("SDMA", SDMA_GBPS), ("RDMA", 0.0)):
+                for bucket in (2.0, 12.0):
+                    conn.execute(
+                        "INSERT INTO CommAnalyzerBandwidth VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1, "
+                        "?, ?, ?)",
+                        (
+                            c.name,
+                            GROUP,
+                            link,
+                            gbps * transit,
+                            transit if gbps else 0.0,
+                            gbps,
+                            bucket,
+                            0,
+                            step,
+                            kind,
+                        ),
+                    )
