@@ -113,6 +113,10 @@ class InputError(AdvisorError):
         self.path = path
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
+        # raised in worker processes too: rebuild from both fields, not from the message
+        return (InputError, (self.path, self.problem))
+
 
 class DataError(AdvisorError):
     """A project data file (taxonomy, rules, schemas) is invalid."""

@@ -2,10 +2,11 @@
 
 Prints the trace size, wall time and peak memory (max RSS of the child process). Usage:
 
-    python benchmarks/bench_facts.py [--size-mb 1024] [--out bench-out] [--keep]
+    python benchmarks/bench_facts.py [--size-mb 1024] [--export text|db] [--out bench-out] [--keep]
 
 The profile is written with the project's synthetic writer (64 layers, eight host operators per
-kernel launch, as real traces are dominated by host events), sized by the number of steps.
+kernel launch, as real traces are dominated by host events), sized by the number of steps: the
+text export's trace_view.json, or the database export's ascend_pytorch_profiler_0.db.
 """
 
 from __future__ import annotations
@@ -19,17 +20,22 @@ import time
 from pathlib import Path
 
 from tests.synth import PRESETS, write_profile
+from tests.synth.db_file import write_profile_db
+
+MAIN_FILE = {"text": "trace_view.json", "db": "ascend_pytorch_profiler_0.db"}
 
 
-def _generate(out: Path, size_mb: float) -> Path:
+def _generate(out: Path, size_mb: float, export: str) -> Path:
     base = PRESETS["healthy"].with_(name="benchmark", layers=64, host_ops_per_kernel=8)
+    write = write_profile if export == "text" else write_profile_db
     probe = out / "probe"
-    trial = write_profile(probe, base.with_(steps=2))
-    per_step = (trial.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size / 2
+    trial = write(probe, base.with_(steps=4))
+    output = trial.directory / "ASCEND_PROFILER_OUTPUT"
+    per_step = (output / MAIN_FILE[export]).stat().st_size / 4
     shutil.rmtree(probe)
     steps = max(2, round(size_mb * 1024 * 1024 / per_step))
     started = time.perf_counter()
-    written = write_profile(out / "profile", base.with_(steps=steps))
+    written = write(out / "profile", base.with_(steps=steps))
     print(f"generated {steps} steps in {time.perf_counter() - started:.1f} s")
     return written.directory
 
@@ -56,15 +62,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size-mb", type=float, default=1024.0, help="target trace_view.json size")
+    parser.add_argument("--size-mb", type=float, default=1024.0, help="target main file size")
+    parser.add_argument("--export", choices=sorted(MAIN_FILE), default="text")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     parser.add_argument("--keep", action="store_true", help="keep the generated profile")
     args = parser.parse_args()
     if args.out.exists():
         shutil.rmtree(args.out)
-    directory = _generate(args.out, args.size_mb)
-    trace = directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
-    kernels = directory / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    directory = _generate(args.out, args.size_mb, args.export)
+    output = directory / "ASCEND_PROFILER_OUTPUT"
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli", "facts", str(directory), "--format", "json"],
@@ -81,8 +87,8 @@ def main() -> None:
     if proc.returncode != 0:
         print(proc.stderr.read() if proc.stderr else "", file=sys.stderr)
         sys.exit(proc.returncode)
-    print(f"trace_view.json     {trace.stat().st_size / 2**20:10.1f} MiB")
-    print(f"kernel_details.csv  {kernels.stat().st_size / 2**20:10.1f} MiB")
+    for file in sorted(output.iterdir()):
+        print(f"{file.name:28} {file.stat().st_size / 2**20:10.1f} MiB")
     print(f"advisor facts wall  {wall:10.2f} s")
     print(
         f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)"

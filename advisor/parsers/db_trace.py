@@ -36,6 +36,7 @@ class DbTrace:
     flow_start: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
     flow_finish: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
+    launch_pairs: dict[float, float] = field(default_factory=dict)
 
     @property
     def ts(self) -> Callable[[str | float], float]:
@@ -136,14 +137,9 @@ def _launch_flows(db: Database, origin: int, raw: DbTrace) -> None:
             "WHERE cat = 'HostToDevice')"
         )
     sql = (
-        "SELECT t.connectionId, a.startNs, t.startNs FROM TASK t "
+        "SELECT t.startNs, a.startNs FROM TASK t "
         f"JOIN CANN_API a ON a.connectionId = t.connectionId{restrict}"
     )
-    starts: dict[int | str, str | float] = {}
-    finishes: dict[int | str, str | float] = {}
-    for connection, host, device in db.rows("TASK", sql):
-        starts[connection] = (host - origin) / 1000.0
-        finishes[connection] = (device - origin) / 1000.0
-    if starts:
-        raw.flow_start["HostToDevice"] = starts
-        raw.flow_finish["HostToDevice"] = finishes
+    pairs = raw.launch_pairs
+    for device, host in db.rows("TASK", sql):
+        pairs[(device - origin) / 1000.0] = (host - origin) / 1000.0

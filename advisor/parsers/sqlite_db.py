@@ -55,7 +55,9 @@ class Database:
                 f"table {table} lacks column(s) {', '.join(lacking)} (a newer export schema?)",
             )
 
-    def rows(self, table: str, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    def rows(
+        self, table: str, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
+    ) -> Iterator[tuple[Any, ...]]:
         """Stream the rows of `sql`; `table` names what is read for error messages."""
         try:
             cursor = self._conn.execute(sql, params)
@@ -63,6 +65,20 @@ class Database:
                 yield from batch
         except sqlite3.Error as exc:
             raise InputError(str(self.path), f"table {table}: {exc}") from None
+
+    def temp_table(self, name: str, columns: list[str], index: str) -> None:
+        """A scratch table beside the (read-only) export, e.g. step windows to join against."""
+        try:
+            self._conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+            self._conn.execute(f"CREATE TEMP TABLE {name} ({', '.join(columns)})")
+            self._conn.execute(f"CREATE INDEX temp.{name}_{index} ON {name} ({index})")
+        except sqlite3.Error as exc:
+            raise InputError(str(self.path), f"cannot create a scratch table: {exc}") from None
+
+    def insert(self, name: str, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            marks = ", ".join("?" for _ in rows[0])
+            self._conn.executemany(f"INSERT INTO temp.{name} VALUES ({marks})", rows)
 
     def strings(self) -> dict[int, str]:
         """STRING_IDS: the export stores every name once and refers to it by id."""

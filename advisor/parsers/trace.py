@@ -118,6 +118,7 @@ class _Accumulator:
     flow_finish: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
     # HCCL collective tasks (hcom_allGather__...) by kind: starts and ends
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
+    launch_pairs: dict[float, float] = field(default_factory=dict)  # flows are paired later
 
     def merge(self, other: _Accumulator) -> None:
         """Append another accumulator's data (a later byte range of the same file)."""

@@ -73,6 +73,9 @@ class RawTrace(Protocol):
     flow_start: dict[str, dict[int | str, str | float]]
     flow_finish: dict[str, dict[int | str, str | float]]
     collectives: dict[str, list[array[float]]]
+    # device task start -> host launch time, when the source pairs them itself (a database
+    # export joins them by connection id); empty: pair the flow events
+    launch_pairs: dict[float, float]
 
     @property
     def ts(self) -> Callable[[str | float], float]: ...
@@ -112,6 +115,8 @@ def count_in(times: list[float], lo: float, hi: float) -> int:
 
 def _launch_map(raw: RawTrace) -> tuple[str | None, dict[float, float]]:
     """Kernel start -> host launch time, from the best available flow category."""
+    if raw.launch_pairs:
+        return FLOW_PREFERENCE[0], raw.launch_pairs
     for cat in FLOW_PREFERENCE:
         starts = raw.flow_start.get(cat, {})
         finishes = raw.flow_finish.get(cat, {})

@@ -55,6 +55,13 @@ ANALYSIS_TABLES = {
     "transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, large_packet_ratio NUMERIC, "
     "package_size NUMERIC, count NUMERIC, total_duration NUMERIC, step TEXT, type TEXT",
 }
+PMU_METRICS = [
+    f"aic_{m}"
+    for m in ["total_time", "total_cycles", "mac_time", "mac_ratio", "scalar_time", "scalar_ratio", "mte1_time", "mte1_ratio", "mte2_time", "mte2_ratio", "fixpipe_time", "fixpipe_ratio", "icache_miss_rate"]
+] + [
+    f"aiv_{m}"
+    for m in ["total_time", "total_cycles", "vec_time", "vec_ratio", "mac_time", "mac_ratio", "scalar_time", "scalar_ratio", "mte1_time", "mte1_ratio", "mte2_time", "mte2_ratio", "mte3_time", "mte3_ratio", "icache_miss_rate"]
+]
 LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 ACL_API = 20000
 
@@ -125,7 +132,7 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
     )
     launch = round(s.launch_us * NS)
     task_id = 0
-    connection = 1_000_000  # host calls without a device task
+    connection = 10**12  # host calls without a device task: ids no launch reaches
     for plan in plans:
         conn.execute(
             "INSERT INTO STEP_TIME VALUES (?, ?, ?)",
@@ -135,6 +142,19 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
         conn.execute(
             "INSERT INTO PYTORCH_API (startNs, endNs, name) VALUES (?, ?, ?)",
             (str(_abs(lo)), str(_abs(hi)), sid(LOADER)),
+        )
+        # host operators around each launch, as real exports are dominated by them
+        conn.executemany(
+            "INSERT INTO PYTORCH_API (startNs, endNs, name) VALUES (?, ?, ?)",
+            [
+                (
+                    str(_abs(p.launch - launch + j)),
+                    str(_abs(p.launch - launch + j + max(1, launch // 2))),
+                    sid("aten::" + (p.kernel.op_type.lower() if j == 0 else "empty")),
+                )
+                for p in plan.kernels
+                for j in range(s.host_ops_per_kernel)
+            ],
         )
         for p in plan.kernels:
             k = p.kernel
@@ -164,12 +184,11 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
             if s.level != "Level0" and k.compute_ratio is not None and k.mte2_ratio is not None:
                 unit = "aiv" if k.core == "AI_VECTOR_CORE" else "aic"
                 compute = "aiv_vec_ratio" if unit == "aiv" else "aic_mac_ratio"
+                # every metric of the PipeUtilization set, as torch_npu writes them
+                values = {compute: k.compute_ratio, f"{unit}_mte2_ratio": k.mte2_ratio}
                 conn.executemany(
                     "INSERT INTO TASK_PMU_INFO VALUES (?, ?, ?)",
-                    [
-                        (task_id, sid(compute), k.compute_ratio),
-                        (task_id, sid(f"{unit}_mte2_ratio"), k.mte2_ratio),
-                    ],
+                    [(task_id, sid(m), values.get(m, 0.0)) for m in PMU_METRICS],
                 )
         for c in plan.comm:
             task_id += 1
