@@ -10,7 +10,7 @@ import pytest
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
-from advisor.facts.attrib import PARTS
+from advisor.facts.attrib import MEMORY_PART, PARTS
 from advisor.model import FactSet
 from tests.conftest import REAL
 from tests.synth import PRESETS, write_profile
@@ -26,6 +26,7 @@ REAL_TRACES = [
     "kineto/trace_filter__sampled_rank-1.json.gz",
     "kineto/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
     "kineto-rocm/mi300__resnet_act_checkpoint.json.gz",
+    "kineto-legacy/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
 ]
 
 
@@ -33,6 +34,13 @@ def _assert_adds_up(facts: FactSet, scope: str = "job") -> None:
     step = facts.value("attrib.step_ms", scope)
     parts = [facts.value(p, scope) for p in PARTS]
     assert step is not None and all(p is not None for p in parts), facts.missing
+    # PyTorch traces separate memcpy/memset from compute; torch_npu's step model does not
+    memory = facts.value(MEMORY_PART, scope)
+    if facts.value("profile.platform") == "ascend":
+        assert memory is None
+    else:
+        assert memory is not None
+        parts.append(memory)
     assert all(p >= 0 for p in parts)
     assert sum(parts) == pytest.approx(step, rel=0.01)
 

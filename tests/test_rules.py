@@ -79,18 +79,25 @@ def test_display_only_features_never_carry_ops():
             assert change.ops, rule.id
 
 
+def _order_on(graph, bottleneck: str, platform: str) -> list[str]:
+    return [f.id for _, f in graph.features_for(bottleneck) if f.runs_on(platform)]
+
+
 def test_try_orders_follow_the_guide():
     graph = load_graph()
-    assert [f.id for _, f in graph.features_for("bottleneck.communication")][:3] == [
+    assert _order_on(graph, "bottleneck.communication", "ascend")[:3] == [
         "feature.fsdp-forward-prefetch",
         "feature.fsdp-backward-prefetch",
         "feature.fused-dispatcher",
     ]
-    assert [f.id for _, f in graph.features_for("bottleneck.host-dispatch")][:3] == [
+    assert _order_on(graph, "bottleneck.host-dispatch", "ascend")[:3] == [
         "feature.remove-launch-blocking",
         "feature.task-queue-level2",
         "feature.cpu-affinity",
     ]
+    # on a GPU the Ascend-only features are not options: graph capture comes first
+    assert _order_on(graph, "bottleneck.host-dispatch", "cuda")[0] == "feature.gpu-cuda-graphs"
+    assert "feature.gpu-cuda-graphs" not in _order_on(graph, "bottleneck.host-dispatch", "ascend")
     compute = [f.id for _, f in graph.features_for("bottleneck.compute")]
     assert (
         compute.index("feature.flash-attention")

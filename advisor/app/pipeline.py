@@ -55,6 +55,7 @@ def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
         warnings: list[str] = []
     else:
         data, warnings = read_profile(path, taxonomy, skip_bad=skip_bad_files)
+    warnings.extend(w for rank in data.ranks for w in rank.warnings)
     inputs = [p for rank in data.ranks for p in rank.inputs]
     inputs.extend(p for p in (data.cluster_source, data.cluster_comm_source) if p is not None)
     facts = derive_facts(data, taxonomy, inputs)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.rule_model import LEVELS, BottleneckRule, SymptomRule
-from advisor.facts.catalogue import is_known, spec_for
+from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.values import as_number
 
@@ -77,12 +77,12 @@ class Diagnosis:
         return self.bottlenecks[0] if self.bottlenecks else None
 
 
-def _how_to_collect(missing: list[str]) -> str:
+def _how_to_collect(missing: list[str], platform: object) -> str:
     hints = []
     for item in missing:
         source, _, name = item.partition(":")
         if source == "fact" and is_known(name):
-            hint = spec_for(name).collect or f"a profile that yields {name}"
+            hint = collect_hint(name, platform)
         elif source == "config":
             hint = f"pass --config with {name} set"
         elif source == "env":
@@ -94,9 +94,9 @@ def _how_to_collect(missing: list[str]) -> str:
     return "; ".join(hints)
 
 
-def _unknown(rule_id: str, missing: list[str]) -> Unknown:
+def _unknown(rule_id: str, missing: list[str], platform: object) -> Unknown:
     names = [m.partition(":")[2] or m for m in missing]
-    return Unknown(rule_id, names, _how_to_collect(missing))
+    return Unknown(rule_id, names, _how_to_collect(missing, platform))
 
 
 def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | None:
@@ -104,11 +104,12 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     if gate.truth is Truth.FALSE:
         return None
     if gate.truth is Truth.UNKNOWN:
-        return _unknown(rule.id, list(gate.missing))
+        return _unknown(rule.id, list(gate.missing), ctx.facts.get("profile.platform"))
     fact = rule.measure
     value = as_number(ctx.facts.get(fact))
     if value is None:
-        return _unknown(rule.id, [f"fact:{fact}"]) if fact not in ctx.facts else None
+        platform = ctx.facts.get("profile.platform")
+        return _unknown(rule.id, [f"fact:{fact}"], platform) if fact not in ctx.facts else None
     level = None
     threshold = 0.0
     for name, cut in rule.levels.items():
@@ -209,7 +210,10 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     result = Diagnosis()
     fired: dict[str, Symptom] = {}
     unknown: dict[str, Unknown] = {}
+    platform = ctx.facts.get("profile.platform")
     for rule in sorted(graph.ruleset.of_type(SymptomRule), key=lambda r: r.id):
+        if not rule.runs_on(platform):
+            continue  # measured only where its data exists (e.g. Ascend PMU pipe ratios)
         outcome = evaluate_symptom(rule, ctx)
         if isinstance(outcome, Symptom):
             fired[rule.id] = outcome

@@ -100,6 +100,11 @@ def _add_edges(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
                     g.add_edge(rule.id, conflict.feature, key="conflicts", reason=conflict.reason)
 
 
+def _platforms_meet(a: Rule, b: Rule) -> bool:
+    """Whether two rules can apply to the same profile (no platforms listed: every one)."""
+    return not a.platforms or not b.platforms or bool(set(a.platforms) & set(b.platforms))
+
+
 def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
     after = nx.DiGraph([(u, v) for u, v, k in g.edges(keys=True) if k == "after"])
     for cycle in nx.simple_cycles(after):
@@ -107,15 +112,15 @@ def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
     for u, v, k in g.edges(keys=True):
         if k == "conflicts" and (after.has_edge(u, v) or after.has_edge(v, u)):
             errors.append(f"{rules[u].path}: {u} both comes after and conflicts with {v}")
-    orders: dict[tuple[str, int], str] = {}
+    # one try order per bottleneck and platform: features of disjoint platforms may share a slot
+    orders: dict[tuple[str, int], list[str]] = {}
     for u, v, k, data in g.edges(keys=True, data=True):
         if k == "addresses":
             key = (v, int(data["order"]))
-            if key in orders:
-                errors.append(
-                    f"{rules[u].path}: {u} and {orders[key]} share order {key[1]} for {v}"
-                )
-            orders[key] = u
+            for other in orders.get(key, []):
+                if _platforms_meet(rules[u], rules[other]):
+                    errors.append(f"{rules[u].path}: {u} and {other} share order {key[1]} for {v}")
+            orders.setdefault(key, []).append(u)
     for rule in rules.rules.values():
         if isinstance(rule, BottleneckRule):
             kinds = {k for _, _, k in g.in_edges(rule.id, keys=True)}

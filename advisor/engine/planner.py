@@ -18,7 +18,7 @@ from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
-from advisor.facts.catalogue import is_known, spec_for
+from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.values import as_number
 from advisor.model import (
@@ -116,9 +116,11 @@ def _ceiling_name(rule: FeatureRule) -> str:
     return f"{name}, at most {rule.ceiling.at_most}" if rule.ceiling.at_most else name
 
 
-def _collector(graph: RuleGraph, missing: set[str]) -> FeatureRule | None:
+def _collector(graph: RuleGraph, missing: set[str], platform: object) -> FeatureRule | None:
     best, covered = None, 0
     for rule in graph.ruleset.of_type(FeatureRule):
+        if not rule.runs_on(platform):
+            continue
         overlap = len(set(rule.collects) & missing)
         if overlap > covered:
             best, covered = rule, overlap
@@ -160,8 +162,13 @@ def _collect_first(
 ) -> _Choice | Suggestion:
     """The try order depends on facts the profile lacks: collect them before changing anything."""
     names = ", ".join(sorted(m.partition(":")[2] or m for m in missing))
-    collector = _collector(graph, {m.partition(":")[2] for m in missing})
-    hows = {spec_for(m.partition(":")[2]).collect for m in missing if is_known(m.partition(":")[2])}
+    platform = ctx.facts.get("profile.platform")
+    collector = _collector(graph, {m.partition(":")[2] for m in missing}, platform)
+    hows = {
+        collect_hint(m.partition(":")[2], platform)
+        for m in missing
+        if is_known(m.partition(":")[2])
+    }
     how = f" ({'; '.join(sorted(h for h in hows if h))})" if any(hows) else ""
     summary = (
         f"{bottleneck} leads, but which of its fixes applies depends on {names}, which the "
@@ -188,10 +195,11 @@ def _choose(
         )
     rejected: list[Rejected] = []
     unknown_of = {u.rule: u for u in diagnosis.unknown}
+    platform = ctx.facts.get("profile.platform")
     for bottleneck in diagnosis.bottlenecks:
         gap = unknown_of.get(bottleneck.id)
         if gap is not None and bottleneck is diagnosis.bottlenecks[0]:
-            collector = _collector(graph, set(gap.missing))
+            collector = _collector(graph, set(gap.missing), platform)
             if collector is not None and collector.id not in history.rejected:
                 ops = abstract_ops(collector, ctx)
                 if ops and not is_applied(collector, ctx):
@@ -206,6 +214,8 @@ def _choose(
         undecided: set[str] = set()  # facts an earlier feature's trigger needs
         passed: list[tuple[int, Rejected]] = []
         for order, rule in graph.features_for(bottleneck.id):
+            if not rule.runs_on(platform):
+                continue  # another platform's variable, config key or kernel: never an option
             reason = _judge(rule, bottleneck.id, graph, ctx, history)
             if reason is None and undecided:
                 reason = "later in the try order than features the profile cannot decide"

@@ -176,9 +176,14 @@ class Rule:
     params: Mapping[str, Param]
     path: Path = field(metadata=LOADED)
     enabled: bool = field(default=True, metadata=LOADED)
+    platforms: tuple[str, ...] = ()  # empty: every platform
 
     def param(self, name: str) -> Scalar:
         return self.params[name].value
+
+    def runs_on(self, platform: object) -> bool:
+        """Whether the rule applies to a profile of `platform` (unknown platform: yes)."""
+        return not self.platforms or not isinstance(platform, str) or platform in self.platforms
 
 
 @dataclass(frozen=True)

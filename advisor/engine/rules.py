@@ -179,6 +179,7 @@ class _Common(TypedDict):
     params: Mapping[str, Param]
     path: Path
     enabled: bool
+    platforms: tuple[str, ...]
 
 
 def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, where: str) -> Rule:
@@ -211,6 +212,7 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
         "params": params,
         "path": path,
         "enabled": settings.enabled if settings.enabled is not None else True,
+        "platforms": top.texts("platforms"),
     }
     kind = base["kind"]
     if kind == "symptom":

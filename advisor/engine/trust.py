@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Diagnosis
-from advisor.facts.attrib import PARTS
+from advisor.facts.attrib import MEMORY_PART, PARTS
+from advisor.facts.catalogue import GPU_PLATFORMS
 from advisor.inputs.taxonomy import Taxonomy, default_taxonomy
 from advisor.inputs.values import as_number
 from advisor.model import Suggestion, TrustWarning
@@ -26,10 +27,14 @@ _VERSION_FACTS = {
 }
 
 
+# a check that voids every bottleneck's advice
+ALL_BOTTLENECKS = frozenset({"*"})
+
+
 @dataclass(frozen=True)
 class _Check:
     warning: TrustWarning
-    blocks: frozenset[str]  # main bottlenecks whose advice the failure voids
+    blocks: frozenset[str]  # main bottlenecks whose advice the failure voids ("*": all)
 
 
 def _level_check(ctx: Context, needs: Mapping[str, str], taxonomy: Taxonomy) -> _Check | None:
@@ -80,6 +85,12 @@ def _version_checks(ctx: Context, taxonomy: Taxonomy) -> list[_Check]:
     return out
 
 
+def _how_to_profile_steps(platform: object) -> str:
+    if platform in GPU_PLATFORMS:
+        return "torch.profiler.schedule with active >= 3"
+    return "profile_step_start/end"
+
+
 def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check]:
     facts = ctx.facts
     taxonomy = default_taxonomy()
@@ -104,7 +115,7 @@ def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check
     step = as_number(facts.get("attrib.step_ms"))
     parts = [as_number(facts.get(p)) for p in PARTS]
     if step and all(p is not None for p in parts):
-        total = sum(p or 0.0 for p in parts)
+        total = sum(p or 0.0 for p in parts) + (as_number(facts.get(MEMORY_PART)) or 0.0)
         if abs(total - step) > 0.01 * step:
             out.append(
                 _Check(
@@ -116,6 +127,31 @@ def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check
                     frozenset(),
                 )
             )
+    step_ms = as_number(facts.get("step.time_ms"))
+    if step_ms is not None and step_ms < taxonomy.min_trusted_step_ms:
+        out.append(
+            _Check(
+                TrustWarning(
+                    "trust.short-step",
+                    f"the steady step is {step_ms:.3f} ms, shorter than "
+                    f"{taxonomy.min_trusted_step_ms:g} ms: not a training step (the profiler "
+                    "window cut it, or the markers wrap something else); profile whole steps",
+                ),
+                ALL_BOTTLENECKS,
+            )
+        )
+    if as_number(facts.get("profile.steps")) == 0:
+        out.append(
+            _Check(
+                TrustWarning(
+                    "trust.no-steps",
+                    "the trace has no ProfilerStep#N markers: shares are over one window of "
+                    "arbitrary length and nothing is per step; profile with "
+                    "torch.profiler.schedule and call prof.step() every iteration",
+                ),
+                frozenset(),
+            )
+        )
     steady = as_number(facts.get("step.steady_steps"))
     if steady is not None and steady < 2:
         out.append(
@@ -123,7 +159,8 @@ def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check
                 TrustWarning(
                     "trust.single-step",
                     "one steady step: no spread to tell a change from noise; profile at least "
-                    "three steps (profile_step_start/end) before comparing",
+                    f"three steps ({_how_to_profile_steps(facts.get('profile.platform'))}) "
+                    "before comparing",
                 ),
                 frozenset(),
             )
@@ -150,7 +187,7 @@ def gate(
     if main is None or suggestion.status not in ("change", "needs-data"):
         return suggestion
     for check in _checks(ctx, needs):
-        if main.id in check.blocks:
+        if main.id in check.blocks or check.blocks == ALL_BOTTLENECKS:
             summary = (
                 f"{main.id} leads, but the profile fails a check it rests on "
                 f"({check.warning.id}): {check.warning.message}"

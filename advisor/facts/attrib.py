@@ -26,6 +26,8 @@ PARTS = (
     "attrib.preparing_other_ms",
 )
 TRACE_PARTS = PARTS[2:]
+# a part only some sources separate (PyTorch traces: memcpy/memset outside compute)
+MEMORY_PART = "attrib.memory_ms"
 ATTRIB_FACTS = (
     "attrib.step_ms",
     *PARTS,
@@ -46,7 +48,7 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
     loader = min(step.preparing_loader_us, preparing)
     allocator = min(step.preparing_allocator_us, preparing - loader)
     sync = min(step.preparing_sync_us, preparing - loader - allocator)
-    return {
+    split = {
         "attrib.compute_ms": row.computing,
         "attrib.comm_exposed_ms": row.comm_not_overlapped,
         "attrib.idle_host_ms": host,
@@ -57,6 +59,9 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
         "attrib.preparing_sync_ms": sync,
         "attrib.preparing_other_ms": preparing - loader - allocator - sync,
     }
+    if row.memory is not None:
+        split[MEMORY_PART] = row.memory
+    return split
 
 
 def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -> None:
@@ -66,6 +71,13 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
         return
     totals = [r.total for r in rows]
     out.add("attrib.step_ms", _mean(totals), source, f"mean over {len(rows)} steady step(s)")
+    if all(r.memory is not None for r in rows):
+        out.add(
+            MEMORY_PART,
+            _mean([r.memory or 0.0 for r in rows]),
+            f"{source}:Memory",
+            f"memcpy/memset outside compute and communication; mean over {len(rows)} steady step(s)",
+        )
     trace = rank.trace
     by_number = {s.number: s for s in trace.steps} if trace is not None else {}
     matched = [(r, by_number.get(r.step)) for r in rows if r.step is not None]

@@ -42,7 +42,16 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "profile.framework",
         "",
         "profile",
-        "torch_npu or mindspore (from the directory suffix).",
+        "torch_npu, mindspore or pytorch; the note says how it was recognised.",
+        Combine.FIRST,
+        "",
+    ),
+    FactSpec(
+        "profile.platform",
+        "",
+        "profile",
+        "The accelerator platform the profile was recorded on: ascend, cuda or rocm. Advice "
+        "for one platform's features, variables and profiler keys is given only on it.",
         Combine.FIRST,
         "",
     ),
@@ -175,6 +184,15 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "ratio",
         "step",
         "Device idle time (neither computing nor communicating) / step time.",
+        Combine.MEDIAN,
+        _STEPS,
+    ),
+    FactSpec(
+        "step.memory_ratio",
+        "ratio",
+        "step",
+        "Device memory operations (memcpy/memset) that neither compute nor communication hides "
+        "/ step time (PyTorch traces; torch_npu counts them in Computing).",
         Combine.MEDIAN,
         _STEPS,
     ),
@@ -764,6 +782,15 @@ CATALOGUE: tuple[FactSpec, ...] = (
         _STEPS,
     ),
     FactSpec(
+        "attrib.memory_ms",
+        "ms",
+        "attrib",
+        "Device memory operations (memcpy/memset) that neither compute nor communication hides, "
+        "per step (PyTorch traces; torch_npu counts them in compute).",
+        Combine.REPRESENTATIVE,
+        _STEPS,
+    ),
+    FactSpec(
         "attrib.idle_host_ms",
         "ms",
         "attrib",
@@ -924,6 +951,25 @@ def spec_for(fact_id: str) -> FactSpec:
             "profile with torch_npu >= 2.1 (profiler_metadata.json)",
         )
     return SPECS[fact_id]
+
+
+# What to collect when a fact is missing from a PyTorch profiler (GPU) trace: the Ascend
+# profiler's keys mean nothing there; facts only torch_npu writes have no GPU counterpart.
+_GPU_COLLECT = {
+    _STEPS: "profile whole steps: torch.profiler.schedule(wait=1, warmup=1, active=3) and "
+    "prof.step() every iteration",
+    _TRACE: "record CPU and device activity (activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])",
+    _KERNELS: "record device activity (ProfilerActivity.CUDA)",
+}
+GPU_PLATFORMS = ("cuda", "rocm")
+
+
+def collect_hint(fact_id: str, platform: object) -> str:
+    """How to collect a missing fact on the profile's platform."""
+    spec = spec_for(fact_id)
+    if platform in GPU_PLATFORMS:
+        return _GPU_COLLECT.get(spec.collect) or "not recorded in PyTorch profiler traces"
+    return spec.collect or f"a profile that yields {fact_id}"
 
 
 def is_known(fact_id: str) -> bool:

@@ -42,7 +42,27 @@ def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
     memory.derive(rank, out)
     if rank.sources:
         _rename_sources(out, rank.sources)
+    if rank.stepless:
+        _withhold_step_claims(out)
     return out
+
+
+# Facts that claim something per step or about the step's length; a trace without step markers
+# has one window of arbitrary length, so they are withheld (ratios over the window remain).
+_STEP_CLAIMS = ("step.time_ms", "step.time_mad_ms", "step.steady_steps", "attrib.")
+
+
+def _withhold_step_claims(out: Recorder) -> None:
+    for fact_id in list(out.facts):
+        if fact_id.endswith("_per_step") or fact_id.startswith(_STEP_CLAIMS):
+            if fact_id.endswith("_ratio") or fact_id == "attrib.comm_exposed_by_kind_ms":
+                continue
+            del out.facts[fact_id]
+            out.miss(
+                fact_id,
+                "the trace has no ProfilerStep#N markers: one window of arbitrary length, no "
+                "per-step value (profile with torch.profiler.schedule and call prof.step())",
+            )
 
 
 def _rename_sources(out: Recorder, sources: dict[str, str]) -> None:

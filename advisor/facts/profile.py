@@ -9,15 +9,16 @@ from advisor.parsers.profile_data import RankProfile
 
 INFO = "profiler_info.json"
 META = "profiler_metadata.json"
+_PLATFORM_NOTE = {
+    "ascend": "a torch_npu / MindSpore profile: Ascend NPU",
+    "cuda": "a PyTorch profiler trace without ROCm markers: NVIDIA GPU (CUDA)",
+    "rocm": "a PyTorch profiler trace with roctracer / HIP versions or an AMD device: ROCm",
+}
 
 
 def derive(rank: RankProfile, out: Recorder, taxonomy: Taxonomy) -> None:
-    out.add(
-        "profile.framework",
-        rank.framework,
-        rank.path.name,
-        "from the directory suffix (_ascend_pt / _ascend_ms)",
-    )
+    out.add("profile.framework", rank.framework, rank.path.name, rank.framework_source)
+    out.add("profile.platform", rank.platform, rank.path.name, _PLATFORM_NOTE[rank.platform])
     if rank.level:
         out.add("profile.level", rank.level, rank.level_source or INFO, "profiler level")
     else:

@@ -106,7 +106,10 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
     profiled = (
         len(rank.step_rows) if rank.step_rows else len(rank.trace.steps if rank.trace else [])
     )
-    out.add("profile.steps", profiled, source, f"profiled steps in {source}")
+    if rank.stepless:
+        out.add("profile.steps", 0, source, "no ProfilerStep#N markers: one window, no steps")
+    else:
+        out.add("profile.steps", profiled, source, f"profiled steps in {source}")
     check = _cross_check(rank, rows, out, taxonomy.cross_check_tolerance)
     note = steady.note + check
     total = sum(r.total for r in rows)
@@ -139,6 +142,16 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         out.add(
             fact_id, value, f"{source}:{column}", f"sum of {column} / sum of step time over {note}"
         )
+    memory = [r.memory for r in rows]
+    if all(m is not None for m in memory):
+        value = ratio(sum(m or 0.0 for m in memory), total)
+        if value is not None:
+            out.add(
+                "step.memory_ratio",
+                value,
+                f"{source}:Memory",
+                f"memcpy/memset time that no compute or communication hides / step time over {note}",
+            )
     for fact_id, column, values in (
         ("step.preparing_ratio", "Preparing", [r.preparing for r in rows]),
         ("step.bubble_ratio", "Bubble", [r.bubble for r in rows]),

@@ -42,6 +42,7 @@ class Taxonomy:
     mte2_bound_min_ratio: float
     min_ceiling_ratio: float
     compute_well_used_ratio: float
+    min_trusted_step_ms: float
     p2p_kinds: frozenset[str]
     # short name (tp, pp...) -> where it is stated: argument names, config keys
     recorded_layout: dict[str, tuple[str, ...]]
@@ -49,6 +50,8 @@ class Taxonomy:
     # torch_npu / cann / mindspore -> (oldest, newest) known (major, minor)
     profiler_versions: dict[str, tuple[tuple[int, int], tuple[int, int]]]
     profiler_levels: tuple[str, ...]
+    # PyTorch profiler event category -> its role (kernel, memory, runtime, sync, annotation)
+    kineto_roles: dict[str, str]
 
     def op_class(self, op_type: str, name: str) -> set[str]:
         """Every class whose pattern matches the kernel's type (or, failing that, its name)."""
@@ -101,6 +104,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
+        min_trusted_step_ms=float(measurement["min_trusted_step_ms"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},
         config_layout={k: tuple(v["config"]) for k, v in raw["parallel_layout"].items()},
@@ -109,6 +113,9 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
             for k, v in raw["profiler_versions"].items()
         },
         profiler_levels=tuple(str(level) for level in raw["profiler_levels"]),
+        kineto_roles={
+            str(cat): role for role, cats in raw["kineto_categories"].items() for cat in cats
+        },
     )
 
 

@@ -147,6 +147,9 @@ def _apply_info(rank: RankProfile, info: Any, info_path: Path) -> None:
         value = _nested(info, key)
         if value:
             rank.framework_version = str(value)
+            if rank.framework != "mindspore":
+                rank.framework = "mindspore"
+                rank.framework_source = f"{info_path.name} records {key}"
 
 
 def _apply_metadata(rank: RankProfile, meta: Any) -> None:
@@ -186,8 +189,12 @@ def read_rank(
     output = directory / OUTPUT_DIR if (directory / OUTPUT_DIR).is_dir() else None
     if output is None and is_output_dir(directory):
         output = directory
-    rank = RankProfile(
-        path=directory, output_dir=output, framework=framework_of(directory) or "torch_npu"
+    suffixed = framework_of(directory)
+    rank = RankProfile(path=directory, output_dir=output, framework=suffixed or "torch_npu")
+    rank.framework_source = (
+        f"from the directory suffix ({directory.name})"
+        if suffixed
+        else f"assumed: {OUTPUT_DIR} without a _ascend_pt / _ascend_ms directory suffix"
     )
     reader = _Reader(rank, skip_bad, warnings)
     info_paths = sorted(p for p in directory.glob("profiler_info*.json") if p.is_file())

@@ -1,22 +1,37 @@
 """PyTorch profiler (Kineto) traces from GPUs: `*.pt.trace.json[.gz]`, one file per rank.
 
-The same step model as on Ascend is rebuilt from the device kernels: computing (non-collective
-kernels), communication (NCCL/RCCL kernels), the part of it no compute hides, device idle time,
-and the host time before the step's first kernel. Launch gaps come from the runtime launch and
-kernel that share a `correlation` id.
+The same step model as on Ascend is rebuilt from the device operations: computing
+(non-collective kernels), communication (NCCL/RCCL kernels) and the part of it no compute hides,
+memory operations (memcpy/memset) that neither hides, device idle time, and the host time before
+the step's first device operation.
+
+Steps are device-paced. The host runs ahead of the device, so a ProfilerStep window on the host
+is not the time the device spent on that step: each device operation belongs to the step whose
+host window launched it (runtime call and operation share a `correlation` id), and step k on the
+device starts when the host has started it and the device has finished the earlier steps' work.
+Without ProfilerStep markers the whole trace is one window (`stepless`): no per-step claims.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers.kineto_events import (
+    COMMUNICATION,
+    COMPUTE,
+    MEMORY,
+    DeviceOp,
+    HostWindow,
+    KinetoEvents,
+    extract,
+    load,
+    short_name,
+)
 from advisor.parsers.profile_data import (
     CommStep,
     KernelGroup,
@@ -29,23 +44,15 @@ from advisor.parsers.trace_steps import (
     TraceData,
     TraceStep,
     clipped_sum,
-    count_in,
     exposed_by_kind,
     idle_gaps,
     merged_intervals,
     preparation,
-    sorted_intervals,
 )
 
-DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
-LAUNCHES = re.compile(
-    r"cu(da)?LaunchKernel(Ex)?|hipLaunchKernel|hipExtLaunchKernel|cudaLaunchCooperativeKernel"
-)
-SYNC = re.compile(r"cuda(Device|Stream|Event)Synchronize|hip(Device|Stream|Event)Synchronize")
-MALLOC = re.compile(r"cudaMalloc(Async|Managed)?|hipMalloc(Async|Managed)?")
-FREE = re.compile(r"cudaFree(Async)?|hipFree(Async)?")
-_STEP = re.compile(r"ProfilerStep#(\d+)")
 SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
+STEPLESS_NUMBER = 0
+__all__ = ["is_kineto_file", "kineto_files", "read_kineto", "short_name"]
 
 
 def is_kineto_file(path: Path) -> bool:
@@ -58,135 +65,76 @@ def kineto_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.pt.trace.json*") if p.is_file())
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-        if path.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
-        data = json.loads(raw)
-    except OSError as exc:
-        raise InputError(
-            str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            str(path), f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    if isinstance(data, list):
-        data = {"traceEvents": data}
-    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
-        raise InputError(
-            str(path),
-            "expected a profile directory or a PyTorch profiler trace (this JSON has no traceEvents)",
-        )
-    return data
-
-
-def short_name(kernel: str) -> str:
-    """`void at::native::vectorized_elementwise_kernel<4, ...>(...)` -> the kernel's own name."""
-    text = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").strip()
-    cut = min((i for i in (text.find("<"), text.find("(")) if i > 0), default=len(text))
-    return text[:cut].strip() or kernel[:60]
-
-
-def _windows(events: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
-    found: dict[int, tuple[float, float]] = {}
-    for e in events:
-        if e.get("ph") != "X" or e.get("cat") not in ("user_annotation", "cpu_op"):
-            continue
-        m = _STEP.fullmatch(str(e.get("name", "")))
-        if m:
-            start = float(e["ts"])
-            found[int(m.group(1))] = (start, start + float(e.get("dur", 0.0)))
-    return [(n, a, b) for n, (a, b) in sorted(found.items())]
+@dataclass(frozen=True)
+class DeviceWindow:
+    number: int
+    start: float
+    end: float
 
 
 def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
-    data = _load(path)
-    events = [e for e in data["traceEvents"] if isinstance(e, dict)]
-    dist = data.get("distributedInfo") or {}
-    rank = RankProfile(path=path, output_dir=None, framework="pytorch")
-    rank.rank = dist.get("rank") if isinstance(dist.get("rank"), int) else None
-    rank.world_size = dist.get("world_size") if isinstance(dist.get("world_size"), int) else None
-    rank.process_groups = _process_groups(dist)
-    devices = data.get("deviceProperties") or []
-    if devices and isinstance(devices[0], dict) and devices[0].get("name"):
-        rank.device = str(devices[0]["name"])
-    rank.origin = path.name
-    rank.inputs.append(path)
-    windows = _windows(events)
-    if not windows:
-        raise InputError(str(path), "no steps: no ProfilerStep#N annotations in the trace")
-    comm_re = taxonomy.operator_classes["communication"]
-    compute: list[tuple[float, float, str]] = []
-    comm: list[tuple[float, float, str]] = []
-    comm_group: dict[tuple[float, str], str] = {}  # (start, kernel) -> process group name
-    launches: dict[Any, float] = {}
-    kernel_corr: dict[Any, float] = {}
-    host: dict[str, list[float]] = {
-        "sync": [],
-        "sync_end": [],
-        "malloc": [],
-        "malloc_end": [],
-        "free": [],
-    }
-    loader: list[tuple[float, float]] = []
-    for e in events:
-        if e.get("ph") != "X":
-            continue
-        cat, name = e.get("cat"), str(e.get("name", ""))
-        start = float(e.get("ts", 0.0))
-        end = start + float(e.get("dur", 0.0))
-        if cat in DEVICE_CATEGORIES:
-            kernel = short_name(name)
-            args = e.get("args") or {}
-            if comm_re.fullmatch(kernel):
-                comm.append((start, end, kernel))
-                group = args.get("Process Group Name")
-                if group is not None:
-                    comm_group[(start, kernel)] = str(group)
-                    _learn_group(rank, str(group), args)
-            else:
-                compute.append((start, end, kernel))
-            corr = args.get("correlation")
-            if corr is not None and cat == "kernel":
-                kernel_corr[corr] = start
-        elif cat in ("cuda_runtime", "cuda_driver", "cuda_sync"):
-            if LAUNCHES.fullmatch(name):
-                corr = (e.get("args") or {}).get("correlation")
-                if corr is not None:
-                    launches[corr] = start
-            elif SYNC.fullmatch(name) or cat == "cuda_sync":
-                host["sync"].append(start)
-                host["sync_end"].append(end)
-            elif MALLOC.fullmatch(name):
-                host["malloc"].append(start)
-                host["malloc_end"].append(end)
-            elif FREE.fullmatch(name):
-                host["free"].append(start)
-        elif taxonomy.dataloader.fullmatch(name):
-            loader.append((start, end))
-    if not compute and not comm:
+    data = load(path)
+    events = extract(data, taxonomy)
+    rank = _rank_header(path, data)
+    if events.dropped:
+        rank.warnings.append(
+            f"{path}: {events.dropped} event(s) with a timestamp or duration that is not a finite "
+            f"non-negative number were dropped (first: {events.first_dropped})"
+        )
+    for key, (name, ranks) in events.kernel_groups.items():
+        rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
+    if not events.ops:
         raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
-    _fill(
-        rank,
-        path,
-        windows,
-        compute,
-        (comm, comm_group),
-        launches,
-        kernel_corr,
-        host,
-        loader,
-        taxonomy,
-    )
+    steps_of = _assign(events)
+    _drop_empty_tail(events, steps_of, rank)
+    if events.steps:
+        windows = device_windows(events, steps_of)
+    else:
+        rank.stepless = True
+        rank.warnings.append(
+            f"{path}: no ProfilerStep#N markers: the trace is analysed as one window "
+            f"({(events.ops[-1].end - events.ops[0].start) / 1000.0:.2f} ms of device activity); "
+            "per-step facts are withheld (profile with torch.profiler.schedule and prof.step())"
+        )
+        first, last = events.ops[0].start, max(op.end for op in events.ops)
+        windows = [DeviceWindow(STEPLESS_NUMBER, first, last)]
+        steps_of = [STEPLESS_NUMBER] * len(events.ops)
+    _fill(rank, path, events, windows, steps_of, taxonomy)
     return rank
 
 
-def _process_groups(dist: Any) -> dict[str, ProcessGroup]:
+def _rank_header(path: Path, data: dict[str, Any]) -> RankProfile:
+    dist = data.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank = RankProfile(path=path, output_dir=None, framework="pytorch")
+    rank.framework_source = "PyTorch profiler trace (traceEvents, Kineto schema)"
+    number, world = dist.get("rank"), dist.get("world_size")
+    rank.rank = number if isinstance(number, int) and number >= 0 else None
+    rank.world_size = world if isinstance(world, int) and world >= 1 else None
+    rank.process_groups = _process_groups(dist)
+    devices = data.get("deviceProperties")
+    first = devices[0] if isinstance(devices, list) and devices else None
+    if isinstance(first, dict) and first.get("name"):
+        rank.device = str(first["name"])
+    rank.platform = _platform(data, rank.device)
+    rank.origin = path.name
+    rank.inputs.append(path)
+    return rank
+
+
+def _platform(data: dict[str, Any], device: str | None) -> str:
+    """rocm when the trace says so (roctracer / HIP versions, an AMD device), else cuda."""
+    if any(key in data for key in ("roctracer_version", "hip_runtime_version")):
+        return "rocm"
+    if device and any(word in device for word in ("AMD", "Instinct", "Radeon")):
+        return "rocm"
+    return "cuda"
+
+
+def _process_groups(dist: dict[str, Any]) -> dict[str, ProcessGroup]:
     """distributedInfo.pg_config: [{pg_name, pg_desc, ranks}, ...] (PyTorch 2.3 and later)."""
     groups: dict[str, ProcessGroup] = {}
-    configs = dist.get("pg_config") if isinstance(dist, dict) else None
+    configs = dist.get("pg_config")
     for pg in configs if isinstance(configs, list) else []:
         ranks = pg.get("ranks") if isinstance(pg, dict) else None
         if isinstance(ranks, list) and all(isinstance(r, int) for r in ranks):
@@ -195,68 +143,129 @@ def _process_groups(dist: Any) -> dict[str, ProcessGroup]:
     return groups
 
 
-def _learn_group(rank: RankProfile, key: str, args: dict[str, Any]) -> None:
-    """Collective kernels name their group and its ranks ("[0, 1]") when pg_config is absent."""
-    if key in rank.process_groups:
-        return
-    text = str(args.get("Process Group Ranks", ""))
-    ranks = [int(r) for r in re.findall(r"-?\d+", text)]
-    if ranks:
-        name = str(args.get("Process Group Description") or key)
-        rank.process_groups[key] = ProcessGroup(name, tuple(sorted(ranks)))
+def _host_step(windows: list[HostWindow], starts: list[float], at: float) -> int | None:
+    """The step whose host window holds `at` (a gap between windows belongs to the earlier)."""
+    i = bisect_right(starts, at) - 1
+    if i < 0:
+        return None
+    if i == len(windows) - 1 and at > windows[i].end:
+        return None
+    return windows[i].number
+
+
+def _assign(events: KinetoEvents) -> list[int | None]:
+    """The step each device operation belongs to: the host step that launched it; an
+    operation without a launch follows the one before it on its stream."""
+    windows = events.steps
+    starts = [w.start for w in windows]
+    last_on_stream: dict[str, int | None] = {}
+    out: list[int | None] = []
+    for op in events.ops:
+        launch = events.launches.get(op.correlation) if op.correlation is not None else None
+        if launch is not None:
+            step = _host_step(windows, starts, launch)
+        elif op.stream in last_on_stream:
+            step = last_on_stream[op.stream]
+        else:
+            step = _host_step(windows, starts, op.start)
+        last_on_stream[op.stream] = step
+        out.append(step)
+    return out
+
+
+def _drop_empty_tail(events: KinetoEvents, steps_of: list[int | None], rank: RankProfile) -> None:
+    """Steps at the end that launched no device work: the profiler stopped during them."""
+    launched = {s for s in steps_of if s is not None}
+    dropped = []
+    while events.steps and events.steps[-1].number not in launched:
+        dropped.append(events.steps.pop().number)
+    if dropped:
+        numbers = ", ".join(str(n) for n in reversed(dropped))
+        rank.warnings.append(
+            f"{rank.path}: step(s) {numbers} launched no device work (the profiler stopped "
+            "during them) and are left out"
+        )
+
+
+def device_windows(events: KinetoEvents, steps_of: list[int | None]) -> list[DeviceWindow]:
+    """Step k on the device: from when the host started it and the device finished the work of
+    the steps before, to the start of step k+1 (the last step: to its last operation)."""
+    order = {w.number: i for i, w in enumerate(events.steps)}
+    first_host = events.steps[0].start
+    last_end = [float("-inf")] * len(events.steps)
+    earlier = float("-inf")  # work launched before the first profiled step
+    for op, step in zip(events.ops, steps_of, strict=True):
+        if step is None:
+            if op.start < first_host:
+                earlier = max(earlier, op.end)
+            continue
+        i = order[step]
+        last_end[i] = max(last_end[i], op.end)
+    starts: list[float] = []
+    done = earlier
+    for i, w in enumerate(events.steps):
+        starts.append(max(w.start, done))
+        done = max(done, last_end[i])
+    windows = []
+    for i, w in enumerate(events.steps):
+        # the last step runs to its last operation (or its host window, if later)
+        end = starts[i + 1] if i + 1 < len(events.steps) else max(w.end, last_end[i])
+        windows.append(DeviceWindow(w.number, starts[i], max(starts[i], end)))
+    return windows
 
 
 def _fill(
     rank: RankProfile,
     path: Path,
-    windows: list[tuple[int, float, float]],
-    compute: list[tuple[float, float, str]],
-    comm_and_groups: tuple[list[tuple[float, float, str]], dict[tuple[float, str], str]],
-    launches: dict[Any, float],
-    kernel_corr: dict[Any, float],
-    host: dict[str, list[float]],
-    loader: list[tuple[float, float]],
+    events: KinetoEvents,
+    windows: list[DeviceWindow],
+    steps_of: list[int | None],
     taxonomy: Taxonomy,
 ) -> None:
-    comm, comm_group = comm_and_groups
-    device_end = max(b for _, b, _ in compute + comm)
-    bounds = []
-    for i, (number, start, end) in enumerate(windows):
-        # device work of a step may finish after its host annotation: the window runs to the
-        # next step's start (and to the last kernel for the last step)
-        hi = windows[i + 1][1] if i + 1 < len(windows) else max(end, device_end)
-        bounds.append((number, start, hi))
-    compute_iv = merged_intervals(sorted((a, b) for a, b, _ in compute))
-    comm_iv = merged_intervals(sorted((a, b) for a, b, _ in comm))
-    all_iv = merged_intervals(sorted(compute_iv + comm_iv))
-    kernels = sorted_intervals([a for a, _, _ in compute + comm], [b for _, b, _ in compute + comm])
-    launch_of = {kernel_corr[c]: t for c, t in launches.items() if c in kernel_corr}
-    sync, malloc, free = (sorted(host[k]) for k in ("sync", "malloc", "free"))
-    sync_iv = merged_intervals(sorted(zip(host["sync"], host["sync_end"], strict=True)))
-    malloc_iv = merged_intervals(sorted(zip(host["malloc"], host["malloc_end"], strict=True)))
-    loader_iv = merged_intervals(sorted(loader))
-    tagged = sorted(
-        [(a, b, k, False) for a, b, k in compute] + [(a, b, k, True) for a, b, k in comm]
-    )
-    by_kind: dict[str, list[tuple[float, float]]] = {}
-    for a, b, kernel in comm:
-        kind = taxonomy.comm_kind(re.sub(r"^(nccl|rccl)(Dev)?Kernel_", "", kernel))
-        by_kind.setdefault(kind, []).append((a, b))
-    collectives = {kind: merged_intervals(sorted(iv)) for kind, iv in by_kind.items()}
+    ops = events.ops
+    by_kind: dict[str, list[tuple[float, float]]] = {COMPUTE: [], COMMUNICATION: [], MEMORY: []}
+    for op in ops:
+        by_kind[op.kind].append((op.start, op.end))
+    compute_iv = merged_intervals(by_kind[COMPUTE])
+    comm_iv = merged_intervals(by_kind[COMMUNICATION])
+    ck_iv = merged_intervals(sorted(compute_iv + comm_iv))
+    all_iv = merged_intervals([(op.start, op.end) for op in ops])
+    intervals = [(op.start, op.end) for op in ops]
+    launch_of = {
+        op.start: events.launches[op.correlation]
+        for op in ops
+        if op.correlation is not None and op.correlation in events.launches
+    }
+    sync_iv = merged_intervals(sorted(events.sync))
+    malloc_iv = merged_intervals(sorted(events.malloc))
+    loader_iv = merged_intervals(sorted(events.loader))
+    sync_starts = sorted(a for a, _ in events.sync)
+    malloc_starts = sorted(a for a, _ in events.malloc)
+    free_starts = sorted(events.free)
+    kinds: dict[str, list[tuple[float, float]]] = {}
+    for op in ops:
+        if op.kind == COMMUNICATION:
+            kind = taxonomy.comm_kind(op.collective)
+            kinds.setdefault(kind, []).append((op.start, op.end))
+    collectives = {kind: merged_intervals(iv) for kind, iv in kinds.items()}
+    per_step = _per_step(ops, steps_of, taxonomy)
     rows: list[StepRow] = []
     steps: list[TraceStep] = []
-    groups: dict[tuple[int, str, str], KernelGroup] = {}
     comm_steps: list[CommStep] = []
-    for number, lo, hi in bounds:
+    for w in windows:
+        lo, hi = w.start, w.end
         busy = clipped_sum(all_iv, lo, hi)
-        firsts = [a for a, b in all_iv if b > lo and a < hi]
-        first = max(lo, min(firsts)) if firsts else hi
         computing = clipped_sum(compute_iv, lo, hi)
         communication = clipped_sum(comm_iv, lo, hi)
-        exposed = busy - computing
+        compute_or_comm = clipped_sum(ck_iv, lo, hi)
+        i = bisect_left(all_iv, (lo, lo))
+        if i > 0 and all_iv[i - 1][1] > lo:
+            i -= 1
+        first = max(lo, all_iv[i][0]) if i < len(all_iv) and all_iv[i][0] < hi else hi
+        exposed = compute_or_comm - computing
         rows.append(
             StepRow(
-                number,
+                w.number,
                 computing,
                 exposed,
                 communication - exposed,
@@ -264,20 +273,22 @@ def _fill(
                 max(0.0, (hi - first) - busy),
                 first - lo,
                 None,
+                memory=busy - compute_or_comm,
             )
         )
-        gaps = idle_gaps(kernels, lo, hi, launch_of) if launch_of else None
+        gaps = idle_gaps(intervals, lo, hi, launch_of) if launch_of else None
         prep = preparation(lo, first, loader_iv, malloc_iv, sync_iv)
+        step_ops = per_step.get(w.number)
         steps.append(
             TraceStep(
-                number=number,
+                number=w.number,
                 duration_us=hi - lo,
                 overlap_us={},
-                kernel_count=sum(1 for a, _ in kernels if lo <= a < hi),
+                kernel_count=step_ops.count if step_ops else 0,
                 launch_gap_us=gaps.host if gaps else None,
-                sync_calls=count_in(sync, lo, hi),
-                malloc_calls=count_in(malloc, lo, hi),
-                free_calls=count_in(free, lo, hi),
+                sync_calls=_count(sync_starts, lo, hi),
+                malloc_calls=_count(malloc_starts, lo, hi),
+                free_calls=_count(free_starts, lo, hi),
                 dataloader_us=clipped_sum(loader_iv, lo, hi),
                 idle_dependency_us=gaps.dependency if gaps else None,
                 idle_unlinked_us=gaps.unlinked if gaps else None,
@@ -290,35 +301,59 @@ def _fill(
                 else None,
             )
         )
-        step_comm = CommStep(step=number, has_wait=False)
-        for start, end, kernel, is_comm in tagged[
-            bisect_left(tagged, (lo,)) : bisect_left(tagged, (hi,))
-        ]:
-            core = "NCCL" if is_comm else "GPU"
-            group = groups.get((number, kernel, core))
-            if group is None:
-                group = groups[(number, kernel, core)] = KernelGroup(number, kernel, core, kernel)
-            dur = end - start
-            group.count += 1
-            group.total_us += dur
-            if dur < taxonomy.small_op_max_us:
-                group.small_count += 1
-                group.small_us += dur
-            if is_comm:
-                kind = taxonomy.comm_kind(re.sub(r"^(nccl|rccl)(Dev)?Kernel_", "", kernel))
-                step_comm.add(kind, dur / 1000.0, comm_group.get((start, kernel)))
-        comm_steps.append(step_comm)
+        comm_steps.append(step_ops.comm if step_ops else CommStep(step=w.number, has_wait=False))
     rank.step_rows = rows
+    groups = [g for s in per_step.values() for g in s.groups.values()]
     rank.kernels = KernelTable(
-        list(groups.values()), has_pmu=False, has_step_ids=True, rows=len(compute) + len(comm)
+        groups, has_pmu=False, has_step_ids=True, rows=sum(1 for op in ops if op.kind != MEMORY)
     )
-    rank.comm = comm_steps if comm else None
+    rank.comm = comm_steps if comm_iv else None
     rank.trace = TraceData(
         path,
-        sum(len(v) for v in host.values()) + len(compute) + len(comm),
+        events.events,
         steps,
         [],
         "correlation" if launch_of else None,
         True,
         ["GPU"],
     )
+
+
+def _count(times: list[float], lo: float, hi: float) -> int:
+    return bisect_left(times, hi) - bisect_left(times, lo)
+
+
+@dataclass
+class _StepOps:
+    comm: CommStep
+    groups: dict[tuple[str, str], KernelGroup]
+    count: int = 0
+
+
+def _per_step(
+    ops: list[DeviceOp], steps_of: list[int | None], taxonomy: Taxonomy
+) -> dict[int, _StepOps]:
+    """Kernels and collectives of each step, by the step that launched them (memory operations
+    are not kernels: they are the step model's memory part)."""
+    out: dict[int, _StepOps] = {}
+    for op, step in zip(ops, steps_of, strict=True):
+        if step is None or op.kind == MEMORY:
+            continue
+        mine = out.get(step)
+        if mine is None:
+            mine = out[step] = _StepOps(CommStep(step=step, has_wait=False), {})
+        mine.count += 1
+        core = "NCCL" if op.kind == COMMUNICATION else "GPU"
+        group = mine.groups.get((op.name, core))
+        if group is None:
+            group = mine.groups[(op.name, core)] = KernelGroup(step, op.name, core, op.name)
+        duration = op.end - op.start
+        group.count += 1
+        group.total_us += duration
+        if duration < taxonomy.small_op_max_us:
+            group.small_count += 1
+            group.small_us += duration
+        if op.kind == COMMUNICATION:
+            kind = taxonomy.comm_kind(op.collective)
+            mine.comm.add(kind, duration / 1000.0, op.group)
+    return out

@@ -20,11 +20,21 @@ class StepRow:
     free: float
     preparing: float | None
     bubble: float | None
+    # memcpy/memset time neither compute nor communication hides; None where the source counts
+    # memory operations as computing (torch_npu's step_trace_time.csv)
+    memory: float | None = None
 
     @property
     def total(self) -> float:
-        """Step wall time: preparation + the device's busy window (compute, exposed comm, idle)."""
-        return self.computing + self.comm_not_overlapped + self.free + (self.preparing or 0.0)
+        """Step wall time: preparation + the device's busy window (compute, exposed comm, exposed
+        memory operations, idle)."""
+        return (
+            self.computing
+            + self.comm_not_overlapped
+            + (self.memory or 0.0)
+            + self.free
+            + (self.preparing or 0.0)
+        )
 
 
 @dataclass
@@ -128,6 +138,14 @@ class RankProfile:
     sources: dict[str, str] = field(default_factory=dict)
     origin: str | None = None  # the single file every fact came from (PyTorch traces)
     device: str | None = None
+    # how the framework was recognised (a directory suffix, a trace's schema)
+    framework_source: str = ""
+    # the accelerator platform: ascend, cuda or rocm
+    platform: str = "ascend"
+    # no step markers: the trace is one window and per-step facts are withheld
+    stepless: bool = False
+    # problems the reader worked around (dropped events, a missing step marker)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:

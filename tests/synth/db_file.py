@@ -57,10 +57,40 @@ ANALYSIS_TABLES = {
 }
 PMU_METRICS = [
     f"aic_{m}"
-    for m in ["total_time", "total_cycles", "mac_time", "mac_ratio", "scalar_time", "scalar_ratio", "mte1_time", "mte1_ratio", "mte2_time", "mte2_ratio", "fixpipe_time", "fixpipe_ratio", "icache_miss_rate"]
+    for m in [
+        "total_time",
+        "total_cycles",
+        "mac_time",
+        "mac_ratio",
+        "scalar_time",
+        "scalar_ratio",
+        "mte1_time",
+        "mte1_ratio",
+        "mte2_time",
+        "mte2_ratio",
+        "fixpipe_time",
+        "fixpipe_ratio",
+        "icache_miss_rate",
+    ]
 ] + [
     f"aiv_{m}"
-    for m in ["total_time", "total_cycles", "vec_time", "vec_ratio", "mac_time", "mac_ratio", "scalar_time", "scalar_ratio", "mte1_time", "mte1_ratio", "mte2_time", "mte2_ratio", "mte3_time", "mte3_ratio", "icache_miss_rate"]
+    for m in [
+        "total_time",
+        "total_cycles",
+        "vec_time",
+        "vec_ratio",
+        "mac_time",
+        "mac_ratio",
+        "scalar_time",
+        "scalar_ratio",
+        "mte1_time",
+        "mte1_ratio",
+        "mte2_time",
+        "mte2_ratio",
+        "mte3_time",
+        "mte3_ratio",
+        "icache_miss_rate",
+    ]
 ]
 LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 ACL_API = 20000
