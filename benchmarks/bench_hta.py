@@ -1,0 +1,175 @@
+"""Cross-check advisor's PyTorch-trace facts against Holistic Trace Analysis (HTA).
+
+HTA is not a dependency of advisor: this script installs it (PyPI `traceinsight`, import name
+`hta`) into its own virtual environment and runs it on every trace under ../shared/real/kineto*.
+For each trace it prints HTA's temporal breakdown (idle, compute, non-compute share of the
+kernel span) and its communication/computation overlap, advisor's numbers on the same window,
+and the difference in percentage points; a difference above the tolerance fails the run.
+
+The window is HTA's: the device operations launched before the last ProfilerStep began (all
+of them without two steps), from the first one's start to the last one's end. advisor's own
+step facts use a different window (device-paced steady steps, the warm-up step and a cut last
+step left out, the host preparation before the first kernel counted); they are printed beside
+for reference, with the reason they differ. Usage:
+
+    python benchmarks/bench_hta.py [--venv bench-out/hta-venv] [--tolerance-pp 1.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from pathlib import Path
+
+from advisor.app.pipeline import profile_facts
+from advisor.inputs.taxonomy import default_taxonomy
+from advisor.parsers.kineto_events import COMMUNICATION, COMPUTE, extract, load
+from advisor.parsers.trace_steps import merged_intervals, overlap_sum
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
+HTA_SCRIPT = """
+import json, sys, logging, time
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+started = time.perf_counter()
+t = TraceAnalysis(trace_dir=sys.argv[1])
+tb = t.get_temporal_breakdown(visualize=False).to_dict("records")[0]
+try:
+    ov = t.get_comm_comp_overlap(visualize=False).to_dict("records")[0]["comp_comm_overlap_pctg"]
+except Exception:
+    ov = None
+print(json.dumps({"idle": tb["idle_time_pctg"], "compute": tb["compute_time_pctg"],
+                  "non_compute": tb["non_compute_time_pctg"], "overlap": ov,
+                  "seconds": time.perf_counter() - started}))
+"""
+
+
+def _hta_python(where: Path) -> Path:
+    python = where / "bin" / "python"
+    if python.exists():
+        probe = subprocess.run([python, "-c", "import hta"], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    print(f"installing Holistic Trace Analysis into {where} ...", flush=True)
+    venv.create(where, with_pip=True)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "traceinsight"], check=True)
+    return python
+
+
+def _advisor_same_window(path: Path) -> dict[str, float | None]:
+    """HTA's selection and arithmetic, on the device operations advisor's reader extracts."""
+    events = extract(load(path), default_taxonomy())
+    ops = events.ops
+    if len(events.steps) >= 2:
+        last_start = events.steps[-1].start
+        ops = [
+            op
+            for op in ops
+            if op.correlation in events.launches and events.launches[op.correlation] < last_start
+        ]
+    if not ops:
+        return {"idle": None, "compute": None, "non_compute": None, "overlap": None}
+    span = max(op.end for op in ops) - min(op.start for op in ops)
+    everything = merged_intervals(sorted((op.start, op.end) for op in ops))
+    compute = merged_intervals(sorted((op.start, op.end) for op in ops if op.kind == COMPUTE))
+    comm = merged_intervals(sorted((op.start, op.end) for op in ops if op.kind == COMMUNICATION))
+    busy = sum(b - a for a, b in everything)
+    compute_us = sum(b - a for a, b in compute)
+    comm_us = sum(b - a for a, b in comm)
+    overlap = (
+        100.0 * overlap_sum(comm, compute, float("-inf"), float("inf")) / comm_us
+        if comm_us
+        else None
+    )
+    return {
+        "idle": 100.0 * (span - busy) / span,
+        "compute": 100.0 * compute_us / span,
+        "non_compute": 100.0 * (busy - compute_us) / span,
+        "overlap": overlap,
+    }
+
+
+def _traces() -> list[Path]:
+    found = sorted(REAL.glob("kineto*/**/*.json.gz"))
+    return [p for p in found if not p.name.startswith("cpu_only")]
+
+
+def _fmt(value: float | None) -> str:
+    return "   -  " if value is None else f"{value:6.2f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--venv", type=Path, default=Path("bench-out/hta-venv"))
+    parser.add_argument("--tolerance-pp", type=float, default=1.5)
+    args = parser.parse_args()
+    if not REAL.is_dir():
+        print(f"{REAL} is absent: ../shared is not beside the checkout", file=sys.stderr)
+        return 2
+    python = _hta_python(args.venv.resolve())
+    failures = 0
+    header = f"{'trace':58} {'metric':12} {'HTA':>6} {'advisor':>7} {'diff pp':>7}"
+    print(header)
+    print("-" * len(header))
+    timings = []
+    for path in _traces():
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(path, Path(tmp) / path.name)
+            run = subprocess.run(
+                [python, "-c", HTA_SCRIPT, tmp], capture_output=True, text=True, timeout=900
+            )
+        if run.returncode != 0:
+            last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"{path.name[:58]:58} not compared: HTA cannot analyse it ({last[:80]})")
+            continue
+        hta = json.loads(run.stdout.strip().splitlines()[-1])
+        mine = _advisor_same_window(path)
+        started = time.perf_counter()
+        facts = profile_facts(path)  # advisor's whole analysis, as `advisor facts` runs it
+        timings.append((path.name, hta["seconds"], time.perf_counter() - started))
+        for metric in ("idle", "compute", "non_compute", "overlap"):
+            theirs, ours = hta.get(metric), mine.get(metric)
+            diff = None if theirs is None or ours is None else ours - theirs
+            bad = diff is not None and abs(diff) > args.tolerance_pp
+            failures += bad
+            print(
+                f"{path.name[:58]:58} {metric:12} {_fmt(theirs)} {_fmt(ours):>7} "
+                f"{_fmt(diff):>7}{'  FAIL' if bad else ''}"
+            )
+        steady = {
+            k: facts.value(k)
+            for k in ("step.free_ratio", "step.compute_ratio", "step.preparing_ratio")
+        }
+        print(
+            f"{'':58} advisor's steady steps: "
+            + ", ".join(
+                f"{k.split('.')[1]} {100 * v:.1f}%"
+                for k, v in steady.items()
+                if isinstance(v, float)
+            )
+        )
+    print()
+    print("advisor's steady-step shares differ from HTA's by design: they cover the steady steps")
+    print("only (warm-up and cut steps dropped), device-paced, and count the host preparation")
+    print(
+        "before a step's first kernel as Preparing, which HTA's span from the first kernel omits."
+    )
+    print()
+    print("load + analyse, seconds (HTA: temporal breakdown and overlap; advisor: every fact)")
+    print(f"{'trace':58} {'HTA s':>7} {'advisor s':>9}")
+    for name, theirs, ours in timings:
+        print(f"{name[:58]:58} {theirs:7.2f} {ours:9.2f}")
+    print(f"\n{failures} metric(s) outside {args.tolerance_pp} pp")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
