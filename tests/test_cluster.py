@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.app.pipeline import profile_facts
-from tests.synth import PRESETS, write_cluster
+from tests.synth import PRESETS, write_cluster, write_profile
 
 
 def test_slow_rank_is_found(tmp_path: Path):
@@ -57,3 +57,61 @@ def test_duplicate_rank_is_an_error(tmp_path: Path):
     shutil.copytree(w.directory, tmp_path / "b" / w.directory.name)
     with pytest.raises(InputError, match="rank 0 appears twice"):
         profile_facts(tmp_path)
+
+
+def _sixteen_ranks_two_stages(tmp_path: Path) -> Path:
+    from tests.synth.cluster_file import StageSpec, write_cluster_analysis
+
+    base = PRESETS["healthy"]
+    write_cluster_analysis(
+        tmp_path,
+        [
+            # the first stage waits for the second: a large bubble
+            StageSpec(list(range(8)), base.with_(world_size=16), bubble_us=3000.0),
+            StageSpec(list(range(8, 16)), base.with_(world_size=16, compute_scale=1.4), 400.0),
+        ],
+    )
+    return tmp_path
+
+
+def test_cluster_output_alone_gives_every_rank_and_each_stage_its_bubble(tmp_path: Path):
+    root = _sixteen_ranks_two_stages(tmp_path)
+    for path in (root, root / "cluster_analysis_output"):  # the folder itself is accepted too
+        facts = profile_facts(path)
+        assert facts.value("ranks.count") == 16
+        assert facts.value("profile.ranks") == 16
+        assert facts.value("pipeline.stages") == 2
+        assert facts.value("pipeline.stage_ranks") == [list(range(8)), list(range(8, 16))]
+        first, second = facts.value("pipeline.stage_bubble_ratio")
+        assert first > 3 * second > 0
+        # the job's bubble is the worst stage's, not a median across stages
+        assert facts.value("step.bubble_ratio") == pytest.approx(first, abs=1e-4)
+        assert "no median across them" in facts.get("step.bubble_ratio").note
+        for rank in (0, 15):
+            assert facts.value("step.time_ms", f"rank:{rank}") > 0
+
+
+def test_rank_directories_beside_the_cluster_output_add_detail_for_their_ranks(tmp_path: Path):
+    root = _sixteen_ranks_two_stages(tmp_path)
+    base = PRESETS["healthy"]
+    for rank in (0, 9):
+        scale = 1.4 if rank >= 8 else 1.0
+        write_profile(root, base.with_(rank=rank, world_size=16, compute_scale=scale))
+    facts = profile_facts(root)
+    assert facts.value("profile.ranks") == 16
+    assert "2 rank directories" in facts.get("profile.ranks").note
+    assert facts.value("ops.kernels_per_step", "rank:0") is not None  # from the trace
+    assert facts.value("ops.kernels_per_step", "rank:5") is None  # cluster row only
+    assert facts.value("step.time_ms", "rank:5") > 0
+    assert facts.value("pipeline.stages") == 2
+
+
+def test_rank_directory_that_disagrees_with_the_cluster_output_is_named(tmp_path: Path):
+    root = _sixteen_ranks_two_stages(tmp_path)
+    slow = PRESETS["healthy"].with_(rank=3, world_size=16, compute_scale=3.0)
+    write_profile(root, slow)
+    write_profile(root, PRESETS["healthy"].with_(rank=20, world_size=16))
+    facts = profile_facts(root)
+    text = "\n".join(facts.warnings)
+    assert "rank 3: its rank directory gives" in text and "cluster_step_trace_time.csv" in text
+    assert "rank 20 has a rank directory but no row" in text

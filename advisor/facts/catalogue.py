@@ -888,6 +888,15 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "profile every rank of the job (or at least one per stage), profile level1",
     ),
     FactSpec(
+        "pipeline.stage_bubble_ratio",
+        "ratio",
+        "pipeline",
+        "Pipeline bubble (receive wait) / step time of each stage, from the stage rows of "
+        "msprof-analyze's cluster_step_trace_time.csv; the job's step.bubble_ratio is the worst.",
+        Combine.JOB,
+        "run msprof-analyze cluster -m all on the profiled ranks (writes cluster_step_trace_time.csv)",
+    ),
+    FactSpec(
         "pipeline.stage_imbalance_ratio",
         "ratio",
         "cluster",

@@ -8,7 +8,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from advisor.facts import attrib, comm, groups, host, memory, ops, stages, steps
+from advisor.facts import attrib, cluster, comm, groups, host, memory, ops, stages, steps
 from advisor.facts import profile as profile_facts
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
@@ -132,11 +132,25 @@ def _representative(recorders: list[tuple[str, Recorder]]) -> str | None:
 
 
 def _cluster_facts(
-    recorders: list[tuple[str, Recorder]], job: Recorder, source: str, taxonomy: Taxonomy
+    recorders: list[tuple[str, Recorder]],
+    job: Recorder,
+    source: str,
+    taxonomy: Taxonomy,
+    known_stages: list[list[str]] | None = None,
 ) -> None:
     timed = [(label, r.facts) for label, r in recorders if "step.time_ms" in r.facts]
-    groups = stages.stages(dict(timed), taxonomy.stage_split_gap) if len(timed) >= 2 else None
-    stages.pipeline_facts(dict(timed), groups, job, source)
+    if known_stages:
+        timed_labels = {label for label, _ in timed}
+        kept = [[label for label in g if label in timed_labels] for g in known_stages]
+        # ranks the file's stages do not list (a rank directory of another run) stand apart
+        listed = {label for g in kept for label in g}
+        kept.append(sorted(timed_labels - listed, key=lambda x: (not x.isdigit(), x.zfill(12))))
+        groups: list[list[str]] | None = [g for g in kept if g] or None
+        how = "stage rows of cluster_step_trace_time.csv"
+    else:
+        groups = stages.stages(dict(timed), taxonomy.stage_split_gap) if len(timed) >= 2 else None
+        how = None
+    stages.pipeline_facts(dict(timed), groups, job, source, how)
     if len(timed) < 2:
         for fact_id in CLUSTER_FACTS:
             job.miss(fact_id, "fewer than two ranks with step data")
@@ -179,7 +193,10 @@ def _cluster_facts(
 
 
 def _job_from_ranks(
-    recorders: list[tuple[str, Recorder]], source: str, taxonomy: Taxonomy
+    recorders: list[tuple[str, Recorder]],
+    source: str,
+    taxonomy: Taxonomy,
+    known_stages: list[list[str]] | None = None,
 ) -> Recorder:
     job = Recorder(JOB_SCOPE)
     representative = _representative(recorders)
@@ -196,7 +213,7 @@ def _job_from_ranks(
             job.missing[fact_id] = MissingFact(
                 fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)"
             )
-    _cluster_facts(recorders, job, source, taxonomy)
+    _cluster_facts(recorders, job, source, taxonomy, known_stages)
     return job
 
 
@@ -222,8 +239,25 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
         if rank.comm is not None:
             _, steady, _ = steps.steady_rows(rank, taxonomy)
             comm.derive(rank, steady, out, taxonomy, source="cluster_communication.json")
+        _rename_sources(out, {"step_trace_time.csv": "cluster_step_trace_time.csv"})
         recorders.append((str(rank_id), out))
     return recorders
+
+
+def _ranks_note(data: ProfileData, count: int) -> str:
+    if not data.ranks:
+        return "ranks in the cluster analysis output"
+    if count > len(data.ranks):
+        return (
+            f"{count} ranks: {len(data.ranks)} rank directories (full detail) and the others "
+            "from the cluster analysis output (step model and communication only)"
+        )
+    return "rank directories read"
+
+
+def _cluster_files(data: ProfileData) -> str:
+    used = [p.name for p in (data.cluster_source, data.cluster_comm_source) if p is not None]
+    return "+".join(used) or "cluster_analysis_output"
 
 
 def _ordered(facts: Iterable[Fact]) -> list[Fact]:
@@ -247,15 +281,31 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
             for i, rank in enumerate(data.ranks)
         ]
         source = "rank directories"
+        if data.cluster_rows or data.cluster_comm:
+            extra = cluster.add_cluster_ranks(
+                data, recorders, _cluster_only(data, taxonomy), result.warnings
+            )
+            if extra:
+                if not multi:  # the one rank directory is a rank among the cluster's
+                    single = data.ranks[0]
+                    scope = rank_scope(single.rank if single.rank is not None else 0)
+                    recorders = [(_label(single, 0), derive_rank(single, taxonomy, scope))]
+                recorders = recorders + extra
+                multi = True
+                source = f"rank directories + {_cluster_files(data)}"
     else:
         recorders = _cluster_only(data, taxonomy)
         multi = True
-        used = [p.name for p in (data.cluster_source, data.cluster_comm_source) if p is not None]
-        source = "+".join(used) or "cluster_analysis_output"
+        source = _cluster_files(data)
     if multi:
-        job = _job_from_ranks(recorders, source, taxonomy)
+        groups_known = cluster.stage_groups(data.cluster_stages, [label for label, _ in recorders])
+        job = _job_from_ranks(recorders, source, taxonomy, groups_known)
+        cluster.stage_bubbles(data, recorders, job)
         if data.ranks:
-            by_label = {label: rank for (label, _), rank in zip(recorders, data.ranks, strict=True)}
+            dir_recorders = recorders[: len(data.ranks)]
+            by_label = {
+                label: rank for (label, _), rank in zip(dir_recorders, data.ranks, strict=True)
+            }
             groups.job_groups(
                 by_label,
                 {
@@ -267,9 +317,9 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
             )
         job.add(
             "profile.ranks",
-            len(data.ranks) or len(recorders),
+            len(recorders),
             str(data.root),
-            "rank directories read" if data.ranks else "ranks in the cluster analysis output",
+            _ranks_note(data, len(recorders)),
         )
         scoped = [f for _, rec in recorders for f in rec.facts.values()]
         result.facts = _ordered(job.facts.values()) + _ordered(scoped)

@@ -69,8 +69,13 @@ def stage_of(groups: list[list[str]] | None, labels: list[str]) -> dict[str, int
 
 
 def pipeline_facts(
-    ranks: Mapping[str, RankFacts], groups: list[list[str]] | None, job: Recorder, source: str
+    ranks: Mapping[str, RankFacts],
+    groups: list[list[str]] | None,
+    job: Recorder,
+    source: str,
+    stated: str | None = None,
 ) -> None:
+    """`stated`: where the stages were read from when the profile states them (else inferred)."""
     ids = (
         "pipeline.stages",
         "pipeline.stage_ranks",
@@ -93,7 +98,9 @@ def pipeline_facts(
     listing = "; ".join(
         f"ranks {', '.join(group)}: {ms:.1f} ms" for group, ms in zip(groups, computes, strict=True)
     )
-    if len(groups) > 1:
+    if stated:
+        how = f"stages from the {stated}"
+    elif len(groups) > 1:
         how = "send/recv between ranks; grouped by device compute per step"
     elif _pipelined(ranks):
         how = "send/recv between ranks, but every rank computes about the same (balanced stages)"

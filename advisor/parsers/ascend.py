@@ -74,6 +74,8 @@ def locate(path: Path) -> tuple[list[Path], Path | None]:
         raise InputError(str(path), "no such file or directory")
     if not path.is_dir():
         raise InputError(str(path), "expected a profile directory, got a file")
+    if path.name == CLUSTER_OUTPUT.name or (path / CLUSTER_STEP_TRACE.name).is_file():
+        return [], path  # msprof-analyze's cluster output passed itself
     cluster_file = path / CLUSTER_OUTPUT if (path / CLUSTER_OUTPUT).is_dir() else None
     if path.name == OUTPUT_DIR or (is_output_dir(path) and not is_rank_dir(path)):
         parent = path.parent
@@ -312,9 +314,10 @@ def read_profile(
         raise InputError(str(path), "no rank directory could be read")
     data = ProfileData(root=path, ranks=ranks)
     if cluster_file is not None:
-        step_trace, comm = path / CLUSTER_STEP_TRACE, path / CLUSTER_COMMUNICATION
+        step_trace = cluster_file / CLUSTER_STEP_TRACE.name
+        comm = cluster_file / CLUSTER_COMMUNICATION.name
         if step_trace.is_file():
-            data.cluster_rows = files.read_cluster_step_trace(step_trace)
+            data.cluster_rows, data.cluster_stages = files.read_cluster_step_trace(step_trace)
             data.cluster_source = step_trace
         if comm.is_file():
             data.cluster_comm = files.read_cluster_communication(comm, taxonomy)

@@ -11,6 +11,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.csvio import CsvTable, clean, integer, number
 from advisor.parsers.profile_data import (
+    ClusterStage,
     ClusterStepRow,
     CommStep,
     KernelGroup,
@@ -80,23 +81,32 @@ def read_step_trace(path: Path) -> list[StepRow]:
     return rows
 
 
-def read_cluster_step_trace(path: Path) -> list[ClusterStepRow]:
+def read_cluster_step_trace(path: Path) -> tuple[list[ClusterStepRow], list[ClusterStage]]:
+    """The per-rank rows (Type=rank) and the per-stage rows (Type=stage, Index "(0, 1, 2, 3)")
+    of msprof-analyze's cluster_step_trace_time.csv."""
     table = CsvTable(path)
     idx = _step_indexes(table)
     type_i, index_i = idx["Type"], idx["Index"]
     if type_i is None or index_i is None:
         raise InputError(str(path), "missing column(s) Type, Index")
-    out = []
+    out: list[ClusterStepRow] = []
+    staged: list[ClusterStage] = []
     for row in table.rows():
-        if clean(row[type_i]).lower() != "rank":
-            continue  # "stage" rows aggregate ranks
+        kind = clean(row[type_i]).lower()
+        if kind == "stage":
+            ranks = tuple(int(r) for r in re.findall(r"\d+", row[index_i]))
+            if ranks:
+                staged.append(ClusterStage(ranks=ranks, row=_step_row(table, row, idx)))
+            continue
+        if kind != "rank":
+            continue
         rank = integer(row[index_i])
-        if rank is None:
-            raise InputError(str(path), f"rank index {row[index_i]!r} is not a number")
+        if rank is None or rank < 0:
+            raise InputError(str(path), f"rank index {row[index_i]!r} is not a rank number")
         out.append(ClusterStepRow(rank=rank, row=_step_row(table, row, idx)))
     if not out:
         raise InputError(str(path), "no rows with Type=rank")
-    return out
+    return out, staged
 
 
 def _to_float(text: str) -> float | None:

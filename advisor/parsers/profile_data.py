@@ -160,11 +160,20 @@ class ClusterStepRow:
     row: StepRow
 
 
+@dataclass(frozen=True)
+class ClusterStage:
+    """A Type=stage row of cluster_step_trace_time.csv: a pipeline stage's ranks and times."""
+
+    ranks: tuple[int, ...]
+    row: StepRow
+
+
 @dataclass
 class ProfileData:
     root: Path
     ranks: list[RankProfile]
     cluster_rows: list[ClusterStepRow] | None = None
+    cluster_stages: list[ClusterStage] | None = None
     cluster_source: Path | None = None
     cluster_comm: dict[int, list[CommStep]] | None = None
     cluster_comm_source: Path | None = None
