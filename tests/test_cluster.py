@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.app.pipeline import profile_facts
+from advisor.model import InputError
 from tests.synth import PRESETS, write_cluster, write_profile
 
 
@@ -115,3 +116,34 @@ def test_rank_directory_that_disagrees_with_the_cluster_output_is_named(tmp_path
     text = "\n".join(facts.warnings)
     assert "rank 3: its rank directory gives" in text and "cluster_step_trace_time.csv" in text
     assert "rank 20 has a rank directory but no row" in text
+
+
+def test_cluster_database_gives_the_facts_of_the_cluster_csv(tmp_path: Path):
+    from tests.synth.cluster_file import StageSpec, write_cluster_analysis_db
+
+    base = PRESETS["healthy"]
+    specs = [
+        StageSpec(list(range(8)), base.with_(world_size=16), bubble_us=3000.0),
+        StageSpec(list(range(8, 16)), base.with_(world_size=16, compute_scale=1.4), 400.0),
+    ]
+    folder = write_cluster_analysis_db(tmp_path / "db", specs)
+    text = profile_facts(tmp_path / "db" / "text")
+    database = profile_facts(folder)
+    values = {(f.id, f.scope): f.value for f in text.facts}
+    assert {(f.id, f.scope): f.value for f in database.facts} == values
+    assert database.get("step.time_ms").source.startswith(
+        "cluster_analysis.db:ClusterStepTraceTime"
+    )
+    assert database.value("pipeline.stages") == 2
+
+
+def test_cluster_database_without_its_tables_is_named(tmp_path: Path):
+    import sqlite3
+
+    folder = tmp_path / "cluster_analysis_output"
+    folder.mkdir()
+    sqlite3.connect(folder / "cluster_analysis.db").execute(
+        "CREATE TABLE Other (x)"
+    ).connection.commit()
+    with pytest.raises(InputError, match=r"cluster_analysis\.db: no table ClusterStepTraceTime"):
+        profile_facts(folder)

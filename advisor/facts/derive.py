@@ -14,6 +14,7 @@ from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
+from advisor.parsers.db_cluster import CLUSTER_DB
 from advisor.parsers.profile_data import ProfileData, RankProfile
 
 CLUSTER_FACTS = (
@@ -223,6 +224,16 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
     for row in data.cluster_rows or []:
         by_rank.setdefault(row.rank, []).append(row.row)
     comm_by_rank = data.cluster_comm or {}
+    step_source = (
+        f"{CLUSTER_DB}:ClusterStepTraceTime"
+        if data.cluster_source is not None and data.cluster_source.name == CLUSTER_DB
+        else "cluster_step_trace_time.csv"
+    )
+    comm_source = (
+        f"{CLUSTER_DB}:ClusterCommAnalyzerTime"
+        if data.cluster_comm_source is not None and data.cluster_comm_source.name == CLUSTER_DB
+        else "cluster_communication.json"
+    )
     recorders = []
     for rank_id in sorted(set(by_rank) | set(comm_by_rank)):
         rank = RankProfile(
@@ -238,8 +249,8 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
             steps.derive(rank, taxonomy, out)
         if rank.comm is not None:
             _, steady, _ = steps.steady_rows(rank, taxonomy)
-            comm.derive(rank, steady, out, taxonomy, source="cluster_communication.json")
-        _rename_sources(out, {"step_trace_time.csv": "cluster_step_trace_time.csv"})
+            comm.derive(rank, steady, out, taxonomy, source=comm_source)
+        _rename_sources(out, {"step_trace_time.csv": step_source})
         recorders.append((str(rank_id), out))
     return recorders
 

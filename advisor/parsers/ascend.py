@@ -11,6 +11,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.ascend_db import DbProfile, profiler_db, read_database
+from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
 from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
 from advisor.parsers.trace_parallel import start_trace
@@ -74,7 +75,9 @@ def locate(path: Path) -> tuple[list[Path], Path | None]:
         raise InputError(str(path), "no such file or directory")
     if not path.is_dir():
         raise InputError(str(path), "expected a profile directory, got a file")
-    if path.name == CLUSTER_OUTPUT.name or (path / CLUSTER_STEP_TRACE.name).is_file():
+    if path.name == CLUSTER_OUTPUT.name or any(
+        (path / name).is_file() for name in (CLUSTER_STEP_TRACE.name, CLUSTER_DB)
+    ):
         return [], path  # msprof-analyze's cluster output passed itself
     cluster_file = path / CLUSTER_OUTPUT if (path / CLUSTER_OUTPUT).is_dir() else None
     if path.name == OUTPUT_DIR or (is_output_dir(path) and not is_rank_dir(path)):
@@ -322,9 +325,18 @@ def read_profile(
         if comm.is_file():
             data.cluster_comm = files.read_cluster_communication(comm, taxonomy)
             data.cluster_comm_source = comm
+        database = cluster_file / CLUSTER_DB
+        if database.is_file() and (data.cluster_rows is None or data.cluster_comm is None):
+            rows, stages, by_rank = read_cluster_db(database, taxonomy)
+            if data.cluster_rows is None and rows is not None:
+                data.cluster_rows, data.cluster_stages = rows, stages
+                data.cluster_source = database
+            if data.cluster_comm is None and by_rank is not None:
+                data.cluster_comm, data.cluster_comm_source = by_rank, database
         if not ranks and data.cluster_rows is None and data.cluster_comm is None:
             raise InputError(
-                str(cluster_file), "no cluster_step_trace_time.csv or cluster_communication.json"
+                str(cluster_file),
+                f"no cluster_step_trace_time.csv, cluster_communication.json or {CLUSTER_DB}",
             )
     seen: dict[int, Path] = {}
     for rank in ranks:

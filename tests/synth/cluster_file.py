@@ -4,6 +4,8 @@ Type=stage row per stage with its ranks as the Index ("(0, 1, 2, 3)")."""
 
 from __future__ import annotations
 
+import csv
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,4 +58,31 @@ def write_cluster_analysis(parent: Path, stages: list[StageSpec]) -> Path:
         index = '"(' + ", ".join(str(r) for r in spec.ranks) + ')"'
         lines.append(",".join(["", "stage", index, *_cells(middle, bubble)]) + "\n")
     (folder / "cluster_step_trace_time.csv").write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+def write_cluster_analysis_db(parent: Path, stages: list[StageSpec]) -> Path:
+    """The same rows in database mode: cluster_analysis_output/cluster_analysis.db with the
+    ClusterStepTraceTime table (msprof-analyze's column names, times in microseconds)."""
+    text_folder = write_cluster_analysis(parent / "text", stages)
+    folder = parent / "cluster_analysis_output"
+    folder.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(folder / "cluster_analysis.db")
+    conn.execute(
+        'CREATE TABLE ClusterStepTraceTime (step TEXT, type TEXT, "index" TEXT, computing NUMERIC, '
+        "communication_not_overlapped NUMERIC, overlapped NUMERIC, communication NUMERIC, "
+        "free NUMERIC, stage NUMERIC, bubble NUMERIC, "
+        "communication_not_overlapped_and_exclude_receive NUMERIC, preparing NUMERIC)"
+    )
+    with (text_folder / "cluster_step_trace_time.csv").open(encoding="utf-8") as f:
+        reader = csv.reader(f)
+        next(reader)
+        rows = [
+            [row[0], row[1], row[2].strip("()") if row[1] == "rank" else row[2]]
+            + [float(v) for v in row[3:]]
+            for row in reader
+        ]
+    conn.executemany(f"INSERT INTO ClusterStepTraceTime VALUES ({', '.join('?' * 12)})", rows)
+    conn.commit()
+    conn.close()
     return folder
