@@ -192,3 +192,32 @@ def test_input_errors_cross_process_boundaries_intact():
         "table TASK is missing",
         str(InputError("x.db", "table TASK is missing")),
     )
+
+
+def test_mindspore_database_export_reads_like_torch_npus(tmp_path: Path):
+    scenario = PRESETS["comm-bound"]
+    write_profile_db(tmp_path / "pt", scenario)
+    written = write_profile_db(tmp_path / "ms", scenario.with_(framework="mindspore"))
+    output = written.directory / "ASCEND_PROFILER_OUTPUT"
+    assert (output / "communication_analyzer.db").is_file()
+    assert (output / "ascend_mindspore_profiler_0.db").is_file()
+    pt, ms = profile_facts(tmp_path / "pt"), profile_facts(tmp_path / "ms")
+    assert ms.value("profile.framework") == "mindspore"
+    assert ms.get("step.time_ms").source.startswith("communication_analyzer.db:StepTraceTime")
+    skip = {"profile.framework", "profile.framework_version", "profile.torch_npu_version"}
+    assert {k: v for k, v in _scalars(ms).items() if k[0] not in skip} == {
+        k: v for k, v in _scalars(pt).items() if k[0] not in skip
+    }
+
+
+def test_a_layout_without_the_step_model_names_what_is_missing(tmp_path: Path):
+    output = tmp_path / "x_ascend_ms" / "ASCEND_PROFILER_OUTPUT"
+    output.mkdir(parents=True)
+    (output / "dataset.csv").write_text("Operation,Duration\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"none of step_trace_time\.csv, trace_view\.json") as err:
+        profile_facts(tmp_path / "x_ascend_ms")
+    assert "it holds: dataset.csv" in str(err.value)
+    raw = tmp_path / "y_ascend_ms"
+    (raw / "PROF_000001_20260101").mkdir(parents=True)
+    with pytest.raises(InputError, match=r"only raw data .*parse it first"):
+        profile_facts(raw)

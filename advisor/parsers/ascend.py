@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
-from advisor.parsers.ascend_db import DbProfile, profiler_db, read_database
+from advisor.parsers.ascend_db import DbProfile, analysis_db, profiler_db, read_database
 from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
 from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
@@ -215,7 +215,14 @@ def read_rank(
     if meta is not None:
         _apply_metadata(rank, meta)
     if output is None:
-        raise InputError(str(directory), f"no {OUTPUT_DIR} folder with profiler output")
+        raw = sorted(p.name for p in directory.glob("PROF_*") if p.is_dir())
+        hint = (
+            f": only raw data ({raw[0]}) — parse it first (MindSpore: Profiler.offline_analyse; "
+            "torch_npu: torch_npu.profiler.profiler.analyse)"
+            if raw
+            else ""
+        )
+        raise InputError(str(directory), f"no {OUTPUT_DIR} folder with profiler output{hint}")
 
     db_path = profiler_db(output)
     if db_path is not None and not is_text_output(output):
@@ -252,12 +259,31 @@ def read_rank(
     if rank.level is None:
         _infer_level(rank)
     if rank.step_rows is None and (rank.trace is None or not rank.trace.steps):
+        if (
+            rank.trace is None
+            and not trace_path.is_file()
+            and not out("step_trace_time.csv").is_file()
+        ):
+            raise InputError(str(output), _layout_problem(output))
         where = out("trace_view.json") if rank.trace is not None else output
         raise InputError(
             str(where),
             "no steps: neither step_trace_time.csv rows nor ProfilerStep#N events in trace_view.json",
         )
     return rank
+
+
+def _layout_problem(output: Path) -> str:
+    """Which of the step model's files are missing, and what the folder holds instead."""
+    try:
+        present = sorted(p.name for p in output.iterdir())
+    except OSError:
+        present = []
+    holds = ", ".join(present[:8]) + (", ..." if len(present) > 8 else "") if present else "nothing"
+    return (
+        "none of step_trace_time.csv, trace_view.json or ascend_pytorch_profiler_<rank>.db / "
+        f"ascend_mindspore_profiler_<rank>.db (the step model's sources); it holds: {holds}"
+    )
 
 
 def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Reader) -> None:
@@ -286,8 +312,8 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.trace = content.trace
     rank.sources.update(content.sources)
     rank.absent.update(content.absent)
-    analysis = path.parent / "analysis.db"
-    if analysis.is_file():
+    analysis = analysis_db(path.parent)
+    if analysis is not None:
         rank.inputs.append(analysis)
 
 

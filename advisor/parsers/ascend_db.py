@@ -37,6 +37,8 @@ from advisor.parsers.trace_steps import StepWindow, TraceData
 
 PROFILER_DBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
 ANALYSIS_DB = "analysis.db"
+# MindSpore writes the same tables as communication_analyzer.db
+ANALYSIS_DBS = (ANALYSIS_DB, "communication_analyzer.db")
 # Export schema versions this reader follows (META_DATA SCHEMA_VERSION_MAJOR).
 KNOWN_SCHEMA_MAJOR = 1
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
@@ -44,6 +46,14 @@ _BYTES_PER_MB = 1024.0 * 1024.0
 # Above this size the kernel aggregation (SQLite's own work, single-threaded) runs in a second
 # process while this one reads the timeline tables; below it a process start costs more.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def analysis_db(output: Path) -> Path | None:
+    """analysis.db (torch_npu) or communication_analyzer.db (MindSpore) in an output folder."""
+    for name in ANALYSIS_DBS:
+        if (output / name).is_file():
+            return output / name
+    return None
 
 
 def profiler_db(output: Path) -> Path | None:
@@ -95,17 +105,17 @@ def read_database(path: Path, taxonomy: Taxonomy) -> DbProfile:
         if out.comm is not None:
             out.sources["communication.json"] = f"{path.name}:COMMUNICATION_OP"
         out.kernels = kernels()
-    analysis = path.parent / ANALYSIS_DB
-    if analysis.is_file():
+    analysis = analysis_db(path.parent)
+    if analysis is not None:
         with Database(analysis) as db:
             if db.has("StepTraceTime"):
                 out.step_rows = read_step_rows(db)
-                out.sources["step_trace_time.csv"] = f"{ANALYSIS_DB}:StepTraceTime"
+                out.sources["step_trace_time.csv"] = f"{analysis.name}:StepTraceTime"
             if db.has("CommAnalyzerTime"):
                 out.comm = read_comm(db, taxonomy)
-                out.sources["communication.json"] = f"{ANALYSIS_DB}:CommAnalyzerTime"
+                out.sources["communication.json"] = f"{analysis.name}:CommAnalyzerTime"
     else:
-        out.absent["step_trace_time.csv"] = f"no {ANALYSIS_DB} beside {path.name}"
+        out.absent["step_trace_time.csv"] = f"no {' or '.join(ANALYSIS_DBS)} beside {path.name}"
     return out
 
 

@@ -116,20 +116,26 @@ def _create(path: Path, tables: dict[str, str]) -> sqlite3.Connection:
 
 
 def write_profile_db(parent: Path, s: Scenario, analysis: bool = True) -> Written:
-    """One rank's directory with the database export instead of the text files."""
-    directory = parent / f"node0_{20000 + s.rank}_20260101093000000_ascend_pt"
+    """One rank's directory with the database export instead of the text files (MindSpore's
+    names for a MindSpore scenario: _ascend_ms, ascend_mindspore_profiler_<rank>.db,
+    communication_analyzer.db)."""
+    ms = s.framework == "mindspore"
+    directory = parent / f"node0_{20000 + s.rank}_20260101093000000_ascend_{'ms' if ms else 'pt'}"
     output = directory / "ASCEND_PROFILER_OUTPUT"
     output.mkdir(parents=True, exist_ok=True)
     plans = plan_steps(s)
     info = profiler_info(s)
     info["config"]["experimental_config"]["_export_type"] = ["db"]
     (directory / f"profiler_info_{s.rank}.json").write_text(json.dumps(info, indent=2))
-    conn = _create(output / f"ascend_pytorch_profiler_{s.rank}.db", PROFILER_TABLES)
+    name = f"ascend_{'mindspore' if ms else 'pytorch'}_profiler_{s.rank}.db"
+    conn = _create(output / name, PROFILER_TABLES)
     _timeline(conn, s, plans)
     conn.commit()
     conn.close()
     if analysis:
-        conn = _create(output / "analysis.db", ANALYSIS_TABLES)
+        conn = _create(
+            output / ("communication_analyzer.db" if ms else "analysis.db"), ANALYSIS_TABLES
+        )
         _analysis(conn, s, plans)
         conn.commit()
         conn.close()
