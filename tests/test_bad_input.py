@@ -147,3 +147,19 @@ def test_bad_format_option(profile: Path):
     proc = run("facts", str(profile), "--format", "xml")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("layout", "named"),
+    [
+        ("PROF_000001/mindstudio_profiler_output/msprof_1.json", "msprof command-line output"),
+        ("report1.nsys-rep", "Nsight Systems reports are not read"),
+    ],
+)
+def test_formats_that_are_not_read_are_named(tmp_path: Path, layout: str, named: str):
+    target = tmp_path / layout
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("[]", encoding="utf-8")
+    assert_one_line_error(run("facts", str(tmp_path)), named)
+    if target.suffix == ".nsys-rep":
+        assert_one_line_error(run("facts", str(target)), named)

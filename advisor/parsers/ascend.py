@@ -12,6 +12,7 @@ from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.ascend_db import DbProfile, analysis_db, profiler_db, read_database
 from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
+from advisor.parsers.layout_hints import UNREAD_FORMATS, layout_problem, not_a_profile
 from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
 from advisor.parsers.trace_parallel import start_trace
@@ -74,7 +75,13 @@ def locate(path: Path) -> tuple[list[Path], Path | None]:
     if not path.exists():
         raise InputError(str(path), "no such file or directory")
     if not path.is_dir():
-        raise InputError(str(path), "expected a profile directory, got a file")
+        unread = [what for pattern, what in UNREAD_FORMATS if path.match(pattern.split("/")[-1])]
+        why = f"{unread[0]}; " if unread else ""
+        raise InputError(
+            str(path),
+            f"{why}expected a profile directory or a PyTorch profiler trace (*.pt.trace.json[.gz]), "
+            "got another file",
+        )
     if path.name == CLUSTER_OUTPUT.name or any(
         (path / name).is_file() for name in (CLUSTER_STEP_TRACE.name, CLUSTER_DB)
     ):
@@ -90,11 +97,7 @@ def locate(path: Path) -> tuple[list[Path], Path | None]:
         return ranks, cluster_file
     if not any(path.iterdir()):
         raise InputError(str(path), "empty folder")
-    raise InputError(
-        str(path),
-        "no profile found: expected a *_ascend_pt / *_ascend_ms directory, an "
-        f"{OUTPUT_DIR} folder, or a folder holding one such directory per rank",
-    )
+    raise InputError(str(path), not_a_profile(path))
 
 
 class _Reader:
@@ -264,26 +267,13 @@ def read_rank(
             and not trace_path.is_file()
             and not out("step_trace_time.csv").is_file()
         ):
-            raise InputError(str(output), _layout_problem(output))
+            raise InputError(str(output), layout_problem(output))
         where = out("trace_view.json") if rank.trace is not None else output
         raise InputError(
             str(where),
             "no steps: neither step_trace_time.csv rows nor ProfilerStep#N events in trace_view.json",
         )
     return rank
-
-
-def _layout_problem(output: Path) -> str:
-    """Which of the step model's files are missing, and what the folder holds instead."""
-    try:
-        present = sorted(p.name for p in output.iterdir())
-    except OSError:
-        present = []
-    holds = ", ".join(present[:8]) + (", ..." if len(present) > 8 else "") if present else "nothing"
-    return (
-        "none of step_trace_time.csv, trace_view.json or ascend_pytorch_profiler_<rank>.db / "
-        f"ascend_mindspore_profiler_<rank>.db (the step model's sources); it holds: {holds}"
-    )
 
 
 def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Reader) -> None:
