@@ -147,3 +147,42 @@ def test_cluster_database_without_its_tables_is_named(tmp_path: Path):
     ).connection.commit()
     with pytest.raises(InputError, match=r"cluster_analysis\.db: no table ClusterStepTraceTime"):
         profile_facts(folder)
+
+
+def _matrix(slow: str | None) -> dict:
+    links = {}
+    for src in range(4):
+        for dst in range(4):
+            bandwidth = 2.0 if f"{src}-{dst}" == slow else 18.0
+            links[f"{src}-{dst}"] = {
+                "Transport Type": "LOCAL" if src == dst else "HCCS",
+                "Transit Size(MB)": 360.0,
+                "Transit Time(ms)": 360.0 / bandwidth,
+                "Bandwidth(GB/s)": bandwidth,
+                "Op Name": "hcom_allReduce__1_0_1",
+            }
+    return {"0@1234": {"step5": {"hcom_allReduce__1_0_1@1234": links}}}
+
+
+@pytest.mark.parametrize("slow", ["2-1", None])
+def test_the_cluster_matrix_names_a_slow_link(tmp_path: Path, slow: str | None):
+    import json
+
+    root = _sixteen_ranks_two_stages(tmp_path)
+    matrix = root / "cluster_analysis_output" / "cluster_communication_matrix.json"
+    matrix.write_text(json.dumps(_matrix(slow)), encoding="utf-8")
+    facts = profile_facts(root)
+    link = facts.value("comm.slowest_link")
+    if slow is None:
+        assert facts.value("comm.slow_link_ratio") == pytest.approx(0.0)
+        return
+    assert link["link"] == slow and link["transport"] == "HCCS"
+    assert link["bandwidth_gbps"] == pytest.approx(2.0)
+    assert link["median_gbps"] == pytest.approx(18.0)
+    assert facts.value("comm.slow_link_ratio") == pytest.approx(1 - 2.0 / 18.0)
+    from advisor.app.diagnose import run_diagnose
+    from advisor.app.job import JobOptions
+
+    run = run_diagnose(JobOptions(profile=root))
+    fired = {s.id: s for s in run.diagnosis.symptoms}
+    assert "link 2-1" in fired["symptom.slow-link"].message

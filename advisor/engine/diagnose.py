@@ -135,6 +135,7 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
         threshold=format_value(threshold, unit, compact=True),
         fine=format_value(fine, unit, compact=True),
         level=level,
+        facts=_FactView(ctx.facts),
     )
     return Symptom(rule.id, level, fact, value, threshold, fine, cost, message)
 

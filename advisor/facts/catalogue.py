@@ -34,6 +34,10 @@ _LEVEL1 = "profile with training.profile_level: level1 (adds communication files
 _TRACE = "keep trace_view.json (profile_export_type: text) and profile with CPU activity"
 _MEMORY = "profile with training.profile_with_memory: true (writes memory_record.csv)"
 _KERNELS = "keep kernel_details.csv (profile_export_type: text)"
+_MATRIX = (
+    "keep communication_matrix.json (level1 and above), or msprof-analyze's "
+    "cluster_communication_matrix.json"
+)
 _STEPS = "profile whole steps (profile_step_start/end) so step_trace_time.csv is written"
 
 CATALOGUE: tuple[FactSpec, ...] = (
@@ -358,6 +362,32 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "Transit size / transit time by link type (HCCS, RDMA, PCIE, SDMA).",
         Combine.REPRESENTATIVE,
         _LEVEL1,
+    ),
+    FactSpec(
+        "comm.links_compared",
+        "count",
+        "comm",
+        "Links of the communication matrix compared for the slow-link check (links of a transport "
+        "type with enough loaded peers).",
+        Combine.JOB,
+        _MATRIX,
+    ),
+    FactSpec(
+        "comm.slowest_link",
+        "",
+        "comm",
+        "The link (source-destination rank) moving data slowest against the median of the links "
+        "of its transport type: link, transport, bandwidth_gbps, median_gbps.",
+        Combine.JOB,
+        _MATRIX,
+    ),
+    FactSpec(
+        "comm.slow_link_ratio",
+        "ratio",
+        "comm",
+        "1 - the slowest link's bandwidth / the median of its transport type (0: no slow link).",
+        Combine.JOB,
+        _MATRIX,
     ),
     FactSpec(
         "comm.wait_ratio",

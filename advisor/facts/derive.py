@@ -8,14 +8,14 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from advisor.facts import attrib, cluster, comm, groups, host, memory, ops, stages, steps
+from advisor.facts import attrib, cluster, comm, groups, host, links, memory, ops, stages, steps
 from advisor.facts import profile as profile_facts
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
 from advisor.parsers.db_cluster import CLUSTER_DB
-from advisor.parsers.profile_data import ProfileData, RankProfile
+from advisor.parsers.profile_data import LinkStat, ProfileData, RankProfile
 
 CLUSTER_FACTS = (
     "ranks.count",
@@ -255,6 +255,19 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
     return recorders
 
 
+def _link_facts(data: ProfileData, out: Recorder, taxonomy: Taxonomy) -> None:
+    """The slowest link, from the cluster's matrix or else the ranks' own matrices."""
+    if data.cluster_links is not None and data.cluster_links_source is not None:
+        links.derive(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
+        return
+    merged: dict[tuple[int, int, str], LinkStat] = {}
+    for rank in data.ranks:
+        for stat in rank.links or []:
+            # a link seen from both of its ends is counted once
+            merged.setdefault((stat.src, stat.dst, stat.transport), stat)
+    links.derive(list(merged.values()), out, "communication_matrix.json", taxonomy)
+
+
 def _ranks_note(data: ProfileData, count: int) -> str:
     if not data.ranks:
         return "ranks in the cluster analysis output"
@@ -326,6 +339,7 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
                 },
                 job,
             )
+        _link_facts(data, job, taxonomy)
         job.add(
             "profile.ranks",
             len(recorders),
@@ -337,6 +351,7 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
         result.missing = list(job.missing.values())
     else:
         only = recorders[0][1]
+        _link_facts(data, only, taxonomy)
         only.add("profile.ranks", 1, str(data.root), f"single rank ({data.ranks[0].label})")
         only.add("ranks.count", 1, str(data.root), "single-rank profile")
         for fact_id in CLUSTER_FACTS[1:]:

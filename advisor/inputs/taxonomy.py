@@ -43,6 +43,7 @@ class Taxonomy:
     min_ceiling_ratio: float
     compute_well_used_ratio: float
     min_trusted_step_ms: float
+    link_min_mb: float
     p2p_kinds: frozenset[str]
     # short name (tp, pp...) -> where it is stated: argument names, config keys
     recorded_layout: dict[str, tuple[str, ...]]
@@ -105,6 +106,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
         min_trusted_step_ms=float(measurement["min_trusted_step_ms"]),
+        link_min_mb=float(measurement["link_min_mb"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},
         config_layout={k: tuple(v["config"]) for k, v in raw["parallel_layout"].items()},

@@ -11,6 +11,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.ascend_db import DbProfile, analysis_db, profiler_db, read_database
+from advisor.parsers.comm_matrix import read_comm_matrix
 from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
 from advisor.parsers.layout_hints import UNREAD_FORMATS, layout_problem, not_a_profile
 from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
@@ -30,6 +31,7 @@ KNOWN_OUTPUTS = (
 CLUSTER_OUTPUT = Path("cluster_analysis_output")
 CLUSTER_STEP_TRACE = CLUSTER_OUTPUT / "cluster_step_trace_time.csv"
 CLUSTER_COMMUNICATION = CLUSTER_OUTPUT / "cluster_communication.json"
+CLUSTER_MATRIX = "cluster_communication_matrix.json"
 _INFO_FILE = re.compile(r"profiler_info(?:_(\d+))?\.json")
 # How deep below the given folder rank directories are searched for (e.g. prof/node0/rank3/).
 SEARCH_DEPTH = 3
@@ -256,6 +258,10 @@ def read_rank(
     rank.memory = reader.read(
         out("memory_record.csv"), "memory_record.csv", files.read_memory_record
     )
+    if out("communication_matrix.json").is_file():
+        rank.links = reader.read(
+            out("communication_matrix.json"), "communication_matrix.json", read_comm_matrix
+        )
     rank.trace = reader.read(
         trace_path, "trace_view.json", lambda p: pending() if pending else read_trace(p, taxonomy)
     )
@@ -341,6 +347,9 @@ def read_profile(
         if comm.is_file():
             data.cluster_comm = files.read_cluster_communication(comm, taxonomy)
             data.cluster_comm_source = comm
+        matrix = cluster_file / CLUSTER_MATRIX
+        if matrix.is_file():
+            data.cluster_links, data.cluster_links_source = read_comm_matrix(matrix), matrix
         database = cluster_file / CLUSTER_DB
         if database.is_file() and (data.cluster_rows is None or data.cluster_comm is None):
             rows, stages, by_rank = read_cluster_db(database, taxonomy)

@@ -91,6 +91,26 @@ class CommStep:
             kinds[kind] = kinds.get(kind, 0.0) + elapse_ms
 
 
+@dataclass
+class LinkStat:
+    """One link's totals from a communication matrix (source rank -> destination rank)."""
+
+    src: int
+    dst: int
+    transport: str
+    size_mb: float = 0.0
+    time_ms: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}-{self.dst}"
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        # MB / ms = GB / s
+        return self.size_mb / self.time_ms if self.time_ms > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class ProcessGroup:
     """A communication group the profiler recorded: its framework name and global ranks."""
@@ -132,6 +152,7 @@ class RankProfile:
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
     trace: TraceData | None = None
+    links: list[LinkStat] | None = None  # communication_matrix.json totals per link
     inputs: list[Path] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
     # text-export file name -> what was read in its place (a database export's table)
@@ -177,3 +198,5 @@ class ProfileData:
     cluster_source: Path | None = None
     cluster_comm: dict[int, list[CommStep]] | None = None
     cluster_comm_source: Path | None = None
+    cluster_links: list[LinkStat] | None = None
+    cluster_links_source: Path | None = None

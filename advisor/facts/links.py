@@ -1,0 +1,79 @@
+"""The slowest communication link: bandwidth per link against the other links of its kind.
+
+Links of one transport type (HCCS inside a node, RDMA between nodes, PCIE...) should move data
+at about the same rate; one that is much slower than its peers is a slow link (a degraded cable
+or port, a congested switch) and makes every collective over it wait. Links carrying little
+data are latency-bound and not compared.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+from advisor.facts.base import Recorder
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.profile_data import LinkStat
+
+LINK_FACTS = ("comm.links_compared", "comm.slowest_link", "comm.slow_link_ratio")
+# a median needs peers: fewer links of a transport than this are not compared
+MIN_PEERS = 3
+
+
+def derive(links: list[LinkStat] | None, out: Recorder, source: str, taxonomy: Taxonomy) -> None:
+    if not links:
+        for fact_id in LINK_FACTS:
+            out.miss(fact_id, "no communication_matrix.json (profile at level1 or above)")
+        return
+    loaded = [s for s in links if s.size_mb >= taxonomy.link_min_mb and s.time_ms > 0]
+    by_transport: dict[str, list[LinkStat]] = {}
+    for stat in loaded:
+        by_transport.setdefault(stat.transport, []).append(stat)
+    worst: tuple[float, LinkStat, float] | None = None
+    for stats in by_transport.values():
+        if len(stats) < MIN_PEERS:
+            continue
+        middle = median(s.bandwidth_gbps for s in stats)
+        for stat in stats:
+            shortfall = 1.0 - stat.bandwidth_gbps / middle if middle > 0 else 0.0
+            if worst is None or shortfall > worst[0]:
+                worst = (shortfall, stat, middle)
+    compared = sum(len(stats) for stats in by_transport.values() if len(stats) >= MIN_PEERS)
+    out.add(
+        "comm.links_compared",
+        compared,
+        f"{source}:Transport Type",
+        f"links of a transport type with at least {MIN_PEERS} loaded links (>= "
+        f"{taxonomy.link_min_mb:g} MB each), of {len(links)} links in the matrix",
+    )
+    if worst is None:
+        reason = (
+            f"fewer than {MIN_PEERS} links of one transport type carry at least "
+            f"{taxonomy.link_min_mb:g} MB: nothing to compare a link with"
+        )
+        for fact_id in LINK_FACTS[1:]:
+            out.miss(fact_id, reason)
+        return
+    shortfall, stat, middle = worst
+    peers = len(by_transport[stat.transport])
+    note = (
+        f"link {stat.name} ({stat.transport}) moves {stat.bandwidth_gbps:.2f} GB/s against a "
+        f"median of {middle:.2f} GB/s over {peers} {stat.transport} links carrying at least "
+        f"{taxonomy.link_min_mb:g} MB"
+    )
+    out.add(
+        "comm.slowest_link",
+        {
+            "link": stat.name,
+            "transport": stat.transport,
+            "bandwidth_gbps": round(stat.bandwidth_gbps, 3),
+            "median_gbps": round(middle, 3),
+        },
+        f"{source}:Transit Size(MB)/Transit Time(ms)",
+        note,
+    )
+    out.add(
+        "comm.slow_link_ratio",
+        max(0.0, shortfall),
+        f"{source}:Transit Size(MB)/Transit Time(ms)",
+        f"1 - bandwidth / median of its transport type; {note}",
+    )
