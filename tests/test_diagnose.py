@@ -42,6 +42,8 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "ranks.count": 4,
         "job.pipeline_parallel": True,
         "attrib.preparing_not_loading_ratio": 0.0,
+        "comm.links_compared": 12,
+        "comm.slowest_link": {"link": "3-11", "transport": "RDMA"},
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))

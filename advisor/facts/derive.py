@@ -15,7 +15,7 @@ from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
 from advisor.parsers.db_cluster import CLUSTER_DB
-from advisor.parsers.profile_data import LinkStat, ProfileData, RankProfile
+from advisor.parsers.profile_data import ProfileData, RankProfile
 
 CLUSTER_FACTS = (
     "ranks.count",
@@ -79,7 +79,12 @@ def _label(rank: RankProfile, index: int) -> str:
     return str(rank.rank) if rank.rank is not None else f"#{index}"
 
 
-def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | None) -> Fact:
+def _combine(
+    fact_id: str,
+    facts: list[tuple[str, Fact]],
+    representative: str | None,
+    critical: set[str] | None = None,
+) -> Fact:
     spec = spec_for(fact_id)
     first = facts[0][1]
     n = len(facts)
@@ -98,7 +103,8 @@ def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | 
     ):
         values = [f.value for _, f in facts]
         value = median(values)
-        note = f"median over {n} ranks (min {min(values):.4g}, max {max(values):.4g}); per rank: {first.note}"
+        which = f"the {n} ranks of the slowest pipeline stage" if critical else f"{n} ranks"
+        note = f"median over {which} (min {min(values):.4g}, max {max(values):.4g}); per rank: {first.note}"
         return Fact(fact_id, value, spec.unit, JOB_SCOPE, first.source, note)
     if spec.combine is Combine.REPRESENTATIVE and representative is not None:
         for label, fact in facts:
@@ -109,7 +115,8 @@ def _combine(fact_id: str, facts: list[tuple[str, Fact]], representative: str | 
                     spec.unit,
                     JOB_SCOPE,
                     fact.source,
-                    f"rank {label} (median step time); {fact.note}",
+                    f"rank {label} (median step time"
+                    f"{' of the slowest pipeline stage' if critical else ''}); {fact.note}",
                 )
     differing = sorted({str(f.value) for _, f in facts})
     note = (
@@ -132,13 +139,13 @@ def _representative(recorders: list[tuple[str, Recorder]]) -> str | None:
     return timed[(len(timed) - 1) // 2][1]
 
 
-def _cluster_facts(
+def _stage_groups(
     recorders: list[tuple[str, Recorder]],
-    job: Recorder,
-    source: str,
     taxonomy: Taxonomy,
-    known_stages: list[list[str]] | None = None,
-) -> None:
+    known_stages: list[list[str]] | None,
+) -> tuple[list[list[str]] | None, str | None]:
+    """The ranks of each pipeline stage (stated by the cluster file, else inferred) and where
+    they came from (None: inferred)."""
     timed = [(label, r.facts) for label, r in recorders if "step.time_ms" in r.facts]
     if known_stages:
         timed_labels = {label for label, _ in timed}
@@ -151,6 +158,17 @@ def _cluster_facts(
     else:
         groups = stages.stages(dict(timed), taxonomy.stage_split_gap) if len(timed) >= 2 else None
         how = None
+    return groups, how
+
+
+def _cluster_facts(
+    recorders: list[tuple[str, Recorder]],
+    job: Recorder,
+    source: str,
+    staged: tuple[list[list[str]] | None, str | None],
+) -> None:
+    timed = [(label, r.facts) for label, r in recorders if "step.time_ms" in r.facts]
+    groups, how = staged
     stages.pipeline_facts(dict(timed), groups, job, source, how)
     if len(timed) < 2:
         for fact_id in CLUSTER_FACTS:
@@ -200,22 +218,46 @@ def _job_from_ranks(
     known_stages: list[list[str]] | None = None,
 ) -> Recorder:
     job = Recorder(JOB_SCOPE)
-    representative = _representative(recorders)
+    staged = _stage_groups(recorders, taxonomy, known_stages)
+    critical = _critical_stage(recorders, staged[0])
+    in_stage = [(label, rec) for label, rec in recorders if critical is None or label in critical]
+    representative = _representative(in_stage)
     ids: list[str] = []
     for _, rec in recorders:
         ids.extend(i for i in rec.facts if i not in ids)
         ids.extend(i for i in rec.missing if i not in ids)
     for fact_id in ids:
         present = [(label, rec.facts[fact_id]) for label, rec in recorders if fact_id in rec.facts]
+        if critical is not None and spec_for(fact_id).combine is Combine.MEDIAN:
+            # ranks of different stages play different roles: the pace-setting stage speaks
+            present = [(label, fact) for label, fact in present if label in critical] or present
         if present:
-            job.facts[fact_id] = _combine(fact_id, present, representative)
+            job.facts[fact_id] = _combine(fact_id, present, representative, critical)
         else:
             reasons = [rec.missing[fact_id] for _, rec in recorders if fact_id in rec.missing]
             job.missing[fact_id] = MissingFact(
                 fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)"
             )
-    _cluster_facts(recorders, job, source, taxonomy, known_stages)
+    _cluster_facts(recorders, job, source, staged)
     return job
+
+
+def _critical_stage(
+    recorders: list[tuple[str, Recorder]], groups: list[list[str]] | None
+) -> set[str] | None:
+    """The ranks of the stage with the most device compute per step (it sets the pipeline's
+    pace); None without pipeline stages."""
+    if groups is None or len(groups) < 2:
+        return None
+    facts = dict(recorders)
+
+    def stage_compute(group: list[str]) -> float:
+        values = [stages.compute_ms(facts[label].facts) for label in group if label in facts]
+        known = [v for v in values if v is not None]
+        return median(known) if known else 0.0
+
+    computes = [stage_compute(group) for group in groups]
+    return set(groups[computes.index(max(computes))])
 
 
 def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Recorder]]:
@@ -253,19 +295,6 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
         _rename_sources(out, {"step_trace_time.csv": step_source})
         recorders.append((str(rank_id), out))
     return recorders
-
-
-def _link_facts(data: ProfileData, out: Recorder, taxonomy: Taxonomy) -> None:
-    """The slowest link, from the cluster's matrix or else the ranks' own matrices."""
-    if data.cluster_links is not None and data.cluster_links_source is not None:
-        links.derive(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
-        return
-    merged: dict[tuple[int, int, str], LinkStat] = {}
-    for rank in data.ranks:
-        for stat in rank.links or []:
-            # a link seen from both of its ends is counted once
-            merged.setdefault((stat.src, stat.dst, stat.transport), stat)
-    links.derive(list(merged.values()), out, "communication_matrix.json", taxonomy)
 
 
 def _ranks_note(data: ProfileData, count: int) -> str:
@@ -339,7 +368,7 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
                 },
                 job,
             )
-        _link_facts(data, job, taxonomy)
+        links.job_links(data, job, taxonomy)
         job.add(
             "profile.ranks",
             len(recorders),
@@ -351,7 +380,7 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
         result.missing = list(job.missing.values())
     else:
         only = recorders[0][1]
-        _link_facts(data, only, taxonomy)
+        links.job_links(data, only, taxonomy)
         only.add("profile.ranks", 1, str(data.root), f"single rank ({data.ranks[0].label})")
         only.add("ranks.count", 1, str(data.root), "single-rank profile")
         for fact_id in CLUSTER_FACTS[1:]:

@@ -12,7 +12,7 @@ from statistics import median
 
 from advisor.facts.base import Recorder
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.parsers.profile_data import LinkStat
+from advisor.parsers.profile_data import LinkStat, ProfileData
 
 LINK_FACTS = ("comm.links_compared", "comm.slowest_link", "comm.slow_link_ratio")
 # a median needs peers: fewer links of a transport than this are not compared
@@ -77,3 +77,19 @@ def derive(links: list[LinkStat] | None, out: Recorder, source: str, taxonomy: T
         f"{source}:Transit Size(MB)/Transit Time(ms)",
         f"1 - bandwidth / median of its transport type; {note}",
     )
+
+
+def job_links(data: ProfileData, out: Recorder, taxonomy: Taxonomy) -> None:
+    """The slowest link, from the cluster's matrix or else the ranks' own matrices."""
+    if data.cluster_links is not None and data.cluster_links_source is not None:
+        derive(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
+        return
+    merged: dict[tuple[int, int, str], LinkStat] = {}
+    source = "communication_matrix.json"
+    for rank in data.ranks:
+        if rank.links is not None:
+            source = rank.sources.get(source, source)
+        for stat in rank.links or []:
+            # a link seen from both of its ends is counted once
+            merged.setdefault((stat.src, stat.dst, stat.transport), stat)
+    derive(list(merged.values()), out, source, taxonomy)

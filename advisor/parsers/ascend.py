@@ -306,6 +306,7 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.comm = content.comm
     rank.memory = content.memory
     rank.trace = content.trace
+    rank.links = content.links
     rank.sources.update(content.sources)
     rank.absent.update(content.absent)
     analysis = analysis_db(path.parent)

@@ -23,12 +23,13 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.db_analysis import read_comm, read_step_rows
+from advisor.parsers.db_analysis import read_comm, read_links, read_step_rows
 from advisor.parsers.db_trace import read_db_trace
 from advisor.parsers.profile_data import (
     CommStep,
     KernelGroup,
     KernelTable,
+    LinkStat,
     MemorySummary,
     StepRow,
 )
@@ -75,6 +76,7 @@ class DbProfile:
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
     trace: TraceData | None = None
+    links: list[LinkStat] | None = None
     # text-export file name -> the table it was read from instead
     sources: dict[str, str] = field(default_factory=dict)
     absent: dict[str, str] = field(default_factory=dict)
@@ -114,6 +116,9 @@ def read_database(path: Path, taxonomy: Taxonomy) -> DbProfile:
             if db.has("CommAnalyzerTime"):
                 out.comm = read_comm(db, taxonomy)
                 out.sources["communication.json"] = f"{analysis.name}:CommAnalyzerTime"
+            out.links = read_links(db)
+            if out.links is not None:
+                out.sources["communication_matrix.json"] = f"{analysis.name}:CommAnalyzerMatrix"
     else:
         out.absent["step_trace_time.csv"] = f"no {' or '.join(ANALYSIS_DBS)} beside {path.name}"
     return out

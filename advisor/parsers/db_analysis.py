@@ -6,7 +6,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.profile_data import CommStep, StepRow
+from advisor.parsers.profile_data import CommStep, LinkStat, StepRow
 from advisor.parsers.sqlite_db import Database
 
 
@@ -85,3 +85,37 @@ def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
     if not by_step:
         raise InputError(str(db.path), "table CommAnalyzerTime has no rows")
     return list(by_step.values())
+
+
+def read_links(db: Database) -> list[LinkStat] | None:
+    """CommAnalyzerMatrix: what communication_matrix.json holds, totals per link."""
+    columns = (
+        "hccl_op_name",
+        "src_rank",
+        "dst_rank",
+        "transport_type",
+        "transit_size",
+        "transit_time",
+    )
+    if not db.has("CommAnalyzerMatrix", *columns):
+        return None
+    sql = f"SELECT {', '.join(columns)} FROM CommAnalyzerMatrix"
+    links: dict[tuple[int, int, str], LinkStat] = {}
+    for name, src, dst, transport, size, time in db.rows("CommAnalyzerMatrix", sql):
+        if (
+            str(name).startswith("Total Op Info")
+            or not str(src).isdigit()
+            or not str(dst).isdigit()
+        ):
+            continue
+        a, b, kind = int(src), int(dst), str(transport or "UNKNOWN")
+        if a == b or kind == "LOCAL":
+            continue
+        if not isinstance(size, int | float) or not isinstance(time, int | float):
+            continue
+        if size < 0 or time < 0:
+            continue
+        stat = links.setdefault((a, b, kind), LinkStat(a, b, kind))
+        stat.size_mb += float(size)
+        stat.time_ms += float(time)
+    return sorted(links.values(), key=lambda s: (s.src, s.dst, s.transport))

@@ -54,6 +54,9 @@ ANALYSIS_TABLES = {
     "CommAnalyzerBandwidth": "hccl_op_name TEXT, group_name TEXT, transport_type TEXT, "
     "transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, large_packet_ratio NUMERIC, "
     "package_size NUMERIC, count NUMERIC, total_duration NUMERIC, step TEXT, type TEXT",
+    "CommAnalyzerMatrix": "hccl_op_name TEXT, group_name TEXT, src_rank TEXT, dst_rank TEXT, "
+    "transport_type TEXT, transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, "
+    "step TEXT, type TEXT, op_name TEXT",
 }
 PMU_METRICS = [
     f"aic_{m}"
@@ -312,6 +315,20 @@ def _analysis(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
             conn.execute(
                 "INSERT INTO CommAnalyzerTime VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
                 (c.name, GROUP, _abs(c.start) / 1000, elapse, transit, wait, wait / 2, step, kind),
+            )
+            # the text export's communication_matrix.json: one HCCS link per op
+            conn.execute(
+                "INSERT INTO CommAnalyzerMatrix VALUES (?, ?, '0', '1', 'HCCS', ?, ?, ?, ?, ?, ?)",
+                (
+                    f"{c.name.split('__')[0]}-top1@{GROUP}",
+                    GROUP,
+                    HCCS_GBPS * elapse,
+                    elapse,
+                    HCCS_GBPS,
+                    step,
+                    kind,
+                    c.name,
+                ),
             )
             # one row per packet-size bucket, each repeating the link totals
             for link, gbps in (("HCCS", HCCS_GBPS), ("SDMA", SDMA_GBPS), ("RDMA", 0.0)):
