@@ -11,6 +11,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.ascend_db import DbProfile, analysis_db, profiler_db, read_database
+from advisor.parsers.bounds import BadValues
 from advisor.parsers.comm_matrix import read_comm_matrix
 from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
 from advisor.parsers.layout_hints import UNREAD_FORMATS, layout_problem, not_a_profile
@@ -241,23 +242,27 @@ def read_rank(
     trace_path = out("trace_view.json")
     pending = start_trace(trace_path, taxonomy) if trace_path.is_file() else None
 
+    bad = BadValues(skip=skip_bad)
     rank.step_rows = reader.read(
-        out("step_trace_time.csv"), "step_trace_time.csv", files.read_step_trace
+        out("step_trace_time.csv"), "step_trace_time.csv", lambda p: files.read_step_trace(p, bad)
     )
     rank.kernels = reader.read(
-        out("kernel_details.csv"), "kernel_details.csv", lambda p: files.read_kernels(p, taxonomy)
+        out("kernel_details.csv"),
+        "kernel_details.csv",
+        lambda p: files.read_kernels(p, taxonomy, bad),
     )
     rank.op_stats = reader.read(
-        out("op_statistic.csv"), "op_statistic.csv", files.read_op_statistic
+        out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)
     )
     rank.comm = reader.read(
         out("communication.json"),
         "communication.json",
-        lambda p: files.read_communication(p, taxonomy),
+        lambda p: files.read_communication(p, taxonomy, bad),
     )
     rank.memory = reader.read(
-        out("memory_record.csv"), "memory_record.csv", files.read_memory_record
+        out("memory_record.csv"), "memory_record.csv", lambda p: files.read_memory_record(p, bad)
     )
+    warnings.extend(bad.warnings())
     if out("communication_matrix.json").is_file():
         rank.links = reader.read(
             out("communication_matrix.json"), "communication_matrix.json", read_comm_matrix
@@ -342,12 +347,14 @@ def read_profile(
     if cluster_file is not None:
         step_trace = cluster_file / CLUSTER_STEP_TRACE.name
         comm = cluster_file / CLUSTER_COMMUNICATION.name
+        bad = BadValues(skip=skip_bad)
         if step_trace.is_file():
-            data.cluster_rows, data.cluster_stages = files.read_cluster_step_trace(step_trace)
+            data.cluster_rows, data.cluster_stages = files.read_cluster_step_trace(step_trace, bad)
             data.cluster_source = step_trace
         if comm.is_file():
-            data.cluster_comm = files.read_cluster_communication(comm, taxonomy)
+            data.cluster_comm = files.read_cluster_communication(comm, taxonomy, bad)
             data.cluster_comm_source = comm
+        warnings.extend(bad.warnings())
         matrix = cluster_file / CLUSTER_MATRIX
         if matrix.is_file():
             data.cluster_links, data.cluster_links_source = read_comm_matrix(matrix), matrix

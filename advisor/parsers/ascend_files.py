@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.csvio import CsvTable, clean, integer, number
+from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues, Invalid
+from advisor.parsers.csvio import CsvTable, clean, integer
 from advisor.parsers.profile_data import (
     ClusterStage,
     ClusterStepRow,
@@ -42,17 +44,28 @@ def read_json(path: Path) -> Any:
         raise InputError(str(path), problem) from None
     except UnicodeDecodeError:
         raise InputError(str(path), "not UTF-8 JSON") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply") from None
 
 
-def _step_row(table: CsvTable, row: list[str], idx: dict[str, int | None]) -> StepRow:
-    def val(name: str) -> float | None:
+def _step_row(
+    table: CsvTable, row: list[str], idx: dict[str, int | None], bad: BadValues
+) -> StepRow | None:
+    """One step row; None when a value cannot be right and the row is dropped."""
+    values: dict[str, float | None] = {}
+    for name in (*STEP_COLUMNS, "Preparing", "Bubble"):
         i = idx[name]
-        return None if i is None else number(row[i])
-
-    values = {name: val(name) for name in STEP_COLUMNS}
-    if any(v is None for v in values.values()):
-        bad = [n for n, v in values.items() if v is None]
-        raise InputError(str(table.path), f"non-numeric {', '.join(bad)} in a step row")
+        if i is None:
+            values[name] = None
+            continue
+        parsed = bad.measure(table.path, f"row {table.line}, {name}", row[i])
+        if isinstance(parsed, Invalid):
+            return None
+        values[name] = parsed
+    absent = [n for n in STEP_COLUMNS if values[n] is None]
+    if absent:
+        bad.reject(table.path, f"row {table.line}", ", ".join(absent), "missing in a step row")
+        return None
     step_i = idx["Step"]
     return StepRow(
         step=integer(row[step_i]) if step_i is not None else None,
@@ -61,8 +74,8 @@ def _step_row(table: CsvTable, row: list[str], idx: dict[str, int | None]) -> St
         overlapped=values["Overlapped"] or 0.0,
         communication=values["Communication"] or 0.0,
         free=values["Free"] or 0.0,
-        preparing=val("Preparing"),
-        bubble=val("Bubble"),
+        preparing=values["Preparing"],
+        bubble=values["Bubble"],
     )
 
 
@@ -72,18 +85,22 @@ def _step_indexes(table: CsvTable) -> dict[str, int | None]:
     return {name: table.column(name) for name in names}
 
 
-def read_step_trace(path: Path) -> list[StepRow]:
+def read_step_trace(path: Path, bad: BadValues | None = None) -> list[StepRow]:
+    bad = bad or BadValues()
     table = CsvTable(path)
     idx = _step_indexes(table)
-    rows = [_step_row(table, row, idx) for row in table.rows()]
+    rows = [r for row in table.rows() if (r := _step_row(table, row, idx, bad)) is not None]
     if not rows:
-        raise InputError(str(path), "no step rows")
+        raise InputError(str(path), "no usable step rows")
     return rows
 
 
-def read_cluster_step_trace(path: Path) -> tuple[list[ClusterStepRow], list[ClusterStage]]:
+def read_cluster_step_trace(
+    path: Path, bad: BadValues | None = None
+) -> tuple[list[ClusterStepRow], list[ClusterStage]]:
     """The per-rank rows (Type=rank) and the per-stage rows (Type=stage, Index "(0, 1, 2, 3)")
     of msprof-analyze's cluster_step_trace_time.csv."""
+    bad = bad or BadValues()
     table = CsvTable(path)
     idx = _step_indexes(table)
     type_i, index_i = idx["Type"], idx["Index"]
@@ -95,29 +112,36 @@ def read_cluster_step_trace(path: Path) -> tuple[list[ClusterStepRow], list[Clus
         kind = clean(row[type_i]).lower()
         if kind == "stage":
             ranks = tuple(int(r) for r in re.findall(r"\d+", row[index_i]))
-            if ranks:
-                staged.append(ClusterStage(ranks=ranks, row=_step_row(table, row, idx)))
+            stage_row = _step_row(table, row, idx, bad)
+            if ranks and stage_row is not None:
+                staged.append(ClusterStage(ranks=ranks, row=stage_row))
             continue
         if kind != "rank":
             continue
         rank = integer(row[index_i])
         if rank is None or rank < 0:
             raise InputError(str(path), f"rank index {row[index_i]!r} is not a rank number")
-        out.append(ClusterStepRow(rank=rank, row=_step_row(table, row, idx)))
+        step_row = _step_row(table, row, idx, bad)
+        if step_row is not None:
+            out.append(ClusterStepRow(rank=rank, row=step_row))
     if not out:
         raise InputError(str(path), "no rows with Type=rank")
     return out, staged
 
 
 def _to_float(text: str) -> float | None:
+    """A pipe ratio in [0, 1]; None for N/A cells (AI-CPU kernels, Level0), blanks and values
+    that are not ratios (the kernel then counts without pipe data)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        return None  # N/A cells (AI-CPU kernels, Level0) and blanks
+        return None
+    return value if 0.0 <= value <= 1.0 else None
 
 
-def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
+def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -> KernelTable:
     """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean."""
+    bad = bad or BadValues()
     table = CsvTable(path)
     type_i, dur_i = table.require("Type", "Duration(us)")
     name_i = table.column("Name")
@@ -138,6 +162,11 @@ def read_kernels(path: Path, taxonomy: Taxonomy) -> KernelTable:
         try:
             duration = float(row[dur_i])
         except ValueError:
+            if clean(row[dur_i]) not in NOT_AVAILABLE:
+                bad.reject(path, f"row {table.line}, Duration(us)", row[dur_i])
+            continue
+        if not 0.0 <= duration <= MAX_DURATION_US:  # also false for NaN
+            bad.reject(path, f"row {table.line}, Duration(us)", row[dur_i])
             continue
         rows += 1
         key = (
@@ -189,14 +218,18 @@ def add_pipes(
         group.mte2_bound_us += duration
 
 
-def read_op_statistic(path: Path) -> list[OpStat]:
+def read_op_statistic(path: Path, bad: BadValues | None = None) -> list[OpStat]:
+    bad = bad or BadValues()
     table = CsvTable(path)
     type_i, count_i, total_i = table.require("OP Type", "Count", "Total Time(us)")
     core_i = table.column("Core Type")
     out = []
     for row in table.rows():
-        total = number(row[total_i])
-        count = integer(row[count_i])
+        total = bad.measure(path, f"row {table.line}, Total Time(us)", row[total_i])
+        counted = bad.measure(path, f"row {table.line}, Count", row[count_i])
+        if isinstance(total, Invalid) or isinstance(counted, Invalid):
+            continue
+        count = None if counted is None else int(counted)
         if total is None or count is None:
             continue
         core = clean(row[core_i]) if core_i is not None else ""
@@ -206,13 +239,15 @@ def read_op_statistic(path: Path) -> list[OpStat]:
     return out
 
 
-def read_memory_record(path: Path) -> MemorySummary:
+def read_memory_record(path: Path, bad: BadValues | None = None) -> MemorySummary:
+    bad = bad or BadValues()
     table = CsvTable(path)
     comp_i, alloc_i, res_i = table.require("Component", "Total Allocated(MB)", "Total Reserved(MB)")
     by_component: dict[str, list[tuple[float, float]]] = {}
     for row in table.rows():
-        allocated, reserved = number(row[alloc_i]), number(row[res_i])
-        if allocated is None or reserved is None:
+        allocated = bad.measure(path, f"row {table.line}, Total Allocated(MB)", row[alloc_i])
+        reserved = bad.measure(path, f"row {table.line}, Total Reserved(MB)", row[res_i])
+        if not isinstance(allocated, float) or not isinstance(reserved, float):
             continue
         by_component.setdefault(clean(row[comp_i]), []).append((allocated, reserved))
     # The PyTorch allocator (PTA) is what fragmentation is about; fall back to whatever exists.
@@ -232,7 +267,10 @@ def read_memory_record(path: Path) -> MemorySummary:
     )
 
 
-def read_communication(path: Path, taxonomy: Taxonomy) -> list[CommStep]:
+def read_communication(
+    path: Path, taxonomy: Taxonomy, bad: BadValues | None = None
+) -> list[CommStep]:
+    bad = bad or BadValues()
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a JSON object keyed by step")
@@ -248,15 +286,19 @@ def read_communication(path: Path, taxonomy: Taxonomy) -> list[CommStep]:
             for op_key, op in bucket.items():
                 if op_key.startswith("Total Op Info") or not isinstance(op, dict):
                     continue  # aggregated pseudo-op: counting it would double every number
-                _add_comm_op(step, taxonomy.comm_kind(op_key), op, _group_of(op_key))
+                where = _Where(path, bad, f"{step_key} {op_key}")
+                _add_comm_op(step, taxonomy.comm_kind(op_key), op, _group_of(op_key), where)
         steps.append(step)
     if not steps:
         raise InputError(str(path), "no steps")
     return steps
 
 
-def read_cluster_communication(path: Path, taxonomy: Taxonomy) -> dict[int, list[CommStep]]:
+def read_cluster_communication(
+    path: Path, taxonomy: Taxonomy, bad: BadValues | None = None
+) -> dict[int, list[CommStep]]:
     """msprof-analyze's cluster_communication.json: {group: {step: {op: {rank: op info}}}}."""
+    bad = bad or BadValues()
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a JSON object keyed by communication group")
@@ -277,8 +319,13 @@ def read_cluster_communication(path: Path, taxonomy: Taxonomy) -> dict[int, list
                         continue
                     steps_of_rank = by_rank.setdefault(int(rank_key), {})
                     step = steps_of_rank.setdefault(number, CommStep(step=number))
+                    where = _Where(path, bad, f"{step_key} {op_key} rank {rank_key}")
                     _add_comm_op(
-                        step, taxonomy.comm_kind(op_key), info, _group_of(op_key) or group_key
+                        step,
+                        taxonomy.comm_kind(op_key),
+                        info,
+                        _group_of(op_key) or group_key,
+                        where,
                     )
     if not by_rank:
         raise InputError(str(path), "no per-rank communication entries")
@@ -291,20 +338,38 @@ def _group_of(op_key: str) -> str | None:
     return group.strip() or None if at else None
 
 
-def _add_comm_op(step: CommStep, kind: str, op: dict[str, Any], group: str | None) -> None:
-    info = op.get("Communication Time Info") or {}
-    elapse = _float(info.get("Elapse Time(ms)"))
-    wait = _float(info.get("Wait Time(ms)"))
+@dataclass(frozen=True)
+class _Where:
+    """Where a communication record sits, for the error that names a bad value."""
+
+    path: Path
+    bad: BadValues
+    record: str
+
+    def value(self, field_name: str, raw: object) -> float | Invalid | None:
+        return self.bad.measure(self.path, f"{self.record}: {field_name}", raw)
+
+
+def _add_comm_op(
+    step: CommStep, kind: str, op: dict[str, Any], group: str | None, where: _Where
+) -> None:
+    info = op.get("Communication Time Info")
+    info = info if isinstance(info, dict) else {}
+    elapse = where.value("Elapse Time(ms)", info.get("Elapse Time(ms)"))
+    wait = where.value("Wait Time(ms)", info.get("Wait Time(ms)"))
+    if isinstance(elapse, Invalid) or isinstance(wait, Invalid):
+        return  # the record is dropped (or the file refused)
     if elapse is not None:
         step.add(kind, elapse, group)
     if wait is not None:
         step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + wait
-    for link, stats in (op.get("Communication Bandwidth Info") or {}).items():
+    bandwidth = op.get("Communication Bandwidth Info")
+    for link, stats in (bandwidth if isinstance(bandwidth, dict) else {}).items():
         if not isinstance(stats, dict):
             continue
-        size = _float(stats.get("Transit Size(MB)"))
-        time = _float(stats.get("Transit Time(ms)"))
-        if size is None or time is None:
+        size = where.value(f"{link} Transit Size(MB)", stats.get("Transit Size(MB)"))
+        time = where.value(f"{link} Transit Time(ms)", stats.get("Transit Time(ms)"))
+        if not isinstance(size, float) or not isinstance(time, float):
             continue
         step.link_size_mb[link] = step.link_size_mb.get(link, 0.0) + size
         step.link_time_ms[link] = step.link_time_ms.get(link, 0.0) + time

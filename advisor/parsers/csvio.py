@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
 from advisor.model import InputError
-
-NOT_AVAILABLE = {"", "N/A", "NA", "n/a", "-", "None", "null"}
+from advisor.parsers.bounds import NOT_AVAILABLE
 
 
 def clean(cell: str) -> str:
@@ -17,18 +17,20 @@ def clean(cell: str) -> str:
 
 
 def number(cell: str) -> float | None:
+    """A finite number, or None (blank, N/A, not a number, NaN or an infinity)."""
     text = clean(cell)
     if text in NOT_AVAILABLE:
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def integer(cell: str) -> int | None:
     value = number(cell)
-    return None if value is None else int(value)
+    return None if value is None or abs(value) > 2**62 else int(value)
 
 
 class CsvTable:
@@ -41,6 +43,7 @@ class CsvTable:
         except OSError as exc:
             raise InputError(str(path), f"cannot read: {exc.strerror}") from None
         self._reader = csv.reader(self._handle)
+        self.line = 1  # the file line of the row last yielded, for errors that name it
         try:
             header = next(self._reader)
         except StopIteration:
@@ -51,13 +54,21 @@ class CsvTable:
             raise InputError(str(path), f"not a readable CSV file: {exc}") from None
         self.header = [clean(h) for h in header]
         self._index = {name: i for i, name in enumerate(self.header)}
+        # a column named twice: which one holds the values is a guess, so reading it is refused
+        self._twice = {name for name in self.header if self.header.count(name) > 1 and name}
 
     def column(self, *names: str) -> int | None:
         """Index of the first of `names` present in the header, or None."""
         for name in names:
             if name in self._index:
+                self._refuse_twice(name)
                 return self._index[name]
         return None
+
+    def _refuse_twice(self, name: str) -> None:
+        if name in self._twice:
+            self._handle.close()
+            raise InputError(str(self.path), f"column {name} appears twice in the header")
 
     def require(self, *names: str) -> list[int]:
         """Indexes of the named columns; one clear error listing every missing one."""
@@ -65,6 +76,8 @@ class CsvTable:
         if missing:
             self._handle.close()
             raise InputError(str(self.path), f"missing column(s) {', '.join(missing)}")
+        for name in names:
+            self._refuse_twice(name)
         return [self._index[n] for n in names]
 
     def rows(self) -> Iterator[list[str]]:
@@ -72,6 +85,7 @@ class CsvTable:
         try:
             with self._handle:
                 for row in self._reader:
+                    self.line = self._reader.line_num
                     if not row or (len(row) == 1 and not row[0].strip()):
                         continue
                     if len(row) < width:

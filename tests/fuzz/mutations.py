@@ -1,0 +1,184 @@
+"""Mutations of profile files, by family, for the fuzz suite.
+
+Each mutation takes the bytes of one input file and returns the bytes to write instead (or None:
+delete the file). The families are those a hostile or unlucky user produces: cut files, empty
+files, garbage, other encodings, BOM and CRLF, missing, renamed and duplicated columns,
+impossible numbers (NaN, infinities, huge, negative), deep nesting, values of the wrong type.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+Mutation = Callable[[bytes, random.Random], bytes | None]
+
+BAD_NUMBERS = ("nan", "NaN", "inf", "-inf", "1e308", "1e400", "-5", "-1e308", "abc", "", "1e-320")
+
+
+def truncate(data: bytes, rng: random.Random) -> bytes:
+    return data[: rng.randrange(0, max(1, len(data)))]
+
+
+def empty(data: bytes, rng: random.Random) -> bytes:
+    return b""
+
+
+def delete(data: bytes, rng: random.Random) -> None:
+    return None
+
+
+def garbage(data: bytes, rng: random.Random) -> bytes:
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 2048)))
+
+
+def flip_bytes(data: bytes, rng: random.Random) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.randrange(1, 20)):
+        if out:
+            out[rng.randrange(len(out))] = rng.randrange(256)
+    return bytes(out)
+
+
+def latin1(data: bytes, rng: random.Random) -> bytes:
+    """Non-UTF-8 bytes inside otherwise valid text."""
+    text = data.decode("utf-8", "replace")
+    cut = rng.randrange(0, max(1, len(text)))
+    return (text[:cut] + "caf\xe9 \xff" + text[cut:]).encode("latin-1", "replace")
+
+
+def bom_crlf(data: bytes, rng: random.Random) -> bytes:
+    return b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n")
+
+
+# --- CSV --------------------------------------------------------------------------------------
+
+
+def _rows(data: bytes) -> list[list[str]]:
+    return [line.split(",") for line in data.decode("utf-8", "replace").splitlines()]
+
+
+def _join(rows: list[list[str]]) -> bytes:
+    return ("\n".join(",".join(r) for r in rows) + "\n").encode()
+
+
+def csv_drop_column(data: bytes, rng: random.Random) -> bytes:
+    rows = _rows(data)
+    if not rows or not rows[0]:
+        return data
+    i = rng.randrange(len(rows[0]))
+    return _join([r[:i] + r[i + 1 :] for r in rows])
+
+
+def csv_rename_column(data: bytes, rng: random.Random) -> bytes:
+    rows = _rows(data)
+    if not rows or not rows[0]:
+        return data
+    rows[0][rng.randrange(len(rows[0]))] = "Renamed"
+    return _join(rows)
+
+
+def csv_duplicate_column(data: bytes, rng: random.Random) -> bytes:
+    rows = _rows(data)
+    if not rows or not rows[0]:
+        return data
+    i = rng.randrange(len(rows[0]))
+    return _join([[*r, r[i]] if i < len(r) else r for r in rows])
+
+
+def csv_bad_cell(data: bytes, rng: random.Random) -> bytes:
+    rows = _rows(data)
+    if len(rows) < 2:
+        return data
+    for _ in range(rng.randrange(1, 4)):
+        r = rows[rng.randrange(1, len(rows))]
+        if r:
+            r[rng.randrange(len(r))] = rng.choice(BAD_NUMBERS)
+    return _join(rows)
+
+
+def csv_short_row(data: bytes, rng: random.Random) -> bytes:
+    rows = _rows(data)
+    if len(rows) < 2:
+        return data
+    i = rng.randrange(1, len(rows))
+    rows[i] = rows[i][: rng.randrange(0, max(1, len(rows[i])))]
+    return _join(rows)
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+
+def json_deep(data: bytes, rng: random.Random) -> bytes:
+    depth = rng.choice((200, 5000, 100000))
+    return b"[" * depth + b"]" * depth
+
+
+def _walk_values(node: Any, rng: random.Random, replace: Callable[[Any], Any], p: float) -> Any:
+    if isinstance(node, dict):
+        return {k: _walk_values(v, rng, replace, p) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_walk_values(v, rng, replace, p) for v in node]
+    return replace(node) if rng.random() < p else node
+
+
+def json_wrong_types(data: bytes, rng: random.Random) -> bytes:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return data
+    choices: list[Any] = [None, "abc", [], {}, -1, 1e308, True, [1, 2]]
+    doc = _walk_values(doc, rng, lambda _: rng.choice(choices), 0.05)
+    return json.dumps(doc).encode()
+
+
+def json_bad_numbers(data: bytes, rng: random.Random) -> bytes:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return data
+
+    def bad(value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return rng.choice((float("nan"), float("inf"), -1e308, 1e308, -value - 1))
+        return value
+
+    doc = _walk_values(doc, rng, bad, 0.1)
+    return json.dumps(doc).encode()  # NaN / Infinity literals, as Python writes them
+
+
+def json_shape(data: bytes, rng: random.Random) -> bytes:
+    """The top level replaced by another shape."""
+    return json.dumps(rng.choice(([], {}, "text", 3, None, [[]], {"traceEvents": {}}))).encode()
+
+
+COMMON: dict[str, Mutation] = {
+    "truncate": truncate,
+    "empty": empty,
+    "delete": delete,
+    "garbage": garbage,
+    "flip_bytes": flip_bytes,
+    "latin1": latin1,
+    "bom_crlf": bom_crlf,
+}
+CSV: dict[str, Mutation] = {
+    **COMMON,
+    "drop_column": csv_drop_column,
+    "rename_column": csv_rename_column,
+    "duplicate_column": csv_duplicate_column,
+    "bad_cell": csv_bad_cell,
+    "short_row": csv_short_row,
+}
+JSON: dict[str, Mutation] = {
+    **COMMON,
+    "deep": json_deep,
+    "wrong_types": json_wrong_types,
+    "bad_numbers": json_bad_numbers,
+    "shape": json_shape,
+}
+
+
+def families(name: str) -> dict[str, Mutation]:
+    return CSV if name.endswith(".csv") else JSON
