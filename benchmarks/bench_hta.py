@@ -29,6 +29,7 @@ from pathlib import Path
 
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
+from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto_events import COMMUNICATION, COMPUTE, extract, load
 from advisor.parsers.trace_steps import merged_intervals, overlap_sum
 
@@ -64,7 +65,7 @@ def _hta_python(where: Path) -> Path:
 
 def _advisor_same_window(path: Path) -> dict[str, float | None]:
     """HTA's selection and arithmetic, on the device operations advisor's reader extracts."""
-    events = extract(load(path), default_taxonomy())
+    events = extract(load(path), default_taxonomy(), path, BadValues(skip=True))
     ops = events.ops
     if len(events.steps) >= 2:
         last_start = events.steps[-1].start

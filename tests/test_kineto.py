@@ -57,7 +57,8 @@ def test_short_kernel_names():
 def _device_paced(events: list[dict]) -> list[tuple[int, float, float]]:
     """Device-paced step windows by independent arithmetic on the raw events: a kernel belongs
     to the host step its launch (same correlation id) fell in; step k starts when its host
-    window has started and the earlier steps' kernels have finished."""
+    window has started and the earlier steps' work has finished, at the latest at its own
+    first kernel."""
     steps = sorted(
         (float(e["ts"]), float(e["ts"]) + float(e["dur"]), int(e["name"].split("#")[1]))
         for e in events
@@ -71,6 +72,7 @@ def _device_paced(events: list[dict]) -> list[tuple[int, float, float]]:
         and "correlation" in e.get("args", {})
     }
     last_end = {n: float("-inf") for _, _, n in steps}
+    first_kernel = {n: float("inf") for _, _, n in steps}
     for e in events:
         if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"):
             continue
@@ -78,9 +80,12 @@ def _device_paced(events: list[dict]) -> list[tuple[int, float, float]]:
         owner = [n for a, b, n in steps if t is not None and a <= t] if t is not None else []
         if owner and t <= steps[-1][1]:
             last_end[owner[-1]] = max(last_end[owner[-1]], float(e["ts"]) + float(e["dur"]))
+            if e["cat"] in ("kernel", "Kernel"):
+                first_kernel[owner[-1]] = min(first_kernel[owner[-1]], float(e["ts"]))
     starts, done = [], float("-inf")
     for a, _, n in steps:
-        starts.append(max(a, done))
+        # not later than the step's own first kernel (copies of the next batch may run early)
+        starts.append(max(a, min(done, first_kernel[n])))
         done = max(done, last_end[n])
     windows = []
     for i, (_, b, n) in enumerate(steps):

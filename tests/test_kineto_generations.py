@@ -13,6 +13,7 @@ from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.app.rulesets import load_graph
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.model import InputError
 from tests.conftest import REAL
 
 LEGACY = "kineto-legacy/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
@@ -73,18 +74,21 @@ def test_rocm_trace_is_device_paced_and_names_its_collectives():
     assert facts.value("job.data_parallel") == "all-reduce"
 
 
-def test_dropped_events_are_counted_and_named(tmp_path: Path):
+def test_events_that_cannot_be_placed_refuse_the_trace_or_are_dropped(tmp_path: Path):
     data = json.loads(gzip.decompress(_real(MODERN).read_bytes()))
     kernels = [e for e in data["traceEvents"] if e.get("cat") == "kernel"]
     kernels[0]["ts"] = None
     kernels[1]["dur"] = float("nan")
     kernels[2]["ts"] = "abc"
     kernels[3]["args"] = ["not", "a", "mapping"]
+    kernels[4]["ts"] = 1e308  # finite, but nowhere near the trace
     path = tmp_path / "bad.pt.trace.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    facts = profile_facts(path)
+    with pytest.raises(InputError, match="event #[0-9]+ .*ts=None"):
+        profile_facts(path)
+    facts = profile_facts(path, skip_bad_files=True)
     (warning,) = [w for w in facts.warnings if "dropped" in w]
-    assert str(path) in warning and "3 event(s)" in warning
+    assert str(path) in warning and "4 row(s) or event(s)" in warning
     assert facts.value("step.time_ms") > 0
 
 

@@ -50,7 +50,9 @@ def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
     taxonomy = default_taxonomy()
     kineto = [path] if is_kineto_file(path) else kineto_files(path) if path.is_dir() else []
     if kineto and not (path.is_dir() and any(path.glob("*_ascend_*"))):
-        data = ProfileData(root=path, ranks=[read_kineto(p, taxonomy) for p in kineto])
+        data = ProfileData(
+            root=path, ranks=[read_kineto(p, taxonomy, skip_bad_files) for p in kineto]
+        )
         data.ranks.sort(key=lambda r: (r.rank is None, r.rank or 0))
         warnings: list[str] = []
     else:

@@ -72,7 +72,7 @@ class BadValues:
 
     def warnings(self) -> list[str]:
         return [
-            f"{path}: {count} row(s) with values that cannot be right were dropped "
+            f"{path}: {count} row(s) or event(s) with values that cannot be right were dropped "
             f"(first: {self.first[path]})"
             for path, count in sorted(self.dropped.items())
         ]

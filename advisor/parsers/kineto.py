@@ -21,6 +21,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto_events import (
     COMMUNICATION,
     COMPUTE,
@@ -72,21 +73,18 @@ class DeviceWindow:
     end: float
 
 
-def read_kineto(path: Path, taxonomy: Taxonomy) -> RankProfile:
+def read_kineto(path: Path, taxonomy: Taxonomy, skip_bad: bool = False) -> RankProfile:
     data = load(path)
-    events = extract(data, taxonomy)
+    bad = BadValues(skip=skip_bad)
+    events = extract(data, taxonomy, path, bad)
     rank = _rank_header(path, data)
-    if events.dropped:
-        rank.warnings.append(
-            f"{path}: {events.dropped} event(s) with a timestamp or duration that is not a finite "
-            f"non-negative number were dropped (first: {events.first_dropped})"
-        )
+    rank.warnings.extend(bad.warnings())
     for key, (name, ranks) in events.kernel_groups.items():
         rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
     if not events.ops:
         raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
     steps_of = _assign(events)
-    _drop_empty_tail(events, steps_of, rank)
+    _drop_empty_steps(events, steps_of, rank)
     if events.steps:
         windows = device_windows(events, steps_of)
     else:
@@ -173,26 +171,31 @@ def _assign(events: KinetoEvents) -> list[int | None]:
     return out
 
 
-def _drop_empty_tail(events: KinetoEvents, steps_of: list[int | None], rank: RankProfile) -> None:
-    """Steps at the end that launched no device work: the profiler stopped during them."""
+def _drop_empty_steps(events: KinetoEvents, steps_of: list[int | None], rank: RankProfile) -> None:
+    """Steps that launched no device work: at the end, the profiler stopped during them;
+    elsewhere the trace lost their launches. Neither is a step the device ran."""
     launched = {s for s in steps_of if s is not None}
-    dropped = []
-    while events.steps and events.steps[-1].number not in launched:
-        dropped.append(events.steps.pop().number)
-    if dropped:
-        numbers = ", ".join(str(n) for n in reversed(dropped))
-        rank.warnings.append(
-            f"{rank.path}: step(s) {numbers} launched no device work (the profiler stopped "
-            "during them) and are left out"
-        )
+    empty = [w.number for w in events.steps if w.number not in launched]
+    if not empty:
+        return
+    events.steps = [w for w in events.steps if w.number in launched]
+    numbers = ", ".join(str(n) for n in empty)
+    rank.warnings.append(
+        f"{rank.path}: step(s) {numbers} launched no device work (the profiler stopped during "
+        "them, or their launches are missing) and are left out"
+    )
+    if not events.steps:
+        raise InputError(str(rank.path), "no ProfilerStep#N step launched any device work")
 
 
 def device_windows(events: KinetoEvents, steps_of: list[int | None]) -> list[DeviceWindow]:
     """Step k on the device: from when the host started it and the device finished the work of
-    the steps before, to the start of step k+1 (the last step: to its last operation)."""
+    the steps before (at the latest, its own first kernel), to the start of step k+1 (the last
+    step: to its last operation)."""
     order = {w.number: i for i, w in enumerate(events.steps)}
     first_host = events.steps[0].start
     last_end = [float("-inf")] * len(events.steps)
+    first_kernel = [float("inf")] * len(events.steps)
     earlier = float("-inf")  # work launched before the first profiled step
     for op, step in zip(events.ops, steps_of, strict=True):
         if step is None:
@@ -201,10 +204,14 @@ def device_windows(events: KinetoEvents, steps_of: list[int | None]) -> list[Dev
             continue
         i = order[step]
         last_end[i] = max(last_end[i], op.end)
+        if op.kind != MEMORY:
+            first_kernel[i] = min(first_kernel[i], op.start)
     starts: list[float] = []
     done = earlier
     for i, w in enumerate(events.steps):
-        starts.append(max(w.start, done))
+        # never after the step's own first kernel: an earlier step's straggler on another
+        # stream does not hold the step back (a prefetched batch's copies may run early)
+        starts.append(max(w.start, min(done, first_kernel[i])))
         done = max(done, last_end[i])
     windows = []
     for i, w in enumerate(events.steps):

@@ -19,8 +19,11 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers.bounds import MAX_DURATION_US, BadValues
 
 COMPUTE, COMMUNICATION, MEMORY = "compute", "communication", "memory"
+# a profiling session lasts minutes: an event a day away from the others is corruption
+MAX_SPAN_US = 86_400e6
 _COLLECTIVE_PREFIX = re.compile(r"^(nccl|rccl)(Dev)?Kernel_")
 
 
@@ -58,7 +61,6 @@ class KinetoEvents:
     loader: list[tuple[float, float]] = field(default_factory=list)
     events: int = 0
     dropped: int = 0
-    first_dropped: str = ""
     # group key -> (description, ranks) learnt from collective kernels' arguments
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
 
@@ -122,19 +124,38 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _times(event: dict[str, Any]) -> tuple[float, float] | None:
+def _times(event: dict[str, Any], center: float) -> tuple[float, float] | None:
+    """(start, end) in microseconds, or None when the event cannot be placed on the timeline:
+    not a number, a negative or over-long duration, a timestamp far outside the trace."""
     start = _number(event.get("ts"))
     duration = _number(event.get("dur", 0.0))
-    if start is None or duration is None or duration < 0:
+    if start is None or duration is None or not 0.0 <= duration <= MAX_DURATION_US:
+        return None
+    if abs(start - center) > MAX_SPAN_US:
         return None
     return start, start + duration
 
 
-def extract(data: dict[str, Any], taxonomy: Taxonomy) -> KinetoEvents:
+def _center(events: list[Any]) -> float:
+    """The median timestamp of a sample of the events: every real event lies near it."""
+    sample = [
+        t
+        for e in events[:: max(1, len(events) // 1000)]
+        if isinstance(e, dict) and (t := _number(e.get("ts"))) is not None
+    ]
+    sample.sort()
+    return sample[len(sample) // 2] if sample else 0.0
+
+
+def extract(
+    data: dict[str, Any], taxonomy: Taxonomy, path: Path, bad: BadValues | None = None
+) -> KinetoEvents:
+    bad = bad or BadValues()
     out = KinetoEvents()
     roles = taxonomy.kineto_roles
     comm_re = taxonomy.operator_classes["communication"]
     step_re = taxonomy.step
+    center = _center(data["traceEvents"])
     for index, event in enumerate(data["traceEvents"]):
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
@@ -142,14 +163,16 @@ def extract(data: dict[str, Any], taxonomy: Taxonomy) -> KinetoEvents:
         role = roles.get(str(event.get("cat")))
         if role is None:
             continue
-        times = _times(event)
+        times = _times(event, center)
         if times is None:
+            name = event.get("name")
+            bad.reject(
+                path,
+                f"event #{index} ({str(name)[:60]!r})",
+                f"ts={event.get('ts')!r}, dur={event.get('dur')!r}",
+                "not a place on the timeline (finite, non-negative, within a day of the trace)",
+            )
             out.dropped += 1
-            if not out.first_dropped:
-                out.first_dropped = (
-                    f"event #{index} ({event.get('name')!r}): ts={event.get('ts')!r}, "
-                    f"dur={event.get('dur')!r}"
-                )
             continue
         start, end = times
         name = str(event.get("name", ""))

@@ -182,3 +182,67 @@ JSON: dict[str, Mutation] = {
 
 def families(name: str) -> dict[str, Mutation]:
     return CSV if name.endswith(".csv") else JSON
+
+
+# --- PyTorch profiler traces: one event's fields -------------------------------------------
+
+_EVENT_VALUES: tuple[Any, ...] = (
+    None,
+    "abc",
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    -5.0,
+    1e308,
+    [1, 2],
+    {"x": 1},
+    True,
+)
+
+
+def kineto_event(data: bytes, rng: random.Random) -> bytes:
+    """One event's ts, dur, args, name or cat replaced by a value of the wrong kind."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return data
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list) or not events:
+        return data
+    for _ in range(rng.randrange(1, 4)):
+        event = events[rng.randrange(len(events))]
+        if isinstance(event, dict):
+            key = rng.choice(("ts", "dur", "args", "name", "cat", "ph"))
+            event[key] = rng.choice(_EVENT_VALUES)
+    return json.dumps(doc).encode()
+
+
+def kineto_step_markers(data: bytes, rng: random.Random) -> bytes:
+    """ProfilerStep markers with impossible windows (negative, huge, overlapping, repeated)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return data
+    steps = [
+        e
+        for e in doc.get("traceEvents", [])
+        if isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    for event in steps:
+        choice = rng.randrange(4)
+        if choice == 0:
+            event["dur"] = -abs(float(event.get("dur", 1.0)))
+        elif choice == 1:
+            event["dur"] = 1e300
+        elif choice == 2:
+            event["name"] = "ProfilerStep#1"
+        else:
+            event["ts"] = float(event.get("ts", 0.0)) - 1e6
+    return json.dumps(doc).encode()
+
+
+KINETO: dict[str, Mutation] = {
+    **JSON,
+    "event_fields": kineto_event,
+    "step_markers": kineto_step_markers,
+}
