@@ -84,7 +84,7 @@ def test_events_that_cannot_be_placed_refuse_the_trace_or_are_dropped(tmp_path: 
     kernels[4]["ts"] = 1e308  # finite, but nowhere near the trace
     path = tmp_path / "bad.pt.trace.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(InputError, match="event #[0-9]+ .*ts=None"):
+    with pytest.raises(InputError, match=r"event #[0-9]+ .*ts=None"):
         profile_facts(path)
     facts = profile_facts(path, skip_bad_files=True)
     (warning,) = [w for w in facts.warnings if "dropped" in w]
