@@ -214,6 +214,10 @@ def test_real_upstream_configs(tmp_path: Path):
     # the fix moves GLM's key, and the file then checks clean
     copy = tmp_path / glm
     shutil.copy(REAL / glm, copy)
+    copy.chmod(0o444)  # as copied from the read-only share: --fix honours the protection
+    refused = runner.invoke(app, ["check", str(copy), "--fix"])
+    assert refused.exit_code != 0 and "read-only" in str(refused.exception)
+    copy.chmod(0o644)
     assert runner.invoke(app, ["check", str(copy), "--fix"]).exit_code == 0
     assert "training" in load_data(copy) and "indexer_loss_coeff" in load_data(copy)["training"]
 

@@ -140,6 +140,8 @@ def run_suggest(
     if options.use_ledger:
         ledger = Ledger.load(options.ledger or default_path(config.path))
     notes = _mark_applied(ledger, graph, loaded) if ledger else []
+    if ledger is not None:
+        loaded.facts.warnings.extend(ledger.warnings)
     fingerprint = files_fingerprint(loaded.facts.inputs)
     history = History.of(ledger.events() if ledger else [], profile=fingerprint)
     diagnosis = diagnose(graph, loaded.context)

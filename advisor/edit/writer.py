@@ -43,6 +43,9 @@ def write_file(path: Path, text: str) -> None:
 
 
 def _replace(path: Path, text: str) -> None:
+    if path.exists() and not path.stat().st_mode & 0o222:
+        # a rename would replace it anyway: honour the user's protection instead
+        raise InputError(str(path), "read-only: not written (make it writable to apply)")
     try:
         mode = path.stat().st_mode if path.exists() else 0o644
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -6,10 +6,13 @@ never rewrites past entries, it adds events. The latest event of a feature is it
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -88,17 +91,28 @@ def _text(value: object) -> str | None:
 class Ledger:
     path: Path
     entries: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> Ledger:
         entries: list[dict[str, Any]] = []
+        warnings: list[str] = []
         if path.exists():
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(str(path), f"cannot read the ledger: {exc}") from None
+            lines = text.splitlines()
+            for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError as exc:
+                    if number == len(lines) and not text.endswith("\n"):
+                        # a write cut by a crash or a full disk: the entry never happened
+                        warnings.append(f"{path}:{number}: an incomplete last line is ignored")
+                        continue
                     raise InputError(f"{path}:{number}", f"not a JSON line ({exc.msg})") from None
                 if (
                     not isinstance(entry, dict)
@@ -109,7 +123,7 @@ class Ledger:
                         f"{path}:{number}", "not a ledger entry (needs 'event' and 'feature')"
                     )
                 entries.append(entry)
-        return cls(path, entries)
+        return cls(path, entries, warnings)
 
     def events(self) -> list[LedgerEvent]:
         return [LedgerEvent.of(entry) for entry in self.entries]
@@ -140,8 +154,21 @@ class Ledger:
             "feature": feature,
             **fields,
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # one write of the whole line on an O_APPEND descriptor, under an exclusive lock:
+            # concurrent runs never interleave or tear each other's lines
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise InputError(str(self.path), f"cannot append: {exc.strerror or exc}") from None
         self.entries.append(entry)
         return entry
