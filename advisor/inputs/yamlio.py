@@ -16,21 +16,79 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from advisor.inputs import limits
 from advisor.inputs.text import read_text
 from advisor.model import InputError
 
 
 def load_data(path: Path) -> Any:
     """Load a YAML file into plain Python objects (dicts, lists, scalars)."""
-    text = read_text(path)
-    loader = YAML(typ="safe")
-    try:
-        return loader.load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(str(path), f"{problem}{where}") from None
+    return _parse(YAML(typ="safe"), read_text(path), str(path))
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of [ and { outside quotes and comments (the parser recurses per
+    level: a 50,000-deep document crashes it before it can report anything)."""
+    depth = deepest = 0
+    quote = ""
+    comment = False
+    for ch in text:
+        if comment:
+            comment = ch != "\n"
+        elif quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}" and depth:
+            depth -= 1
+    return deepest
+
+
+def _expanded_size(data: Any, limit: int) -> int:
+    """How many values `data` holds once every alias is expanded, counted without expanding
+    (a shared node is counted once per reference from its memoised size); stops past `limit`."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # a cycle counts once
+        children = list(node.values()) if isinstance(node, dict) else node
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        sizes[id(node)] = total
+        return total
+
+    return size(data)
+
+
+def _check_limits(text: str, where: str) -> None:
+    longest = max((len(line) for line in text.splitlines()), default=0)
+    if longest > limits.text_max_line():
+        raise InputError(
+            where,
+            f"a line of {longest:,} characters is longer than {limits.text_max_line():,} "
+            "(ADVISOR_MAX_LINE_CHARS)",
+        )
+    depth = _flow_depth(text)
+    if depth > limits.yaml_max_depth():
+        raise InputError(
+            where,
+            f"nested {depth:,} levels deep, more than {limits.yaml_max_depth()} "
+            "(ADVISOR_YAML_MAX_DEPTH)",
+        )
 
 
 def dump_data(data: Any) -> str:
@@ -117,12 +175,24 @@ class LocatedDocument:
 
 
 def _parse(loader: YAML, text: str, where: str) -> Any:
+    _check_limits(text, where)
     try:
-        return loader.load(text)
+        data = loader.load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise InputError(where, f"{getattr(exc, 'problem', None) or 'invalid YAML'}{at}") from None
+    except RecursionError:
+        raise InputError(where, "nested too deeply to parse") from None
+    if "*" in text:  # aliases: refuse a document that expands beyond the limit
+        nodes = _expanded_size(data, limits.yaml_max_nodes())
+        if nodes > limits.yaml_max_nodes():
+            raise InputError(
+                where,
+                f"its aliases expand to more than {limits.yaml_max_nodes():,} values "
+                "(ADVISOR_YAML_MAX_NODES): an alias bomb?",
+            )
+    return data
 
 
 def locate(text: str, where: str) -> LocatedDocument:

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
 from advisor.parsers.ascend_db import DbProfile, analysis_db, profiler_db, read_database
+from advisor.parsers.ascend_meta import apply_info, apply_metadata, read_metadata
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.comm_matrix import read_comm_matrix
 from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
 from advisor.parsers.layout_hints import UNREAD_FORMATS, layout_problem, not_a_profile
-from advisor.parsers.profile_data import ProcessGroup, ProfileData, RankProfile
+from advisor.parsers.profile_data import ProfileData, RankProfile
 from advisor.parsers.trace import read_trace
 from advisor.parsers.trace_parallel import start_trace
 
@@ -33,7 +33,6 @@ CLUSTER_OUTPUT = Path("cluster_analysis_output")
 CLUSTER_STEP_TRACE = CLUSTER_OUTPUT / "cluster_step_trace_time.csv"
 CLUSTER_COMMUNICATION = CLUSTER_OUTPUT / "cluster_communication.json"
 CLUSTER_MATRIX = "cluster_communication_matrix.json"
-_INFO_FILE = re.compile(r"profiler_info(?:_(\d+))?\.json")
 # How deep below the given folder rank directories are searched for (e.g. prof/node0/rank3/).
 SEARCH_DEPTH = 3
 
@@ -127,73 +126,6 @@ class _Reader:
         return value
 
 
-def _nested(data: Any, key: str) -> Any:
-    """First value of `key` anywhere in nested dicts (profiler_info layouts vary by version)."""
-    if isinstance(data, dict):
-        if key in data:
-            return data[key]
-        for value in data.values():
-            found = _nested(value, key)
-            if found is not None:
-                return found
-    return None
-
-
-def _apply_info(rank: RankProfile, info: Any, info_path: Path) -> None:
-    m = _INFO_FILE.fullmatch(info_path.name)
-    rank_id = _nested(info, "rank_id")
-    if isinstance(rank_id, int) and rank_id >= 0:
-        rank.rank = rank_id
-    elif m and m.group(1) is not None:
-        rank.rank = int(m.group(1))
-    level = _nested(info, "_profiler_level") or _nested(info, "profiler_level")
-    if isinstance(level, str) and level:
-        rank.level = level.replace("Level_none", "LevelNone")
-        rank.level_source = info_path.name
-    for key, attr in (("torch_npu_version", "torch_npu_version"), ("cann_version", "cann_version")):
-        value = _nested(info, key)
-        if value:
-            setattr(rank, attr, str(value))
-    for key in ("ms_version", "mindspore_version"):
-        value = _nested(info, key)
-        if value:
-            rank.framework_version = str(value)
-            if rank.framework != "mindspore":
-                rank.framework = "mindspore"
-                rank.framework_source = f"{info_path.name} records {key}"
-
-
-def _apply_metadata(rank: RankProfile, meta: Any) -> None:
-    env = meta.get("ENV_VARIABLES") if isinstance(meta, dict) else None
-    if isinstance(env, dict):
-        rank.env = {str(k): str(v) for k, v in env.items() if v is not None}
-    dist = meta.get("distributed_args") if isinstance(meta, dict) else None
-    if isinstance(dist, dict):
-        world = dist.get("world_size")
-        if isinstance(world, int):
-            rank.world_size = world
-        if rank.rank is None and isinstance(dist.get("rank"), int):
-            rank.rank = dist["rank"]
-        rank.layout = {
-            str(k): int(v)
-            for k, v in dist.items()
-            if isinstance(v, int | bool) and k not in ("rank", "world_size")
-        }
-    groups = meta.get("parallel_group_info") if isinstance(meta, dict) else None
-    if isinstance(groups, dict):
-        rank.process_groups = {
-            str(key): ProcessGroup(str(info.get("group_name") or key), ranks)
-            for key, info in groups.items()
-            if isinstance(info, dict) and (ranks := _ranks(info.get("global_ranks"))) is not None
-        }
-
-
-def _ranks(value: object) -> tuple[int, ...] | None:
-    if isinstance(value, list) and all(isinstance(r, int) for r in value):
-        return tuple(sorted(value))
-    return None
-
-
 def read_rank(
     directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: list[str]
 ) -> RankProfile:
@@ -212,14 +144,14 @@ def read_rank(
     if info_paths:
         info = reader.read(info_paths[0], "profiler_info.json", files.read_json)
         if info is not None:
-            _apply_info(rank, info, info_paths[0])
+            apply_info(rank, info, info_paths[0])
     else:
         rank.absent["profiler_info.json"] = "not in the profile"
     meta = reader.read(
-        directory / "profiler_metadata.json", "profiler_metadata.json", files.read_json
+        directory / "profiler_metadata.json", "profiler_metadata.json", read_metadata
     )
     if meta is not None:
-        _apply_metadata(rank, meta)
+        apply_metadata(rank, meta)
     if output is None:
         raw = sorted(p.name for p in directory.glob("PROF_*") if p.is_dir())
         hint = (
@@ -303,7 +235,7 @@ def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Re
 
 def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     if content.metadata:
-        _apply_metadata(rank, content.metadata)
+        apply_metadata(rank, content.metadata)
     if rank.rank is None and content.rank is not None:
         rank.rank = content.rank
     rank.step_rows = content.step_rows
