@@ -173,11 +173,11 @@ def test_real_database_export_reads_like_the_text_export():
 def test_kernels_aggregated_in_a_worker_process_equal_the_in_process_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from advisor.parsers import ascend_db
+    from advisor.parsers import db_kernels
 
     write_profile_db(tmp_path, PRESETS["mte2-bound"])
     in_process = profile_facts(tmp_path)
-    monkeypatch.setattr(ascend_db, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(db_kernels, "PARALLEL_MIN_BYTES", 0)
     in_worker = profile_facts(tmp_path)
     assert [f.to_json() for f in in_worker.facts] == [f.to_json() for f in in_process.facts]
     assert in_worker.value("ops.mte2_bound_share") > 0.3

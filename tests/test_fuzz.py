@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import run_case
-from tests.fuzz.mutations import KINETO, families
+from tests.fuzz.mutations import DATABASE, KINETO, families
 from tests.synth import PRESETS, write_profile
 from tests.synth.kineto_file import write_kineto
 
@@ -85,3 +85,34 @@ def test_pytorch_trace_mutations(
     work.mkdir(exist_ok=True)
     outcome = run_case(kineto_file, "", KINETO[family], seed, work, skip_bad_files=skip)
     _check(outcome.kind, outcome.detail, (family, seed, skip))
+
+
+@pytest.fixture(scope="module")
+def database_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.synth.db_file import write_profile_db
+
+    scenario = PRESETS["comm-bound"].with_(steps=4, layers=2, with_memory=True)
+    return write_profile_db(tmp_path_factory.mktemp("db"), scenario).directory
+
+
+@FUZZ
+@given(
+    relative=st.sampled_from(
+        (
+            "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db",
+            "ASCEND_PROFILER_OUTPUT/analysis.db",
+        )
+    ),
+    family=st.sampled_from(sorted(DATABASE)),
+    seed=st.integers(0, 2**16),
+    skip=st.booleans(),
+)
+def test_database_export_mutations(
+    database_profile: Path, tmp_path: Path, relative: str, family: str, seed: int, skip: bool
+):
+    work = tmp_path / f"case{seed}"
+    work.mkdir(exist_ok=True)
+    outcome = run_case(
+        database_profile, relative, DATABASE[family], seed, work, skip_bad_files=skip
+    )
+    _check(outcome.kind, outcome.detail, (relative, family, seed, skip))

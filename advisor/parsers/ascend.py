@@ -221,7 +221,9 @@ def read_rank(
 
 def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Reader) -> None:
     """The database export (export_type db): the same plain data from its tables."""
-    content = reader.read(path, path.name, lambda p: read_database(p, taxonomy))
+    bad = BadValues(skip=reader.skip_bad)
+    content = reader.read(path, path.name, lambda p: read_database(p, taxonomy, bad))
+    reader.warnings.extend(bad.warnings())
     if content is None:
         raise InputError(str(path), f"unreadable: {rank.absent.get(path.name, 'skipped')}")
     _apply_db(rank, content, path)

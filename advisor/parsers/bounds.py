@@ -60,14 +60,14 @@ class BadValues:
     dropped: dict[str, int] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
 
-    def reject(self, path: Path, where: str, value: object, why: str = "") -> None:
-        """Raise the input error, or (skipping) count the row the caller then drops."""
+    def reject(self, path: Path, where: str, value: object, why: str = "", count: int = 1) -> None:
+        """Raise the input error, or (skipping) count the rows the caller then drops."""
         what = why or "not a finite non-negative number"
         text = f"{where}: {value!r} is {what}"
         if not self.skip:
             raise InputError(str(path), text)
         key = str(path)
-        self.dropped[key] = self.dropped.get(key, 0) + 1
+        self.dropped[key] = self.dropped.get(key, 0) + count
         self.first.setdefault(key, text)
 
     def warnings(self) -> list[str]:

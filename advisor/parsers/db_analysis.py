@@ -6,6 +6,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers.bounds import Invalid, parse_measure
 from advisor.parsers.profile_data import CommStep, LinkStat, StepRow
 from advisor.parsers.sqlite_db import Database
 
@@ -13,6 +14,11 @@ from advisor.parsers.sqlite_db import Database
 def step_number(text: Any) -> int | None:
     digits = "".join(ch for ch in str(text) if ch.isdigit())
     return int(digits) if digits else None
+
+
+def _optional(value: object) -> float | None:
+    parsed = parse_measure(value)
+    return parsed if isinstance(parsed, float) else None
 
 
 def read_step_rows(db: Database) -> list[StepRow]:
@@ -28,8 +34,11 @@ def read_step_rows(db: Database) -> list[StepRow]:
         "StepTraceTime", sql
     ):
         values = (computing, exposed, overlapped, comm, free)
-        if not all(isinstance(v, int | float) for v in values):
-            raise InputError(str(db.path), f"table StepTraceTime: non-numeric cell in step {step}")
+        if not all(isinstance(parse_measure(v), float) for v in values):
+            raise InputError(
+                str(db.path),
+                f"table StepTraceTime: step {step}: {values!r} are not finite non-negative times",
+            )
         rows.append(
             StepRow(
                 step=step_number(step),
@@ -38,8 +47,8 @@ def read_step_rows(db: Database) -> list[StepRow]:
                 overlapped=float(overlapped),
                 communication=float(comm),
                 free=float(free),
-                preparing=float(preparing) if isinstance(preparing, int | float) else None,
-                bubble=float(bubble) if isinstance(bubble, int | float) else None,
+                preparing=_optional(preparing),
+                bubble=_optional(bubble),
             )
         )
     if not rows:
@@ -58,10 +67,17 @@ def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
         number = step_number(step_text)
         step = by_step.setdefault(number, CommStep(step=number))
         kind = taxonomy.comm_kind(str(name))
-        if isinstance(elapse, int | float):
-            step.add(kind, float(elapse), str(group) if group is not None else None)
-        if isinstance(wait, int | float):
-            step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + float(wait)
+        elapsed, waited = parse_measure(elapse), parse_measure(wait)
+        if isinstance(elapsed, Invalid) or isinstance(waited, Invalid):
+            raise InputError(
+                str(db.path),
+                f"table CommAnalyzerTime: {name}: elapse {elapse!r}, wait {wait!r} are not "
+                "finite non-negative times",
+            )
+        if elapsed is not None:
+            step.add(kind, elapsed, str(group) if group is not None else None)
+        if waited is not None:
+            step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + waited
     if db.has(
         "CommAnalyzerBandwidth", "hccl_op_name", "transport_type", "transit_size", "transit_time"
     ):
@@ -76,7 +92,8 @@ def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
             if str(name).startswith("Total Op Info") or key in seen:
                 continue
             seen.add(key)
-            if not isinstance(size, int | float) or not isinstance(time, int | float):
+            size, time = parse_measure(size), parse_measure(time)
+            if not isinstance(size, float) or not isinstance(time, float):
                 continue
             number = step_number(step_text)
             step = by_step.setdefault(number, CommStep(step=number))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.db_checks import valid_interval
 from advisor.parsers.sqlite_db import Database
 from advisor.parsers.trace import OVERLAP_LANES
 from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
@@ -60,22 +61,22 @@ def read_db_trace(
 ) -> TraceData:
     raw = DbTrace(process_names={DEVICE_LANE_KEY: "Ascend Hardware"}, steps=list(windows))
     starts, ends = array("d"), array("d")
-    for a, b in db.rows("TASK", "SELECT startNs, endNs FROM TASK"):
+    for a, b in db.rows("TASK", f"SELECT startNs, endNs FROM TASK WHERE {valid_interval(origin)}"):
         if isinstance(a, int) and isinstance(b, int) and b >= a:
             starts.append((a - origin) / 1000.0)
             ends.append((b - origin) / 1000.0)
     raw.starts[DEVICE_LANE_KEY], raw.ends[DEVICE_LANE_KEY] = starts, ends
     raw.events = len(starts)
     if db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
-        sql = "SELECT type, startNs, endNs FROM OVERLAP_ANALYSIS"
+        sql = f"SELECT type, startNs, endNs FROM OVERLAP_ANALYSIS WHERE {valid_interval(origin)}"
         for kind, a, b in db.rows("OVERLAP_ANALYSIS", sql):
-            if isinstance(kind, int) and 0 <= kind < len(OVERLAP_LANES) and b >= a:
+            if isinstance(kind, int) and 0 <= kind < len(OVERLAP_LANES):
                 lane = _lane(raw.overlap, OVERLAP_LANES[kind])
                 lane[0].append((a - origin) / 1000.0)
                 lane[1].append((b - origin) / 1000.0)
                 raw.events += 1
     if db.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
-        sql = "SELECT opName, startNs, endNs FROM COMMUNICATION_OP"
+        sql = f"SELECT opName, startNs, endNs FROM COMMUNICATION_OP WHERE {valid_interval(origin)}"
         for name, a, b in db.rows("COMMUNICATION_OP", sql):
             if isinstance(a, int) and isinstance(b, int) and b >= a:
                 lane = _lane(raw.collectives, taxonomy.comm_kind(strings.get(name, "")))
@@ -103,7 +104,10 @@ def _host_calls(
                     wanted[key] = kind
         if wanted:
             marks = ", ".join(str(k) for k in wanted)
-            sql = f"SELECT name, startNs, endNs FROM CANN_API WHERE name IN ({marks})"
+            sql = (
+                f"SELECT name, startNs, endNs FROM CANN_API WHERE name IN ({marks}) "
+                f"AND {valid_interval(origin)}"
+            )
             for name, a, b in db.rows("CANN_API", sql):
                 at, end = (a - origin) / 1000.0, (b - origin) / 1000.0
                 kind = wanted[name]
@@ -119,21 +123,25 @@ def _host_calls(
         loaders = [k for k, v in strings.items() if taxonomy.dataloader.fullmatch(v)]
         if loaders:
             marks = ", ".join(str(k) for k in loaders)
-            sql = f"SELECT startNs, endNs FROM PYTORCH_API WHERE name IN ({marks})"
-            # PYTORCH_API keeps its times as text in some exports
+            # PYTORCH_API keeps its times as text in some exports: cast, then check
+            cast = (
+                "(SELECT CAST(startNs AS INTEGER) AS startNs, CAST(endNs AS INTEGER) AS endNs "
+                f"FROM PYTORCH_API WHERE name IN ({marks}))"
+            )
+            sql = f"SELECT startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
             for a, b in db.rows("PYTORCH_API", sql):
-                raw.loader_start.append((int(a) - origin) / 1000.0)
-                raw.loader_end.append((int(b) - origin) / 1000.0)
+                raw.loader_start.append((a - origin) / 1000.0)
+                raw.loader_end.append((b - origin) / 1000.0)
 
 
 def _launch_flows(db: Database, origin: int, raw: DbTrace) -> None:
     """HostToDevice: the runtime call (CANN_API) and the device task sharing a connectionId."""
     if not (db.has("CANN_API", "connectionId", "startNs") and db.has("TASK", "connectionId")):
         return
-    restrict = ""
+    restrict = f" WHERE {valid_interval(origin, 't.')}"
     if db.has("connectionCats", "connectionId", "cat"):
-        restrict = (
-            " WHERE t.connectionId IN (SELECT connectionId FROM connectionCats "
+        restrict += (
+            " AND t.connectionId IN (SELECT connectionId FROM connectionCats "
             "WHERE cat = 'HostToDevice')"
         )
     sql = (
@@ -142,4 +150,5 @@ def _launch_flows(db: Database, origin: int, raw: DbTrace) -> None:
     )
     pairs = raw.launch_pairs
     for device, host in db.rows("TASK", sql):
-        pairs[(device - origin) / 1000.0] = (host - origin) / 1000.0
+        if isinstance(host, int) and not isinstance(host, bool):
+            pairs[(device - origin) / 1000.0] = (host - origin) / 1000.0

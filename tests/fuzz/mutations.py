@@ -246,3 +246,79 @@ KINETO: dict[str, Mutation] = {
     "event_fields": kineto_event,
     "step_markers": kineto_step_markers,
 }
+
+
+# --- database export: the SQLite file itself and the values in its tables -----------------
+
+_DB_TABLES = (
+    "TASK",
+    "COMPUTE_TASK_INFO",
+    "TASK_PMU_INFO",
+    "COMMUNICATION_OP",
+    "STEP_TIME",
+    "STRING_IDS",
+    "CANN_API",
+    "PYTORCH_API",
+    "MEMORY_RECORD",
+    "META_DATA",
+)
+_DB_VALUES: tuple[Any, ...] = (None, -1, 2**62, "abc", 1e308, -(2**62), 0)
+
+
+def _sql(
+    data: bytes, rng: random.Random, statements: Callable[[random.Random], list[str]]
+) -> bytes:
+    import sqlite3
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.db"
+        path.write_bytes(data)
+        conn = sqlite3.connect(path)
+        for statement in statements(rng):
+            try:
+                conn.execute(statement)
+            except sqlite3.Error:
+                continue
+        conn.commit()
+        conn.close()
+        return path.read_bytes()
+
+
+def db_drop_table(data: bytes, rng: random.Random) -> bytes:
+    return _sql(data, rng, lambda r: [f"DROP TABLE {r.choice(_DB_TABLES)}"])
+
+
+def db_bad_times(data: bytes, rng: random.Random) -> bytes:
+    def statements(r: random.Random) -> list[str]:
+        table = r.choice(("TASK", "COMMUNICATION_OP", "STEP_TIME"))
+        column = r.choice(("startNs", "endNs"))
+        value = r.choice(_DB_VALUES)
+        literal = "NULL" if value is None else repr(value)
+        return [
+            f"UPDATE {table} SET {column} = {literal} WHERE rowid IN "
+            f"(SELECT rowid FROM {table} ORDER BY random() LIMIT {r.randrange(1, 20)})"
+        ]
+
+    return _sql(data, rng, statements)
+
+
+def db_empty_table(data: bytes, rng: random.Random) -> bytes:
+    return _sql(data, rng, lambda r: [f"DELETE FROM {r.choice(_DB_TABLES)}"])
+
+
+def db_bad_pmu(data: bytes, rng: random.Random) -> bytes:
+    value = rng.choice(("NULL", "-5", "1e308", "'x'"))
+    return _sql(
+        data, rng, lambda r: [f"UPDATE TASK_PMU_INFO SET value = {value} WHERE rowid % 7 = 0"]
+    )
+
+
+DATABASE: dict[str, Mutation] = {
+    **COMMON,
+    "drop_table": db_drop_table,
+    "bad_times": db_bad_times,
+    "empty_table": db_empty_table,
+    "bad_pmu": db_bad_pmu,
+}
