@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import run_case
-from tests.fuzz.mutations import DATABASE, KINETO, families
+from tests.fuzz.mutations import DATABASE, KINETO, TEXT, YAML_DOC, families
 from tests.synth import PRESETS, write_profile
 from tests.synth.kineto_file import write_kineto
 
@@ -116,3 +116,82 @@ def test_database_export_mutations(
         database_profile, relative, DATABASE[family], seed, work, skip_bad_files=skip
     )
     _check(outcome.kind, outcome.detail, (relative, family, seed, skip))
+
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples" / "fsdp2"
+LOG_TEXT = "\n".join(
+    f"INFO [2026-06-22 19:28:41] >>  iteration {i:8d}/    2000 | consumed samples: {8 * i:10d} | "
+    f"consumed tokens: {32768 * i:10d} | elapsed time per iteration (ms): {1800 + i:.2f} | "
+    f"learning rate: 1.0E-05 | global batch size:     8 | lm loss: {2.0 - i / 100} | grad norm: 4.0 | "
+    "max_memory_allocated(GB): 19.65 | max_memory_reserved(GB): 25.59 |"
+    for i in range(1, 30)
+).encode()
+
+
+def _mutated(tmp_path: Path, name: str, data: bytes, family: dict, key: str, seed: int) -> Path:
+    import random
+
+    path = tmp_path / name
+    out = family[key](data, random.Random(seed))
+    path.write_bytes(out if out is not None else b"")
+    return path
+
+
+@FUZZ
+@given(family=st.sampled_from(sorted(TEXT)), seed=st.integers(0, 2**16))
+def test_training_log_mutations(tmp_path: Path, family: str, seed: int):
+    from advisor.app.pipeline import log_facts
+    from advisor.model import AdvisorError
+
+    path = _mutated(tmp_path, f"train{seed}.log", LOG_TEXT, TEXT, family, seed)
+    try:
+        facts = log_facts([path])
+    except AdvisorError as exc:
+        assert "\n" not in str(exc).strip()
+        return
+    from tests.fuzz.harness import insane
+
+    assert insane(facts) is None, (family, seed)
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    """The CLI in-process: its exit code and stderr (a traceback escapes as an exception)."""
+    import contextlib
+    import io
+    import sys
+
+    from advisor.cli import main
+
+    err = io.StringIO()
+    old = sys.argv
+    sys.argv = ["advisor", *args]
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            main()
+    except SystemExit as exc:
+        return int(exc.code or 0), err.getvalue()
+    finally:
+        sys.argv = old
+    return 0, err.getvalue()
+
+
+@FUZZ
+@given(family=st.sampled_from(sorted(YAML_DOC)), seed=st.integers(0, 2**16))
+def test_config_mutations_in_check(tmp_path: Path, family: str, seed: int):
+    data = (EXAMPLES_DIR / "config.yaml").read_bytes()
+    path = _mutated(tmp_path, f"config{seed}.yaml", data, YAML_DOC, family, seed)
+    code, err = _cli("check", str(path))
+    assert code in (0, 1, 2), (family, seed, err)
+    if code == 2:
+        assert len([line for line in err.splitlines() if line.strip()]) == 1, err
+
+
+@FUZZ
+@given(family=st.sampled_from(sorted(TEXT)), seed=st.integers(0, 2**16))
+def test_launch_script_mutations_in_check(tmp_path: Path, family: str, seed: int):
+    data = (EXAMPLES_DIR / "run.sh").read_bytes()
+    path = _mutated(tmp_path, f"run{seed}.sh", data, TEXT, family, seed)
+    code, err = _cli("check", str(EXAMPLES_DIR / "config.yaml"), "--launch", str(path))
+    assert code in (0, 1, 2), (family, seed, err)
+    if code == 2:
+        assert len([line for line in err.splitlines() if line.strip()]) == 1, err

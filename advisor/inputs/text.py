@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from advisor.inputs import limits
 from advisor.model import InputError
 
 
 def read_text(path: Path) -> str:
     """The file's text exactly as stored (line endings kept), decoded as UTF-8."""
     try:
-        return path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
+        if len(data) > limits.text_max_bytes():
+            raise InputError(
+                str(path),
+                f"{len(data):,} bytes is larger than {limits.text_max_bytes():,} "
+                "(ADVISOR_MAX_TEXT_BYTES)",
+            )
+        nul = data.find(b"\0")
+        if nul >= 0:
+            raise InputError(str(path), f"a binary file, not text (NUL byte at offset {nul})")
+        return data.decode("utf-8")
     except IsADirectoryError:
         raise InputError(str(path), "is a folder, not a file") from None
     except OSError as exc:

@@ -57,6 +57,23 @@ def _num(text: str) -> float | None:
     return float("nan") if value.lower() == "nan" else float(value)
 
 
+def _measure(value: float | None) -> float | None:
+    """A time, rate, size or count a log can mean: finite and non-negative (else unusable)."""
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def _loss(value: float | None) -> float | None:
+    """A loss: finite, or NaN for a diverged step (an overflowed infinity counts as NaN)."""
+    if value is None:
+        return None
+    return value if math.isfinite(value) else float("nan")
+
+
+def _count(value: float | None) -> int | None:
+    measured = _measure(value)
+    return int(measured) if measured is not None and measured < 2**53 else None
+
+
 def _pipe_segments(rest: str) -> dict[str, str]:
     """`key: value |` segments; the last one counts only if its closing '|' was written."""
     parts = rest.split("|")
@@ -76,18 +93,16 @@ def _from_pipes(it: Iteration, segments: dict[str, str]) -> None:
                 return _num(segments[name])
         return None
 
-    it.step_ms = get("elapsed time per iteration (ms)")
-    it.tokens_per_s = get("tokens/s")
-    it.mfu = get("mfu")
-    it.tflops_per_device = get("throughput per gpu (tflop/s/gpu)")
-    it.loss = get("lm loss")
-    it.grad_norm = get("grad norm")
-    it.allocated_gb = get("max_memory_allocated(gb)")
-    it.reserved_gb = get("max_memory_reserved(gb)")
-    skipped = get("number of skipped iterations")
-    nan = get("number of nan iterations")
-    it.skipped = int(skipped) if skipped is not None and not math.isnan(skipped) else None
-    it.nan = int(nan) if nan is not None and not math.isnan(nan) else None
+    it.step_ms = _measure(get("elapsed time per iteration (ms)"))
+    it.tokens_per_s = _measure(get("tokens/s"))
+    it.mfu = _measure(get("mfu"))
+    it.tflops_per_device = _measure(get("throughput per gpu (tflop/s/gpu)"))
+    it.loss = _loss(get("lm loss"))
+    it.grad_norm = _measure(get("grad norm"))
+    it.allocated_gb = _measure(get("max_memory_allocated(gb)"))
+    it.reserved_gb = _measure(get("max_memory_reserved(gb)"))
+    it.skipped = _count(get("number of skipped iterations"))
+    it.nan = _count(get("number of nan iterations"))
 
 
 def _from_mindformers(it: Iteration, rest: str) -> None:
@@ -98,13 +113,13 @@ def _from_mindformers(it: Iteration, rest: str) -> None:
         if sep:
             segments[key.strip().lower()] = value.strip()
     loss = segments.get("loss")
-    it.loss = _num(loss) if loss is not None else None
+    it.loss = _loss(_num(loss)) if loss is not None else None
     per_step = segments.get("per_step_time")
     if per_step is not None and per_step.endswith("ms"):
-        it.step_ms = _num(per_step[:-2])
+        it.step_ms = _measure(_num(per_step[:-2]))
     throughput = segments.get("train_throughput_per_npu")
     if throughput is not None and throughput.rstrip("}").strip().endswith("T"):
-        it.tflops_per_device = _num(throughput.rstrip("}").strip()[:-1])
+        it.tflops_per_device = _measure(_num(throughput.rstrip("}").strip()[:-1]))
 
 
 def parse_line(text: str, line_no: int) -> Iteration | None:

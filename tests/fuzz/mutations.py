@@ -322,3 +322,69 @@ DATABASE: dict[str, Mutation] = {
     "empty_table": db_empty_table,
     "bad_pmu": db_bad_pmu,
 }
+
+
+# --- text inputs: training logs, configs, launch scripts -----------------------------------
+
+
+def text_bad_numbers(data: bytes, rng: random.Random) -> bytes:
+    """Numbers in the text replaced by impossible ones."""
+    import re
+
+    text = data.decode("utf-8", "replace")
+    numbers = list(re.finditer(r"\d+(\.\d+)?(E[+-]?\d+)?", text))
+    for m in rng.sample(numbers, min(len(numbers), rng.randrange(1, 6))):
+        start, end = m.span()
+        bad = rng.choice(("nan", "inf", "1e400", "-5", "99999999999999999999999", "1e308", "abc"))
+        text = text[:start] + bad.ljust(end - start)[: max(end - start, len(bad))] + text[end:]
+    return text.encode()
+
+
+def text_long_line(data: bytes, rng: random.Random) -> bytes:
+    return data + b"# " + b"x" * rng.choice((1_000, 200_000)) + b"\n"
+
+
+def text_nul(data: bytes, rng: random.Random) -> bytes:
+    cut = rng.randrange(0, max(1, len(data)))
+    return data[:cut] + b"\0" * rng.randrange(1, 64) + data[cut:]
+
+
+def yaml_alias_bomb(data: bytes, rng: random.Random) -> bytes:
+    bomb = 'z0: &z0 ["x","x","x","x","x","x","x","x","x","x"]\n'
+    for i in range(1, rng.randrange(4, 9)):
+        bomb += f"z{i}: &z{i} [" + ",".join([f"*z{i - 1}"] * 10) + "]\n"
+    return bomb.encode() + data
+
+
+def yaml_tags(data: bytes, rng: random.Random) -> bytes:
+    tag = rng.choice(("!!python/object/apply:os.system ['true']", "!!binary AAAA", "!custom 3"))
+    return data + f"\nextra: {tag}\n".encode()
+
+
+def yaml_duplicate_key(data: bytes, rng: random.Random) -> bytes:
+    lines = data.decode("utf-8", "replace").splitlines()
+    keyed = [i for i, line in enumerate(lines) if ":" in line and not line.lstrip().startswith("#")]
+    if not keyed:
+        return data
+    i = rng.choice(keyed)
+    lines.insert(i + 1, lines[i])
+    return ("\n".join(lines) + "\n").encode()
+
+
+def yaml_tabs(data: bytes, rng: random.Random) -> bytes:
+    return data.replace(b"  ", b"\t", rng.randrange(1, 5))
+
+
+TEXT: dict[str, Mutation] = {
+    **COMMON,
+    "bad_numbers": text_bad_numbers,
+    "long_line": text_long_line,
+    "nul": text_nul,
+}
+YAML_DOC: dict[str, Mutation] = {
+    **TEXT,
+    "alias_bomb": yaml_alias_bomb,
+    "tags": yaml_tags,
+    "duplicate_key": yaml_duplicate_key,
+    "tabs": yaml_tabs,
+}
