@@ -57,6 +57,9 @@ def test_impossible_cells_are_refused_or_dropped(profile: Path, name: str, colum
     assert insane(facts) is None
     (warning,) = [w for w in facts.warnings if "dropped" in w]
     assert name in warning and "1 row(s)" in warning and repr(value) in warning
+    # the facts read from that file say so in their notes
+    noted = [f for f in facts.facts if name in f.source and f"1 row(s) of {name} dropped" in f.note]
+    assert noted
 
 
 def test_a_duplicated_column_is_refused(profile: Path):

@@ -12,6 +12,7 @@ is fixed (derandomized), so CI runs the same cases every time; a longer run:
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,8 @@ from tests.synth.kineto_file import write_kineto
 EXAMPLES = int(os.environ.get("ADVISOR_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
     max_examples=EXAMPLES,
-    deadline=None,
+    # never a hang: a case over 20 s fails (a generous bound for slow CI machines)
+    deadline=timedelta(seconds=20),
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

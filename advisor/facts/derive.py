@@ -45,6 +45,13 @@ def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
         _rename_sources(out, rank.sources)
     if rank.stepless:
         _withhold_step_claims(out)
+    for name, count in rank.dropped.items():
+        for fact_id, fact in list(out.facts.items()):
+            if name in fact.source:
+                note = (
+                    f"{fact.note}; {count} row(s) of {name} dropped (values that cannot be right)"
+                )
+                out.facts[fact_id] = replace(fact, note=note.lstrip("; "))
     return out
 
 

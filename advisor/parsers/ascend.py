@@ -195,6 +195,7 @@ def read_rank(
         out("memory_record.csv"), "memory_record.csv", lambda p: files.read_memory_record(p, bad)
     )
     warnings.extend(bad.warnings())
+    rank.dropped.update(bad.by_name())
     if out("communication_matrix.json").is_file():
         rank.links = reader.read(
             out("communication_matrix.json"), "communication_matrix.json", read_comm_matrix
@@ -224,6 +225,7 @@ def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Re
     bad = BadValues(skip=reader.skip_bad)
     content = reader.read(path, path.name, lambda p: read_database(p, taxonomy, bad))
     reader.warnings.extend(bad.warnings())
+    rank.dropped.update(bad.by_name())
     if content is None:
         raise InputError(str(path), f"unreadable: {rank.absent.get(path.name, 'skipped')}")
     _apply_db(rank, content, path)

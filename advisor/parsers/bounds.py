@@ -70,6 +70,10 @@ class BadValues:
         self.dropped[key] = self.dropped.get(key, 0) + count
         self.first.setdefault(key, text)
 
+    def by_name(self) -> dict[str, int]:
+        """Dropped rows per file name (the name a fact's source quotes)."""
+        return {Path(path).name: count for path, count in self.dropped.items()}
+
     def warnings(self) -> list[str]:
         return [
             f"{path}: {count} row(s) or event(s) with values that cannot be right were dropped "

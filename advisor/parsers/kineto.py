@@ -79,6 +79,7 @@ def read_kineto(path: Path, taxonomy: Taxonomy, skip_bad: bool = False) -> RankP
     events = extract(data, taxonomy, path, bad)
     rank = _rank_header(path, data)
     rank.warnings.extend(bad.warnings())
+    rank.dropped.update(bad.by_name())
     for key, (name, ranks) in events.kernel_groups.items():
         rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
     if not events.ops:

@@ -167,6 +167,8 @@ class RankProfile:
     stepless: bool = False
     # problems the reader worked around (dropped events, a missing step marker)
     warnings: list[str] = field(default_factory=list)
+    # file name -> rows or events dropped because their values could not be right
+    dropped: dict[str, int] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
