@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.rule_model import LEVELS, BottleneckRule, SymptomRule
+from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.values import as_number
@@ -130,7 +131,8 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
     unit = spec_for(fact).unit
-    message = rule.message.format(
+    message = render(
+        rule.message,
         value=format_value(value, unit, compact=True),
         threshold=format_value(threshold, unit, compact=True),
         fine=format_value(fine, unit, compact=True),
@@ -177,14 +179,14 @@ def _evaluate_bottleneck(
     cost = max(s.cost_ratio for s in symptoms)
     detail = "; ".join(s.message for s in symptoms)
     if cost > 0:
-        message = rule.message.format(cost=f"{cost:.1%}", evidence=detail, facts=_FactView(facts))
+        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=_FactView(facts))
     else:
         message = (
             f"{rule.title}: {detail}. It claims no measurable step time, so it ranks after "
             "bottlenecks that do."
         )
         if rule.docs.notes:
-            message += " " + rule.docs.notes.format(facts=_FactView(facts))
+            message += " " + render(rule.docs.notes, facts=_FactView(facts))
     return Bottleneck(rule.id, severity, cost, hits, message), gap
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from advisor.engine.conditions import Context, evaluate, names
 from advisor.engine.rule_model import Change, PolicyRule
 from advisor.engine.rules import RuleSet
+from advisor.engine.templates import render
 from advisor.inputs.configs import config_problems, fsdp2_keys
 from advisor.inputs.documents import Document, config_position, env_position, flag_position
 from advisor.inputs.parallel import fsdp_size
@@ -70,7 +71,7 @@ def _check_config_keys(rule: PolicyRule, doc: Document, invalid_values: bool) ->
                     Applicability.safe,
                     f"move {problem.path} to {problem.moved_to}",
                 )
-        message = rule.message.format(path=problem.path, detail=problem.message)
+        message = render(rule.message, path=problem.path, detail=problem.message)
         yield _finding(rule, doc, message, line, col, problem.path, patch)
 
 
@@ -94,7 +95,7 @@ def _check_cli(rule: PolicyRule, doc: Document, mode: str) -> Iterator[Finding]:
         elif not known and not prefix_of:
             detail = f"--{override.path}"
         if detail:
-            message = rule.message.format(flag=detail, path=override.path)
+            message = render(rule.message, flag=detail, path=override.path)
             yield _finding(rule, doc, message, line, col, override.path)
 
 
@@ -105,7 +106,7 @@ def _check_world(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
     fsdp = fsdp_size(doc.config)
     if fsdp is not None and fsdp != script.world_size:
         line, col = config_position(doc, "parallel.fsdp_size")
-        message = rule.message.format(fsdp=fsdp, world=script.world_size)
+        message = render(rule.message, fsdp=fsdp, world=script.world_size)
         yield _finding(rule, doc, message, line, col, "parallel.fsdp_size")
 
 
@@ -123,7 +124,7 @@ def waivers(doc: Document) -> dict[int, tuple[set[str], str]]:
 def _check_waivers(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
     for line, (ids, reason) in waivers(doc).items():
         if not reason:
-            message = rule.message.format(ids=", ".join(sorted(ids)) or "?")
+            message = render(rule.message, ids=", ".join(sorted(ids)) or "?")
             yield _finding(rule, doc, message, line, 1, f"waiver:{','.join(sorted(ids))}")
 
 
@@ -168,7 +169,7 @@ def _conditional(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
     value = (doc.env or {}).get(path) if source == "env" else get_path(doc.config, path)
     shown = "(not set)" if value is None else value
     params = {name: param.value for name, param in rule.params.items()}
-    message = rule.message.format(value=shown, path=path, **params)
+    message = render(rule.message, value=shown, path=path, **params)
     yield _finding(rule, doc, message, line, col, f"{source}:{path}", _fix(rule, rule.change))
 
 

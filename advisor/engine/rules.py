@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypedDict, TypeVar
 
 from advisor.engine.conditions import Condition, Scalar, compile_condition, param_name
+from advisor.engine.rule_checks import check_rule_data
 from advisor.engine.rule_model import (
     Address,
     BottleneckRule,
@@ -395,5 +396,5 @@ def load_rules(
         override = settings.rules.get(rule_id, RuleSettings())
         if override.severity and raw["kind"] != "policy":
             raise InputError(settings.where, f"{rule_id}: severity can only be set for policies")
-        ruleset.rules[rule_id] = _compile(path, raw, override, settings.where)
+        ruleset.rules[rule_id] = check_rule_data(_compile(path, raw, override, settings.where))
     return ruleset
