@@ -192,3 +192,23 @@ def test_limits_can_be_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         load_data(path)
     monkeypatch.setenv("ADVISOR_YAML_MAX_DEPTH", "200")
     assert isinstance(load_data(path)["x"], list)
+
+
+def test_a_gzip_bomb_is_refused_quickly(tmp_path: Path):
+    import resource
+    import time
+
+    path = tmp_path / "bomb.pt.trace.json.gz"
+    # written in pieces: a forked child's peak memory counts the parent's resident pages
+    with gzip.open(path, "wb", compresslevel=9) as handle:
+        handle.write(b'{"traceEvents": [')
+        block = b" " * (1024 * 1024)
+        for _ in range(300):
+            handle.write(block)
+        handle.write(b"]}")
+    started = time.perf_counter()
+    proc = run("facts", str(path))
+    assert_one_line_error(proc, "gzip bomb")
+    assert time.perf_counter() - started < 5.0
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert peak_kb < 400 * 1024

@@ -124,3 +124,23 @@ def test_a_full_disk_leaves_the_original_intact(small_disk: Path, tmp_path: Path
     ledger = Ledger.load(small_disk / "ledger.jsonl")
     with pytest.raises(InputError, match="cannot append"):
         ledger.append("proposed", "feature.task-queue-level2", note="x" * 100000)
+
+
+def test_a_symlinked_config_is_edited_through_the_link(tmp_path: Path):
+    config, launch = _job(tmp_path)
+    real = tmp_path / "real.yaml"
+    config.rename(real)
+    config.symlink_to(real.name)
+    proc = _run("suggest", str(PROFILE), str(config), "--launch", str(launch), "--write")
+    assert proc.returncode == 0, proc.stderr
+    assert config.is_symlink()  # the link is kept
+    assert load_data(real)["parallel"]["num_to_forward_prefetch"] == 2  # the target is edited
+
+
+def test_a_hard_linked_config_is_refused(tmp_path: Path):
+    config, launch = _job(tmp_path)
+    (tmp_path / "other.yaml").hardlink_to(config)
+    before = config.read_bytes()
+    proc = _run("suggest", str(PROFILE), str(config), "--launch", str(launch), "--write")
+    assert proc.returncode == 2 and "hard links" in proc.stderr
+    assert config.read_bytes() == before

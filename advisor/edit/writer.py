@@ -43,9 +43,22 @@ def write_file(path: Path, text: str) -> None:
 
 
 def _replace(path: Path, text: str) -> None:
-    if path.exists() and not path.stat().st_mode & 0o222:
-        # a rename would replace it anyway: honour the user's protection instead
-        raise InputError(str(path), "read-only: not written (make it writable to apply)")
+    """Atomic replace of the file `path` names. A symlink is followed (the target is edited and
+    the link kept); a file with several hard links is refused (a rename would split them)."""
+    shown = str(path)
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists():
+        info = path.stat()
+        if not info.st_mode & 0o222:
+            # a rename would replace it anyway: honour the user's protection instead
+            raise InputError(shown, "read-only: not written (make it writable to apply)")
+        if info.st_nlink > 1:
+            raise InputError(
+                shown,
+                f"has {info.st_nlink} hard links: an atomic replace would split them; not "
+                "written (apply the diff by hand)",
+            )
     try:
         mode = path.stat().st_mode if path.exists() else 0o644
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

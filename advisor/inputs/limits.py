@@ -43,3 +43,14 @@ def text_max_line() -> int:
 def text_max_bytes() -> int:
     """Size of a config, script or log read whole."""
     return _limit("ADVISOR_MAX_TEXT_BYTES", 64 * 1024 * 1024)
+
+
+def trace_max_bytes() -> int:
+    """Decoded size of a PyTorch profiler trace read whole (a gzip bomb expands without end)."""
+    return _limit("ADVISOR_MAX_TRACE_BYTES", 4 * 1024**3)
+
+
+def gzip_max_ratio() -> int:
+    """Decompressed / compressed size of a gzipped trace past its first 64 MB (real traces
+    compress 5-30x; a bomb, thousands)."""
+    return _limit("ADVISOR_MAX_GZIP_RATIO", 200)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs import limits
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
@@ -68,16 +69,14 @@ class KinetoEvents:
 def load(path: Path) -> dict[str, Any]:
     """The trace's top-level object (a bare event list is wrapped as traceEvents)."""
     try:
-        raw = path.read_bytes()
-        if path.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
+        raw = _read_limited(path)
         data = json.loads(raw)
     except OSError as exc:
         raise InputError(
             str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}"
         ) from None
-    except EOFError:
-        raise InputError(str(path), "truncated gzip file") from None
+    except (EOFError, gzip.BadGzipFile) as exc:
+        raise InputError(str(path), f"truncated or damaged gzip file ({exc})") from None
     except (UnicodeDecodeError, ValueError) as exc:
         where = (
             f"at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -95,6 +94,39 @@ def load(path: Path) -> dict[str, Any]:
             "expected a profile directory or a PyTorch profiler trace (this JSON has no traceEvents)",
         )
     return data
+
+
+def _read_limited(path: Path) -> bytes:
+    """The trace's bytes, decompressed when gzipped, refused beyond the size limit as soon as
+    it is crossed (never after expanding a bomb)."""
+    limit = limits.trace_max_bytes()
+    if not path.name.endswith(".gz"):
+        if path.stat().st_size > limit:
+            raise InputError(str(path), _too_large(limit))
+        return path.read_bytes()
+    ratio_cap = max(64 * 1024**2, limits.gzip_max_ratio() * path.stat().st_size)
+    chunks: list[bytes] = []
+    total = 0
+    with gzip.open(path, "rb") as handle:
+        while chunk := handle.read(1 << 24):
+            total += len(chunk)
+            if total > limit:
+                raise InputError(str(path), _too_large(limit))
+            if total > ratio_cap:
+                raise InputError(
+                    str(path),
+                    f"expands more than {limits.gzip_max_ratio()}x (ADVISOR_MAX_GZIP_RATIO): "
+                    "a gzip bomb?",
+                )
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> str:
+    return (
+        f"decodes to more than {limit:,} bytes (ADVISOR_MAX_TRACE_BYTES): a gzip bomb, or a "
+        "trace to cut with a shorter profiler schedule"
+    )
 
 
 def short_name(kernel: str) -> str:
