@@ -212,3 +212,13 @@ def test_a_gzip_bomb_is_refused_quickly(tmp_path: Path):
     assert time.perf_counter() - started < 5.0
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert peak_kb < 400 * 1024
+
+
+@pytest.mark.parametrize("body", [b"\0" * (3 << 20), b'{"name": "' + b"x" * (3 << 20) + b'"}]'])
+def test_a_trace_without_event_boundaries_is_refused_fast(
+    profile: Path, body: bytes, monkeypatch: pytest.MonkeyPatch
+):
+    # the limit lowered so the test stays small; the default (16 MB) behaves the same
+    monkeypatch.setenv("ADVISOR_MAX_EVENT_BYTES", str(1 << 20))
+    (profile / OUT / "trace_view.json").write_bytes(b"[" + body)
+    assert_one_line_error(run("facts", str(profile)), "trace_view.json", "no event ends within")

@@ -54,3 +54,8 @@ def gzip_max_ratio() -> int:
     """Decompressed / compressed size of a gzipped trace past its first 64 MB (real traces
     compress 5-30x; a bomb, thousands)."""
     return _limit("ADVISOR_MAX_GZIP_RATIO", 200)
+
+
+def trace_max_event_bytes() -> int:
+    """One event of trace_view.json (real events are a few KB, with call stacks)."""
+    return _limit("ADVISOR_MAX_EVENT_BYTES", 16 * 1024**2)

@@ -15,6 +15,7 @@ from typing import Protocol
 
 import msgspec
 
+from advisor.inputs import limits
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
@@ -297,6 +298,7 @@ def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: _Readable)
         cut = _find_cut(buf, size)
         if cut <= 0:
             carry = bytes(buf[1:size])
+            _check_event_size(path, carry, offset)
             continue
         buf[cut] = ord("]")  # the ',' between two events closes this batch
         try:
@@ -308,6 +310,7 @@ def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: _Readable)
                 raise _decode_error(path, exc, offset, acc.events) from None
             buf[cut] = ord(",")
             carry = bytes(buf[1:size])
+            _check_event_size(path, carry, offset)
             continue
         pending_blocks = 0
         acc.add(batch)
@@ -315,6 +318,18 @@ def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: _Readable)
         rest = bytes(buf[cut + 1 : size]).lstrip()
         offset += cut - (size - cut - 1 - len(rest))
         carry = rest
+
+
+def _check_event_size(path: Path, carry: bytes, offset: int) -> None:
+    """No event boundary for longer than any real event: refuse (scanning on would be
+    quadratic in the event's size)."""
+    limit = limits.trace_max_event_bytes()
+    if len(carry) > limit:
+        raise InputError(
+            str(path),
+            f"no event ends within {limit:,} bytes of byte {offset} (ADVISOR_MAX_EVENT_BYTES): "
+            "not a trace, or an event larger than any profiler writes",
+        )
 
 
 def _finish(path: Path, acc: _Accumulator, carry: bytes, offset: int) -> None:
