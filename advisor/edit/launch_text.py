@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 from advisor.inputs.launch import LaunchScript
+from advisor.inputs.shell_words import is_static, value_of, word_end
 from advisor.inputs.text import read_text
 from advisor.model import InputError
 
@@ -22,6 +25,28 @@ _SAFE_SHELL = re.compile(r"^[A-Za-z0-9_./:,=+@%-]+$")
 def shell_value(value: object) -> str:
     text = str(value).lower() if isinstance(value, bool) else str(value)
     return text if _SAFE_SHELL.match(text) else shlex.quote(text)
+
+
+def _with_export_value(line: str, name: str, value: object, where: str) -> str:
+    """The export line with its value word replaced whole (its quoting kept); refused when the
+    old value is computed (`$(...)`, `$VAR`): what it would be cannot be known here."""
+    m = re.match(rf"^(\s*export\s+{re.escape(name)}=)", line)
+    end = word_end(line, m.end()) if m else None
+    if m is None or end is None:
+        raise InputError(where, f"cannot edit the export of {name} (an unclosed quote?)")
+    old = line[m.end() : end]
+    if old and not is_static(old):
+        raise InputError(
+            where, f"{name}={old} is computed when the script runs: not edited (set it by hand)"
+        )
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    quote = old[:1] if old[:1] in "\"'" and old.endswith(old[:1]) and len(old) > 1 else ""
+    new = f"{quote}{text}{quote}" if quote and quote not in text else shell_value(value)
+    edited = line[: m.end()] + new + line[end:]
+    check = word_end(edited, m.end())
+    if check is None or value_of(edited[m.end() : check]) != text:
+        raise InputError(where, f"the edited export of {name} would not read back as {text!r}")
+    return edited
 
 
 class _File:
@@ -68,13 +93,7 @@ class LaunchTextEditor:
         found = self._export_lines(name)
         if found:
             f, i = found[-1]
-            m = re.match(rf"^(\s*export\s+{re.escape(name)}=)(\S*)(.*)$", f.lines[i])
-            if m is None:
-                raise InputError(f"{f.path}:{i + 1}", f"cannot edit the export of {name}")
-            old = m.group(2)
-            quote = old[:1] if old[:1] in "\"'" else ""
-            new = f"{quote}{value}{quote}" if quote else shell_value(value)
-            f.lines[i] = m.group(1) + new + m.group(3)
+            f.lines[i] = _with_export_value(f.lines[i], name, value, f"{f.path}:{i + 1}")
             return
         main = self._file(self.script.path)
         exports = [e.line for e in self.script.exports if e.path == self.script.path]
@@ -123,10 +142,28 @@ class LaunchTextEditor:
         main.lines[end] = f"{last} --{dotted} {token}"
 
     def results(self) -> dict[Path, tuple[str, str]]:
-        """path -> (original text, new text) for every file that changed."""
+        """path -> (original text, new text) for every file that changed; an edit bash itself
+        would not parse is refused."""
         out = {}
         for path, f in self.files.items():
             new = f.text()
             if new != f.original:
+                _bash_accepts(path, new)
                 out[path] = (f.original, new)
         return out
+
+
+def _bash_accepts(path: Path, text: str) -> None:
+    """`bash -n` on the edited text when bash is installed (the check is skipped without it)."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return
+    try:
+        done = subprocess.run(
+            [bash, "-n"], input=text, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["syntax error"])[0]
+        raise InputError(str(path), f"the edited script fails bash -n ({first}): not written")

@@ -1,0 +1,129 @@
+"""Shell words as bash reads them: where a word ends, and whether its value is static.
+
+A word runs until unquoted whitespace or an operator (; & | < > ( )); quotes, escapes, `$(...)`
+(nested), backticks and `${...}` are part of it. An edit replaces a whole word, so a value such
+as `$(echo 1)`, `"1 "` or the `1` of `A=1; B=2` is never cut in the middle.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+_OPERATORS = set(";&|<>()")
+
+
+def word_end(text: str, start: int) -> int | None:
+    """The index just past the word starting at `start`; None when a quote or substitution is
+    not closed on this line."""
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch in " \t\n" or ch in _OPERATORS:
+            return i
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            close = text.find("'", i + 1)
+            if close < 0:
+                return None
+            i = close + 1
+            continue
+        if ch == '"':
+            end = _double_quoted_end(text, i + 1)
+            if end is None:
+                return None
+            i = end
+            continue
+        if ch == "`":
+            close = text.find("`", i + 1)
+            if close < 0:
+                return None
+            i = close + 1
+            continue
+        if ch == "$" and text[i + 1 : i + 2] in ("(", "{"):
+            end = _group_end(text, i + 1)
+            if end is None:
+                return None
+            i = end
+            continue
+        i += 1
+    return i
+
+
+def _double_quoted_end(text: str, i: int) -> int | None:
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+        elif ch == '"':
+            return i + 1
+        elif ch == "$" and text[i + 1 : i + 2] in ("(", "{"):
+            end = _group_end(text, i + 1)
+            if end is None:
+                return None
+            i = end
+        else:
+            i += 1
+    return None
+
+
+def _group_end(text: str, i: int) -> int | None:
+    """`text[i]` is '(' or '{': the index past its matching close, quotes respected."""
+    opening = text[i]
+    closing = ")" if opening == "(" else "}"
+    depth = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            close = text.find("'", i + 1)
+            if close < 0:
+                return None
+            i = close + 1
+            continue
+        if ch == '"':
+            end = _double_quoted_end(text, i + 1)
+            if end is None:
+                return None
+            i = end
+            continue
+        if ch == opening:
+            depth += 1
+        elif ch == closing:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def is_static(word: str) -> bool:
+    """True when the word's value needs no expansion: no `$` or backtick outside single quotes."""
+    i = 0
+    while i < len(word):
+        ch = word[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            close = word.find("'", i + 1)
+            i = close + 1 if close >= 0 else len(word)
+            continue
+        if ch in "$`":
+            return False
+        i += 1
+    return True
+
+
+def value_of(word: str) -> str | None:
+    """The static value of a word (quotes removed); None when it must be expanded."""
+    if not is_static(word):
+        return None
+    try:
+        parts = shlex.split(word, posix=True)
+    except ValueError:
+        return None
+    return parts[0] if len(parts) == 1 else ("" if not parts else None)

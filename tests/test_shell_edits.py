@@ -1,0 +1,69 @@
+"""Launch-script edits replace whole shell words, keep their quoting, never edit a computed
+value, and are refused when bash would not parse the result."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from advisor.edit.launch_text import LaunchTextEditor
+from advisor.inputs.launch import parse_launch
+from advisor.inputs.shell_words import value_of, word_end
+from advisor.model import InputError
+
+COMMAND = "torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n"
+
+
+def _edit(tmp_path: Path, body: str, name: str = "TASK_QUEUE_ENABLE", value: str = "2") -> str:
+    script = tmp_path / "run.sh"
+    script.write_text("#!/usr/bin/env bash\n" + body + COMMAND, encoding="utf-8")
+    editor = LaunchTextEditor(parse_launch(script))
+    editor.set_env(name, value)
+    return editor.results()[script][1]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("export TASK_QUEUE_ENABLE=1\n", "export TASK_QUEUE_ENABLE=2\n"),
+        ('export TASK_QUEUE_ENABLE="1 "\n', 'export TASK_QUEUE_ENABLE="2"\n'),
+        ("export TASK_QUEUE_ENABLE='1'  # level\n", "export TASK_QUEUE_ENABLE='2'  # level\n"),
+        (
+            "export TASK_QUEUE_ENABLE=1; export B=1\n",
+            "export TASK_QUEUE_ENABLE=2; export B=1\n",
+        ),
+        (
+            "export TASK_QUEUE_ENABLE=1 && echo set\n",
+            "export TASK_QUEUE_ENABLE=2 && echo set\n",
+        ),
+    ],
+)
+def test_the_value_word_is_replaced_whole(tmp_path: Path, line: str, expected: str):
+    text = _edit(tmp_path, line)
+    assert expected in text
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["export TASK_QUEUE_ENABLE=$(echo 1)\n", "export TASK_QUEUE_ENABLE=${LEVEL:-1}\n"],
+)
+def test_a_computed_value_is_not_edited(tmp_path: Path, line: str):
+    with pytest.raises(InputError, match="computed when the script runs"):
+        _edit(tmp_path, line)
+
+
+def test_values_that_need_quotes_are_quoted(tmp_path: Path):
+    text = _edit(tmp_path, "export PYTORCH_NPU_ALLOC_CONF=x\n", "PYTORCH_NPU_ALLOC_CONF", "a b;c")
+    assert "export PYTORCH_NPU_ALLOC_CONF='a b;c'\n" in text
+
+
+def test_words_end_where_bash_ends_them():
+    line = 'X=$(echo "a b") Y=1'
+    assert line[: word_end(line, 0)] == 'X=$(echo "a b")'
+    assert word_end('"open', 0) is None
+    assert value_of("'1 '") == "1 " and value_of("$X") is None and value_of('"a"b') == "ab"
