@@ -67,3 +67,33 @@ def test_words_end_where_bash_ends_them():
     assert line[: word_end(line, 0)] == 'X=$(echo "a b")'
     assert word_end('"open', 0) is None
     assert value_of("'1 '") == "1 " and value_of("$X") is None and value_of('"a"b') == "ab"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "# torchrun --nproc_per_node 8 train.py\n",
+        'echo "run torchrun yourself"\n',
+        "MSG='torchrun train.py'\n",
+    ],
+)
+def test_a_launcher_named_only_in_a_comment_or_string_is_not_the_command(tmp_path: Path, body: str):
+    script = tmp_path / "run.sh"
+    script.write_text("#!/usr/bin/env bash\n" + body, encoding="utf-8")
+    with pytest.raises(InputError, match="no torchrun"):
+        parse_launch(script)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "TASK_QUEUE_ENABLE=2 torchrun --nproc_per_node 8 train.py\n",
+        "exec torchrun --nproc_per_node 8 train.py\n",
+        "python -m torch.distributed.run --nproc_per_node 8 train.py\n",
+        "/usr/bin/env torchrun --nproc_per_node 8 train.py\n",
+    ],
+)
+def test_launch_commands_are_found_behind_prefixes(tmp_path: Path, line: str):
+    script = tmp_path / "run.sh"
+    script.write_text("#!/usr/bin/env bash\n" + line, encoding="utf-8")
+    assert parse_launch(script).nproc_per_node == 8

@@ -96,6 +96,34 @@ def _logical_lines(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PREFIXES = {"exec", "nohup", "time", "env"}
+
+
+def _launches(line: str) -> bool:
+    """Whether the line runs a launcher as its command (not in a comment, an echo or a string):
+    after leading assignments and exec/nohup/env, the command word is torchrun, or python with
+    -m torch.distributed.run / launch."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return False
+    i = 0
+    while i < len(words) and (
+        _ASSIGNMENT.match(words[i]) or words[i].rsplit("/", 1)[-1] in _PREFIXES
+    ):
+        i += 1
+    if i >= len(words):
+        return False
+    command = words[i].rsplit("/", 1)[-1]
+    if command == "torchrun":
+        return True
+    if command.startswith("python") and "-m" in words[i + 1 : i + 3]:
+        module = words[words.index("-m", i) + 1] if words.index("-m", i) + 1 < len(words) else ""
+        return module in ("torch.distributed.run", "torch.distributed.launch")
+    return False
+
+
 def _parse_command(script: LaunchScript, line: int, text: str) -> None:
     try:
         tokens = shlex.split(text, comments=True)
@@ -174,7 +202,7 @@ def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
                 raise InputError(f"{path}:{number}", f"sourced file {s.group(1)} not found")
             _read_exports(target, script, seen)
             continue
-        if path == script.path and any(launcher in line for launcher in _LAUNCHERS):
+        if path == script.path and _launches(line):
             _parse_command(script, number, line)
             script.command_end_line = last
 
