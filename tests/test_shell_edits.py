@@ -97,3 +97,30 @@ def test_launch_commands_are_found_behind_prefixes(tmp_path: Path, line: str):
     script = tmp_path / "run.sh"
     script.write_text("#!/usr/bin/env bash\n" + line, encoding="utf-8")
     assert parse_launch(script).nproc_per_node == 8
+
+
+def test_a_command_prefix_assignment_is_what_gets_edited(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\nexport TASK_QUEUE_ENABLE=1\n"
+        "TASK_QUEUE_ENABLE=1 torchrun --nproc_per_node 8 train.py\n",
+        encoding="utf-8",
+    )
+    editor = LaunchTextEditor(parse_launch(script))
+    editor.set_env("TASK_QUEUE_ENABLE", "2")
+    text = editor.results()[script][1]
+    # the export is overridden by the command's own prefix: that is the one changed
+    assert "TASK_QUEUE_ENABLE=2 torchrun" in text and "export TASK_QUEUE_ENABLE=1\n" in text
+
+
+def test_a_new_export_never_lands_inside_a_block(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        '#!/usr/bin/env bash\nif [ -n "$DEBUG" ]; then\n  export ASCEND_LAUNCH_BLOCKING=1\nfi\n'
+        "torchrun --nproc_per_node 8 train.py\n",
+        encoding="utf-8",
+    )
+    editor = LaunchTextEditor(parse_launch(script))
+    editor.set_env("TASK_QUEUE_ENABLE", "2")
+    lines = editor.results()[script][1].splitlines()
+    assert lines.index("export TASK_QUEUE_ENABLE=2") == lines.index("fi") + 1

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from advisor.inputs.launch import LaunchScript
-from advisor.inputs.shell_words import is_static, value_of, word_end
+from advisor.inputs.shell_words import block_depths, is_static, value_of, word_end
 from advisor.inputs.text import read_text
 from advisor.model import InputError
 
@@ -28,13 +28,20 @@ def shell_value(value: object) -> str:
 
 
 def _with_export_value(line: str, name: str, value: object, where: str) -> str:
-    """The export line with its value word replaced whole (its quoting kept); refused when the
-    old value is computed (`$(...)`, `$VAR`): what it would be cannot be known here."""
-    m = re.match(rf"^(\s*export\s+{re.escape(name)}=)", line)
-    end = word_end(line, m.end()) if m else None
-    if m is None or end is None:
-        raise InputError(where, f"cannot edit the export of {name} (an unclosed quote?)")
-    old = line[m.end() : end]
+    m = re.match(rf"^\s*export\s+(?={re.escape(name)}=)", line)
+    if m is None:
+        raise InputError(where, f"cannot edit the export of {name}")
+    return _with_assignment_value(line, m.end(), name, value, where)
+
+
+def _with_assignment_value(line: str, at: int, name: str, value: object, where: str) -> str:
+    """The line with the value word of the `NAME=` at `at` replaced whole (its quoting kept);
+    refused when the old value is computed (`$(...)`, `$VAR`): it cannot be known here."""
+    start = at + len(name) + 1
+    end = word_end(line, start)
+    if end is None:
+        raise InputError(where, f"cannot edit {name} (an unclosed quote or substitution)")
+    old = line[start:end]
     if old and not is_static(old):
         raise InputError(
             where, f"{name}={old} is computed when the script runs: not edited (set it by hand)"
@@ -42,10 +49,10 @@ def _with_export_value(line: str, name: str, value: object, where: str) -> str:
     text = str(value).lower() if isinstance(value, bool) else str(value)
     quote = old[:1] if old[:1] in "\"'" and old.endswith(old[:1]) and len(old) > 1 else ""
     new = f"{quote}{text}{quote}" if quote and quote not in text else shell_value(value)
-    edited = line[: m.end()] + new + line[end:]
-    check = word_end(edited, m.end())
-    if check is None or value_of(edited[m.end() : check]) != text:
-        raise InputError(where, f"the edited export of {name} would not read back as {text!r}")
+    edited = line[:start] + new + line[end:]
+    check = word_end(edited, start)
+    if check is None or value_of(edited[start:check]) != text:
+        raise InputError(where, f"the edited value of {name} would not read back as {text!r}")
     return edited
 
 
@@ -90,19 +97,41 @@ class LaunchTextEditor:
         return found
 
     def set_env(self, name: str, value: object) -> None:
+        if self._set_command_prefix(name, value):
+            return  # `NAME=v torchrun ...`: what the command sees is its own prefix
         found = self._export_lines(name)
         if found:
             f, i = found[-1]
             f.lines[i] = _with_export_value(f.lines[i], name, value, f"{f.path}:{i + 1}")
             return
         main = self._file(self.script.path)
+        command = (self.script.command_line or 1) - 1 + self.inserted
         exports = [e.line for e in self.script.exports if e.path == self.script.path]
+        depths = block_depths(main.lines)
+        at = command
         if exports:
-            at = max(exports) + self.inserted
-        else:
-            at = (self.script.command_line or 1) - 1 + self.inserted
+            after = max(exports) + self.inserted
+            # beside the other exports only when that is top level and before the command;
+            # else just before the command, in whatever block the command itself runs
+            if after <= command and depths[min(after, len(depths) - 1)] == 0:
+                at = after
         main.lines.insert(at, f"export {name}={shell_value(value)}")
         self.inserted += 1
+
+    def _set_command_prefix(self, name: str, value: object) -> bool:
+        if self.script.command_line is None:
+            return False
+        main = self._file(self.script.path)
+        i = self.script.command_line - 1 + self.inserted
+        # assignments before the command word: `A=1 NAME=x torchrun ...`
+        m = re.match(
+            rf"^\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*?(?={re.escape(name)}=)", main.lines[i]
+        )
+        if m is None:
+            return False
+        where = f"{main.path}:{i + 1}"
+        main.lines[i] = _with_assignment_value(main.lines[i], m.end(), name, value, where)
+        return True
 
     def remove_env(self, name: str) -> None:
         found = self._export_lines(name)

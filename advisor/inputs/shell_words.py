@@ -127,3 +127,26 @@ def value_of(word: str) -> str | None:
     except ValueError:
         return None
     return parts[0] if len(parts) == 1 else ("" if not parts else None)
+
+
+_OPENERS = {"if", "for", "while", "until", "case", "select"}
+_CLOSERS = {"fi", "done", "esac"}
+
+
+def block_depths(lines: list[str]) -> list[int]:
+    """How deep inside if/for/while/case blocks and { } bodies each line starts (0: top level).
+    Comments and quoted text are ignored; a block opened and closed on one line counts 0."""
+    depths = []
+    depth = 0
+    for line in lines:
+        depths.append(depth)
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for word in words:
+            if word in _OPENERS or word == "{" or word.endswith("{"):
+                depth += 1
+            elif word in _CLOSERS or word == "}":
+                depth = max(0, depth - 1)
+    return depths
