@@ -124,3 +124,23 @@ def test_a_new_export_never_lands_inside_a_block(tmp_path: Path):
     editor.set_env("TASK_QUEUE_ENABLE", "2")
     lines = editor.results()[script][1].splitlines()
     assert lines.index("export TASK_QUEUE_ENABLE=2") == lines.index("fi") + 1
+
+
+def test_a_heredoc_body_is_data_not_an_export(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\nexport TASK_QUEUE_ENABLE=1\ncat > notes.txt <<'EOF'\n"
+        "export TASK_QUEUE_ENABLE=0\nEOF\ntorchrun --nproc_per_node 8 train.py\n",
+        encoding="utf-8",
+    )
+    launch = parse_launch(script)
+    assert launch.env["TASK_QUEUE_ENABLE"] == "1"  # the heredoc's text is not run
+    editor = LaunchTextEditor(launch)
+    editor.set_env("TASK_QUEUE_ENABLE", "2")
+    text = editor.results()[script][1]
+    assert "export TASK_QUEUE_ENABLE=2\ncat" in text and "\nexport TASK_QUEUE_ENABLE=0\nEOF" in text
+
+
+def test_declare_x_is_an_export(tmp_path: Path):
+    text = _edit(tmp_path, "declare -x TASK_QUEUE_ENABLE=1\n")
+    assert "declare -x TASK_QUEUE_ENABLE=2\n" in text

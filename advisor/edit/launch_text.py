@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from advisor.inputs.launch import LaunchScript
+from advisor.inputs.launch import LaunchScript, heredoc_lines
 from advisor.inputs.shell_words import block_depths, is_static, value_of, word_end
 from advisor.inputs.text import read_text
 from advisor.model import InputError
@@ -28,7 +28,7 @@ def shell_value(value: object) -> str:
 
 
 def _with_export_value(line: str, name: str, value: object, where: str) -> str:
-    m = re.match(rf"^\s*export\s+(?={re.escape(name)}=)", line)
+    m = re.match(rf"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+(?={re.escape(name)}=)", line)
     if m is None:
         raise InputError(where, f"cannot edit the export of {name}")
     return _with_assignment_value(line, m.end(), name, value, where)
@@ -85,14 +85,15 @@ class LaunchTextEditor:
         return self.files[path]
 
     def _export_lines(self, name: str) -> list[tuple[_File, int]]:
-        pattern = re.compile(rf"^\s*export\s+{re.escape(name)}=")
+        pattern = re.compile(rf"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+{re.escape(name)}=")
         found = []
         for export in self.script.exports:
             if export.name == name:
                 f = self._file(export.path)
                 # exports were recorded before earlier edits; find the line again by content
+                body = heredoc_lines(f.lines)  # text a heredoc feeds a command: not an export
                 for i, line in enumerate(f.lines):
-                    if pattern.match(line) and (f, i) not in found:
+                    if i not in body and pattern.match(line) and (f, i) not in found:
                         found.append((f, i))
         return found
 

@@ -18,7 +18,7 @@ from advisor.inputs.text import read_text
 from advisor.inputs.values import bool_word
 from advisor.model import InputError
 
-_EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_EXPORT = re.compile(r"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SOURCE = re.compile(r"^\s*(?:source|\.)\s+(.+?)\s*$")
 # `source "$(dirname "$0")/env.sh"` and friends: the script's own folder
 _SCRIPT_DIR = re.compile(
@@ -78,14 +78,44 @@ def _unquote(value: str) -> str:
     return parts[0] if parts else ""
 
 
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def heredoc_lines(lines: list[str]) -> set[int]:
+    """Indexes (0-based) of the lines that are a heredoc's body or its closing word."""
+    inside: set[int] = set()
+    word: str | None = None
+    for i, raw in enumerate(lines):
+        if word is not None:
+            inside.add(i)
+            if raw.strip() == word:
+                word = None
+            continue
+        code = raw.split("#", 1)[0]
+        m = _HEREDOC.search(code)
+        if m and "<<<" not in code:
+            word = m.group(2)
+    return inside
+
+
 def _logical_lines(text: str) -> list[tuple[int, int, str]]:
-    """Join backslash continuations: (first physical line, last physical line, text), 1-based."""
+    """Join backslash continuations: (first physical line, last physical line, text), 1-based.
+    A heredoc's body is data, not commands: its lines are left out."""
     out: list[tuple[int, int, str]] = []
     buffer, start = "", 0
     number = 0
+    heredoc: str | None = None  # the word that ends the heredoc being skipped
     for number, raw in enumerate(text.splitlines(), start=1):
+        if heredoc is not None:
+            if raw.strip() == heredoc:
+                heredoc = None
+            continue
         if not buffer:
             start = number
+        quoted = raw.split("#", 1)[0]
+        m = _HEREDOC.search(quoted)
+        if m and "<<<" not in quoted:
+            heredoc = m.group(2)
         if raw.rstrip().endswith("\\"):
             buffer += raw.rstrip()[:-1] + " "
             continue
