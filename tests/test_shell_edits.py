@@ -144,3 +144,33 @@ def test_a_heredoc_body_is_data_not_an_export(tmp_path: Path):
 def test_declare_x_is_an_export(tmp_path: Path):
     text = _edit(tmp_path, "declare -x TASK_QUEUE_ENABLE=1\n")
     assert "declare -x TASK_QUEUE_ENABLE=2\n" in text
+
+
+def test_a_later_plain_assignment_is_what_the_command_reads(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\nexport TASK_QUEUE_ENABLE=1\nTASK_QUEUE_ENABLE=0  # off for now\n"
+        "torchrun --nproc_per_node 8 train.py\nexport TASK_QUEUE_ENABLE=9\n",
+        encoding="utf-8",
+    )
+    launch = parse_launch(script)
+    assert launch.env["TASK_QUEUE_ENABLE"] == "0"  # the export after the command does not count
+    editor = LaunchTextEditor(launch)
+    editor.set_env("TASK_QUEUE_ENABLE", "2")
+    text = editor.results()[script][1]
+    assert "TASK_QUEUE_ENABLE=2  # off for now\n" in text
+    assert "export TASK_QUEUE_ENABLE=1\n" in text and "export TASK_QUEUE_ENABLE=9\n" in text
+
+
+def test_a_plain_assignment_of_an_unexported_name_is_not_the_environment(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\nTASK_QUEUE_ENABLE=1\ntorchrun --nproc_per_node 8 train.py\n",
+        encoding="utf-8",
+    )
+    launch = parse_launch(script)
+    assert "TASK_QUEUE_ENABLE" not in launch.env
+    editor = LaunchTextEditor(launch)
+    editor.set_env("TASK_QUEUE_ENABLE", "2")
+    text = editor.results()[script][1]
+    assert "TASK_QUEUE_ENABLE=1\nexport TASK_QUEUE_ENABLE=2\ntorchrun" in text

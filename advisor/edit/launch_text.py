@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from advisor.inputs.launch import LaunchScript, heredoc_lines
+from advisor.inputs.launch import LaunchScript, heredoc_lines, standalone_assignment
 from advisor.inputs.shell_words import block_depths, is_static, value_of, word_end
 from advisor.inputs.text import read_text
 from advisor.model import InputError
@@ -27,8 +27,11 @@ def shell_value(value: object) -> str:
     return text if _SAFE_SHELL.match(text) else shlex.quote(text)
 
 
+_PLAIN = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*=")
+
+
 def _with_export_value(line: str, name: str, value: object, where: str) -> str:
-    m = re.match(rf"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+(?={re.escape(name)}=)", line)
+    m = re.match(rf"^\s*(?:(?:export|declare\s+-x|typeset\s+-x)\s+)?(?={re.escape(name)}=)", line)
     if m is None:
         raise InputError(where, f"cannot edit the export of {name}")
     return _with_assignment_value(line, m.end(), name, value, where)
@@ -85,14 +88,23 @@ class LaunchTextEditor:
         return self.files[path]
 
     def _export_lines(self, name: str) -> list[tuple[_File, int]]:
-        pattern = re.compile(rf"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+{re.escape(name)}=")
-        found = []
+        pattern = re.compile(rf"^\s*(?:(?:export|declare\s+-x|typeset\s+-x)\s+)?{re.escape(name)}=")
+        found: list[tuple[_File, int]] = []
+        if not any(e.name == name and not e.bare for e in self.script.exports):
+            return found  # never exported: a plain assignment does not reach the command
         for export in self.script.exports:
             if export.name == name:
                 f = self._file(export.path)
                 # exports were recorded before earlier edits; find the line again by content
                 body = heredoc_lines(f.lines)  # text a heredoc feeds a command: not an export
-                for i, line in enumerate(f.lines):
+                # in the script itself, only what runs before the command reaches it
+                stop = len(f.lines)
+                if f.path == self.script.path and self.script.command_line is not None:
+                    stop = self.script.command_line - 1 + self.inserted
+                for i, line in enumerate(f.lines[:stop]):
+                    plain = _PLAIN.match(line) is not None
+                    if plain and standalone_assignment(line) is None:
+                        continue  # `NAME=v other-command`: a prefix of another command
                     if i not in body and pattern.match(line) and (f, i) not in found:
                         found.append((f, i))
         return found

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.inputs.shell_words import word_end
 from advisor.inputs.text import read_text
 from advisor.inputs.values import bool_word
 from advisor.model import InputError
@@ -33,6 +34,8 @@ class Export:
     value: str
     path: Path
     line: int  # 1-based
+    # a plain `NAME=value` line: it changes the value only of a variable exported somewhere
+    bare: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,10 @@ class LaunchScript:
 
     @property
     def env(self) -> dict[str, str]:
-        """Exported variables, later exports winning (as bash evaluates them)."""
-        return {e.name: e.value for e in self.exports}
+        """Exported variables as the training command sees them: the last assignment before it
+        wins, a plain `NAME=value` counting only for a variable that is exported."""
+        exported = {e.name for e in self.exports if not e.bare}
+        return {e.name: e.value for e in self.exports if e.name in exported}
 
     @property
     def world_size(self) -> int | None:
@@ -79,6 +84,24 @@ def _unquote(value: str) -> str:
 
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+_BARE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def standalone_assignment(line: str) -> tuple[str, str] | None:
+    """(name, value) of a line that is only `NAME=value` (a comment or `;` may follow), not a
+    prefix of a command; None otherwise."""
+    m = _BARE.match(line)
+    if m is None:
+        return None
+    end = word_end(line, m.end())
+    if end is None:
+        return None
+    rest = line[end:].strip()
+    if rest and not rest.startswith(("#", ";")):
+        return None
+    return m.group(1), _unquote(line[m.end() : end])
 
 
 def heredoc_lines(lines: list[str]) -> set[int]:
@@ -212,9 +235,16 @@ def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
     text = read_text(path)
     script.texts[path] = text
     for number, last, line in _logical_lines(text):
+        after_command = path == script.path and script.command_line is not None
         m = _EXPORT.match(line)
         if m:
-            script.exports.append(Export(m.group(1), _unquote(m.group(2)), path, number))
+            if not after_command:  # an export after the command does not reach it
+                script.exports.append(Export(m.group(1), _unquote(m.group(2)), path, number))
+            continue
+        bare = standalone_assignment(line)
+        if bare is not None:
+            if not after_command:
+                script.exports.append(Export(bare[0], bare[1], path, number, bare=True))
             continue
         s = _SOURCE.match(line)
         if s:
