@@ -12,57 +12,46 @@ import shlex
 _OPERATORS = set(";&|<>()")
 
 
+def _skip_quoted(text: str, i: int) -> int | None:
+    """If `text[i]` opens an escape, a quote, a backtick or `$(`/`${`, the index past it (None
+    when it is not closed); else `i` itself."""
+    ch = text[i]
+    if ch == "\\":
+        return i + 2
+    if ch in "'`":
+        close = text.find(ch, i + 1)
+        return close + 1 if close >= 0 else None
+    if ch == '"':
+        return _double_quoted_end(text, i + 1)
+    if ch == "$" and text[i + 1 : i + 2] in ("(", "{"):
+        return _group_end(text, i + 1)
+    return i
+
+
 def word_end(text: str, start: int) -> int | None:
     """The index just past the word starting at `start`; None when a quote or substitution is
     not closed on this line."""
     i = start
     while i < len(text):
-        ch = text[i]
-        if ch in " \t\n" or ch in _OPERATORS:
+        if text[i] in " \t\n" or text[i] in _OPERATORS:
             return i
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "'":
-            close = text.find("'", i + 1)
-            if close < 0:
-                return None
-            i = close + 1
-            continue
-        if ch == '"':
-            end = _double_quoted_end(text, i + 1)
-            if end is None:
-                return None
-            i = end
-            continue
-        if ch == "`":
-            close = text.find("`", i + 1)
-            if close < 0:
-                return None
-            i = close + 1
-            continue
-        if ch == "$" and text[i + 1 : i + 2] in ("(", "{"):
-            end = _group_end(text, i + 1)
-            if end is None:
-                return None
-            i = end
-            continue
-        i += 1
+        skipped = _skip_quoted(text, i)
+        if skipped is None:
+            return None
+        i = skipped if skipped > i else i + 1
     return i
 
 
 def _double_quoted_end(text: str, i: int) -> int | None:
     while i < len(text):
         ch = text[i]
-        if ch == "\\":
-            i += 2
-        elif ch == '"':
+        if ch == '"':
             return i + 1
-        elif ch == "$" and text[i + 1 : i + 2] in ("(", "{"):
-            end = _group_end(text, i + 1)
-            if end is None:
+        if ch in "\\$":
+            skipped = _skip_quoted(text, i)
+            if skipped is None:
                 return None
-            i = end
+            i = skipped if skipped > i else i + 1
         else:
             i += 1
     return None
@@ -75,27 +64,19 @@ def _group_end(text: str, i: int) -> int | None:
     depth = 0
     while i < len(text):
         ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "'":
-            close = text.find("'", i + 1)
-            if close < 0:
-                return None
-            i = close + 1
-            continue
-        if ch == '"':
-            end = _double_quoted_end(text, i + 1)
-            if end is None:
-                return None
-            i = end
-            continue
         if ch == opening:
             depth += 1
         elif ch == closing:
             depth -= 1
             if depth == 0:
                 return i + 1
+        elif ch in "\\'\"`$":
+            skipped = _skip_quoted(text, i)
+            if skipped is None:
+                return None
+            if skipped > i:
+                i = skipped
+                continue
         i += 1
     return None
 
