@@ -11,7 +11,8 @@ from advisor.edit.patch import document_changes
 from advisor.edit.writer import write_file
 from advisor.engine.policy import check_document
 from advisor.engine.rules import RuleSet
-from advisor.inputs.documents import Document, load_config_document, load_script_document
+from advisor.inputs.dialect import LABELS
+from advisor.inputs.documents import Document, document_kind, load_document
 from advisor.inputs.text import read_text
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 
@@ -22,6 +23,31 @@ BASELINE_SCHEMA = "advisor/baseline@1"
 class CheckResult:
     documents: list[Document]
     findings: list[Finding]
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
+
+    @property
+    def dialects(self) -> dict[str, str]:
+        return {str(d.path): d.kind for d in self.documents}
+
+
+def load_documents(
+    paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
+) -> tuple[list[Document], list[tuple[str, str]]]:
+    """Each file as the dialect its content shows; files of no known dialect are skipped (a
+    repository's CI or tool YAML, a sourced env file) with the reason."""
+    documents, skipped = [], []
+    for path in [*paths, *launches]:
+        kind = document_kind(path)
+        if kind is None:
+            skipped.append(
+                (
+                    str(path),
+                    "not a training config or launch script (" + ", ".join(LABELS.values()) + ")",
+                )
+            )
+            continue
+        documents.append(load_document(path, kind))
+    return documents, skipped
 
 
 def load_baseline(path: Path) -> set[str]:
@@ -53,16 +79,14 @@ def run_check(
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
 ) -> CheckResult:
-    documents = [load_config_document(p) for p in configs] + [
-        load_script_document(p) for p in launches
-    ]
+    documents, skipped = load_documents(configs, launches)
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
     for doc in documents:
         for finding in check_document(doc, rules):
             in_baseline = finding.fingerprint in accepted
             findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
-    return CheckResult(documents, findings)
+    return CheckResult(documents, findings, skipped)
 
 
 def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:

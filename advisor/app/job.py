@@ -9,9 +9,10 @@ from pathlib import Path
 from advisor.app.pipeline import add_estimates, collect_facts
 from advisor.engine.conditions import Context
 from advisor.facts.catalogue import ENV_PREFIX
-from advisor.inputs.documents import Document, load_config_document
+from advisor.inputs import dialect
+from advisor.inputs.documents import Document, document_kind, load_document
 from advisor.inputs.launch import LaunchScript, effective_config, parse_launch
-from advisor.model import JOB_SCOPE, FactSet
+from advisor.model import JOB_SCOPE, FactSet, InputError
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,10 @@ class Job:
 
 
 def job_context(
-    facts: FactSet, effective: dict[str, object] | None, launch: LaunchScript | None
+    facts: FactSet,
+    effective: dict[str, object] | None,
+    launch: LaunchScript | None,
+    kind: str | None = None,
 ) -> Context:
     """Facts, the effective config and the environment.
 
@@ -49,13 +53,43 @@ def job_context(
     now: dict[str, str] | None = {**ran, **(launch.env if launch else {})}
     if not ran and launch is None:
         now = None
-    return Context(facts=values, config=effective, env=now, env_ran=ran or None)
+    if kind is None:
+        # no config given: the profile's framework says which backend's features to offer
+        kind = (
+            dialect.MINDFORMERS if values.get("profile.framework") == "mindspore" else dialect.FSDP2
+        )
+    return Context(facts=values, config=effective, env=now, env_ran=ran or None, dialect=kind)
+
+
+def _load_config(path: Path) -> Document:
+    kind = document_kind(path)
+    if kind == dialect.LAUNCH:
+        raise InputError(
+            str(path), "is an FSDP2 launch script: give it as --launch, with its YAML config"
+        )
+    return load_document(path, kind)  # refuses a file of no known dialect with the reason
 
 
 def load_job(options: JobOptions) -> Job:
+    config = _load_config(options.config) if options.config else None
     launch = parse_launch(options.launch) if options.launch else None
-    config = load_config_document(options.config) if options.config else None
-    effective = effective_config(config.data, launch) if config is not None else None
+    if config is not None and config.kind == dialect.MEGATRON:
+        if (
+            launch is not None
+            and options.launch
+            and options.launch.resolve() != config.path.resolve()
+        ):
+            raise InputError(
+                str(options.launch),
+                "a Megatron-backend script is its own launch script: give it once, as the config",
+            )
+        launch = config.script
+    if config is None:
+        effective = None
+    elif config.kind == dialect.MEGATRON:
+        effective = dict(config.config or {})
+    else:
+        effective = effective_config(config.data, launch)
     facts = collect_facts(
         options.profile,
         list(options.logs),
@@ -65,4 +99,5 @@ def load_job(options: JobOptions) -> Job:
     )
     if options.model_config is not None:
         add_estimates(facts, options.model_config, effective)
-    return Job(facts, config, launch, effective, job_context(facts, effective, launch))
+    kind = config.kind if config is not None else None
+    return Job(facts, config, launch, effective, job_context(facts, effective, launch, kind))

@@ -12,7 +12,12 @@ from advisor.model import DataError, Severity
 
 
 def check_cmd(
-    configs: Annotated[list[Path] | None, typer.Argument(help="FSDP2 config YAML files.")] = None,
+    configs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Training configs and launch scripts (FSDP2 or MindSpore Transformers YAML, Megatron-backend scripts); each file's dialect is detected, other files are skipped."
+        ),
+    ] = None,
     launch: Annotated[
         list[Path] | None, typer.Option("--launch", help="Launch scripts (repeatable).")
     ] = None,
@@ -69,7 +74,14 @@ def check_cmd(
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
             result = run_check(policies, configs=files, launches=scripts, baseline=baseline)
-    report = CheckReport(result.findings, names, policies, lambda: finding_changes(result))
+    report = CheckReport(
+        result.findings,
+        names,
+        policies,
+        lambda: finding_changes(result),
+        result.dialects,
+        result.skipped,
+    )
     typer.echo(FORMATS[output_format.value](report), nl=False)
     if fails(result.findings, Severity(fail_on.value)):
         raise typer.Exit(1)

@@ -56,6 +56,7 @@ class Context:
     config: Mapping[str, object] | None = None
     env: Mapping[str, str] | None = None  # the environment now (what the next run will use)
     env_ran: Mapping[str, str] | None = None  # what the profiled run recorded, when it did
+    dialect: str | None = None  # how the job is configured (FSDP2 YAML, Megatron script, ...)
 
     def lookup(self, source: str, path: str) -> object:
         """The value, `ABSENT` when the source is known but lacks it, None when unknowable."""

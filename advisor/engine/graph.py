@@ -101,8 +101,18 @@ def _add_edges(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
 
 
 def _platforms_meet(a: Rule, b: Rule) -> bool:
-    """Whether two rules can apply to the same profile (no platforms listed: every one)."""
-    return not a.platforms or not b.platforms or bool(set(a.platforms) & set(b.platforms))
+    """Whether two rules can apply to the same job: the same platform (no platforms listed:
+    every one) and, for features, the same config dialect (none listed: every one)."""
+
+    def meet(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
+        return not x or not y or bool(set(x) & set(y))
+
+    dialects = (
+        meet(a.applies_to, b.applies_to)
+        if isinstance(a, FeatureRule) and isinstance(b, FeatureRule)
+        else True
+    )
+    return meet(a.platforms, b.platforms) and dialects
 
 
 def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
@@ -112,7 +122,7 @@ def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
     for u, v, k in g.edges(keys=True):
         if k == "conflicts" and (after.has_edge(u, v) or after.has_edge(v, u)):
             errors.append(f"{rules[u].path}: {u} both comes after and conflicts with {v}")
-    # one try order per bottleneck and platform: features of disjoint platforms may share a slot
+    # one try order per bottleneck, platform and dialect: disjoint features may share a slot
     orders: dict[tuple[str, int], list[str]] = {}
     for u, v, k, data in g.edges(keys=True, data=True):
         if k == "addresses":

@@ -116,10 +116,12 @@ def _ceiling_name(rule: FeatureRule) -> str:
     return f"{name}, at most {rule.ceiling.at_most}" if rule.ceiling.at_most else name
 
 
-def _collector(graph: RuleGraph, missing: set[str], platform: object) -> FeatureRule | None:
+def _collector(
+    graph: RuleGraph, missing: set[str], platform: object, dialect: str | None
+) -> FeatureRule | None:
     best, covered = None, 0
     for rule in graph.ruleset.of_type(FeatureRule):
-        if not rule.runs_on(platform):
+        if not rule.runs_on(platform) or not rule.runs_for(dialect):
             continue
         overlap = len(set(rule.collects) & missing)
         if overlap > covered:
@@ -163,7 +165,7 @@ def _collect_first(
     """The try order depends on facts the profile lacks: collect them before changing anything."""
     names = ", ".join(sorted(m.partition(":")[2] or m for m in missing))
     platform = ctx.facts.get("profile.platform")
-    collector = _collector(graph, {m.partition(":")[2] for m in missing}, platform)
+    collector = _collector(graph, {m.partition(":")[2] for m in missing}, platform, ctx.dialect)
     hows = {
         collect_hint(m.partition(":")[2], platform)
         for m in missing
@@ -199,7 +201,7 @@ def _choose(
     for bottleneck in diagnosis.bottlenecks:
         gap = unknown_of.get(bottleneck.id)
         if gap is not None and bottleneck is diagnosis.bottlenecks[0]:
-            collector = _collector(graph, set(gap.missing), platform)
+            collector = _collector(graph, set(gap.missing), platform, ctx.dialect)
             if collector is not None and collector.id not in history.rejected:
                 ops = abstract_ops(collector, ctx)
                 if ops and not is_applied(collector, ctx):
@@ -214,8 +216,9 @@ def _choose(
         undecided: set[str] = set()  # facts an earlier feature's trigger needs
         passed: list[tuple[int, Rejected]] = []
         for order, rule in graph.features_for(bottleneck.id):
-            if not rule.runs_on(platform):
-                continue  # another platform's variable, config key or kernel: never an option
+            if not rule.runs_on(platform) or not rule.runs_for(ctx.dialect):
+                # another platform's variable or kernel, another backend's config key
+                continue
             reason = _judge(rule, bottleneck.id, graph, ctx, history)
             if reason is None and undecided:
                 reason = "later in the try order than features the profile cannot decide"

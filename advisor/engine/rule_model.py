@@ -216,6 +216,11 @@ class FeatureRule(Rule):
     applied_when: Condition | None = None
     collects: tuple[str, ...] = ()
     ceiling: Ceiling | None = None
+    applies_to: tuple[str, ...] = ()  # the config dialects its change exists in; empty: all
+
+    def runs_for(self, dialect: object) -> bool:
+        """Whether the feature exists for a job configured in `dialect` (unknown: yes)."""
+        return not self.applies_to or not isinstance(dialect, str) or dialect in self.applies_to
 
 
 @dataclass(frozen=True)

@@ -264,13 +264,8 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
             after=top.texts("after"),
             applied_when=top.condition("applied_when"),
             collects=top.texts("collects"),
-            ceiling=Ceiling(
-                top.node("ceiling").text("fact"),
-                top.node("ceiling").opt_text("key"),
-                top.node("ceiling").opt_text("at_most"),
-            )
-            if "ceiling" in top
-            else None,
+            applies_to=top.texts("applies_to"),
+            ceiling=_ceiling(top.node("ceiling")) if "ceiling" in top else None,
         )
     location = top.node("location") if "location" in top else None
     return PolicyRule(
@@ -286,6 +281,10 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
         change=_change(top.node("change")) if "change" in top else None,
         severity_override=settings.severity,
     )
+
+
+def _ceiling(node: _Node) -> Ceiling:
+    return Ceiling(node.text("fact"), node.opt_text("key"), node.opt_text("at_most"))
 
 
 def _required(condition: Condition | None) -> Condition:

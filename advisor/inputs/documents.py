@@ -1,5 +1,6 @@
-"""The documents `check` reads: FSDP2 / MindFormers configs and launch scripts, with the
-positions of the keys, flags and variables findings are about."""
+"""The documents `check` and `suggest` read: FSDP2 / MindFormers configs, Megatron-backend
+scripts and FSDP2 launch scripts, with the positions of the keys, flags and variables findings
+are about."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs import dialect
 from advisor.inputs.configs import ConfigProblem
 from advisor.inputs.launch import LaunchScript, effective_config, parse_launch
+from advisor.inputs.megatron import MegatronScript, read_megatron
+from advisor.inputs.megatron_layout import Layout, layout_of
 from advisor.inputs.text import read_text
 from advisor.inputs.yamlio import LocatedDocument, locate
 from advisor.model import InputError
@@ -18,7 +22,7 @@ from advisor.model import InputError
 @dataclass
 class Document:
     path: Path
-    kind: str  # "fsdp2-config" | "launch-script"
+    kind: str  # one of dialect.DIALECTS
     lines: list[str]  # LF-normalised, for positions and waivers
     text: str  # exactly as read: edits start from it and the writer compares against it
     located: LocatedDocument | None = None
@@ -26,6 +30,8 @@ class Document:
     config: dict[str, Any] | None = None
     env: dict[str, str] | None = None
     problems: list[ConfigProblem] | None = None  # schema problems, computed once
+    megatron: MegatronScript | None = None  # a Megatron-backend script's arguments
+    layout: Layout | None = None  # and its parallel arithmetic
 
     @property
     def data(self) -> dict[str, Any]:
@@ -47,6 +53,57 @@ def load_config_document(path: Path) -> Document:
 def is_mindformers(data: dict[str, Any]) -> bool:
     """MindSpore Transformers configs have parallel_config / runner_config at the top level."""
     return "parallel_config" in data or "runner_config" in data
+
+
+def load_megatron_document(path: Path) -> Document:
+    """A Megatron-backend script is its own config: `args.<flag>` and the derived `layout.*`."""
+    text = read_text(path)
+    megatron = read_megatron(path, text)
+    layout = layout_of(megatron.args, megatron.world_size)
+    script = parse_launch(path)  # the environment it exports, for env edits and policies
+    lines = text.replace("\r\n", "\n").split("\n")
+    config: dict[str, Any] = {"args": megatron.args, "layout": layout.as_config()}
+    return Document(
+        path,
+        dialect.MEGATRON,
+        lines,
+        text,
+        script=script,
+        config=config,
+        env=script.env,
+        megatron=megatron,
+        layout=layout,
+    )
+
+
+def document_kind(path: Path) -> str | None:
+    """The file's dialect (None: not a training config or launch script)."""
+    return dialect.detect(path, read_text(path))
+
+
+def load_document(path: Path, kind: str | None = None) -> Document:
+    """Load a file as the dialect its content shows (or `kind` when already known)."""
+    kind = kind or document_kind(path)
+    if kind == dialect.MEGATRON:
+        return load_megatron_document(path)
+    if kind == dialect.LAUNCH:
+        return load_script_document(path)
+    if kind in (dialect.FSDP2, dialect.MINDFORMERS) or path.suffix in (".yaml", ".yml"):
+        doc = load_config_document(path)  # a YAML that is not a mapping is refused here
+        if kind is None:
+            keys = ", ".join(str(k) for k in list(doc.data)[:6])
+            raise InputError(
+                str(path),
+                f"not a training config: its top-level keys ({keys}) are neither FSDP2 "
+                "sections (model, data, parallel, training, optimization) nor MindSpore "
+                "Transformers ones (parallel_config, runner_config, ...)",
+            )
+        return doc
+    raise InputError(
+        str(path),
+        "not a training config advisor knows (FSDP2 or MindSpore Transformers YAML, or a "
+        "Megatron-backend launch script)",
+    )
 
 
 def load_script_document(path: Path) -> Document:
@@ -94,7 +151,40 @@ def _scan_position(lines: list[str], section: str, key: str) -> tuple[int, int] 
     return None
 
 
+_LAYOUT_FLAGS = {
+    "tp": "tensor-model-parallel-size",
+    "pp": "pipeline-model-parallel-size",
+    "cp": "context-parallel-size",
+    "ep": "expert-model-parallel-size",
+    "etp": "expert-tensor-parallel-size",
+    "dp": "tensor-model-parallel-size",
+    "expert_dp": "expert-model-parallel-size",
+    "layers": "num-layers",
+    "vpp_chunks": "num-layers-per-virtual-pipeline-stage",
+    "micro_batch_size": "micro-batch-size",
+    "global_batch_size": "global-batch-size",
+    "micro_batches": "global-batch-size",
+    "bubble_ratio": "pipeline-model-parallel-size",
+}
+
+
+def megatron_flag_position(doc: Document, flag: str) -> tuple[int, int]:
+    """Where the last occurrence of a flag is written (the command line when it is absent)."""
+    script = doc.megatron
+    assert script is not None
+    occurrence = script.args.last(flag)
+    pos = occurrence.flag_field.chars[0].pos if occurrence and occurrence.flag_field.chars else None
+    if pos is None:
+        return script.command_line or 1, 1
+    line_start = script.text.rfind("\n", 0, pos) + 1
+    return script.text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
 def config_position(doc: Document, dotted: str) -> tuple[int, int]:
+    if doc.megatron is not None:
+        section, _, key = dotted.partition(".")
+        flag = key if section == "args" else _LAYOUT_FLAGS.get(key, key)
+        return megatron_flag_position(doc, flag)
     if doc.located is not None:
         section, _, key = dotted.partition(".")
         quick = _scan_position(doc.lines, section, key)

@@ -22,9 +22,9 @@ def _skip_quoted(text: str, i: int) -> int | None:
         close = text.find(ch, i + 1)
         return close + 1 if close >= 0 else None
     if ch == '"':
-        return _double_quoted_end(text, i + 1)
+        return double_quoted_end(text, i + 1)
     if ch == "$" and text[i + 1 : i + 2] in ("(", "{"):
-        return _group_end(text, i + 1)
+        return group_end(text, i + 1)
     return i
 
 
@@ -42,7 +42,7 @@ def word_end(text: str, start: int) -> int | None:
     return i
 
 
-def _double_quoted_end(text: str, i: int) -> int | None:
+def double_quoted_end(text: str, i: int) -> int | None:
     while i < len(text):
         ch = text[i]
         if ch == '"':
@@ -57,7 +57,7 @@ def _double_quoted_end(text: str, i: int) -> int | None:
     return None
 
 
-def _group_end(text: str, i: int) -> int | None:
+def group_end(text: str, i: int) -> int | None:
     """`text[i]` is '(' or '{': the index past its matching close, quotes respected."""
     opening = text[i]
     closing = ")" if opening == "(" else "}"

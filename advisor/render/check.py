@@ -30,7 +30,14 @@ def summary(findings: list[Finding]) -> dict[str, int]:
     }
 
 
-def findings_text(findings: list[Finding], files: list[str]) -> str:
+def findings_text(
+    findings: list[Finding],
+    files: list[str],
+    dialects: dict[str, str] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
+) -> str:
+    from advisor.inputs.dialect import LABELS
+
     lines = []
     by_file: dict[str, list[Finding]] = {}
     for f in findings:
@@ -39,12 +46,15 @@ def findings_text(findings: list[Finding], files: list[str]) -> str:
         shown = [f for f in by_file.get(file, []) if f.counts]
         if not shown:
             continue
-        lines.append(file)
+        kind = (dialects or {}).get(file)
+        lines.append(f"{file} ({LABELS.get(kind, kind)})" if kind else file)
         for f in shown:
             fixable = " [fixable]" if f.fixable else ""
             lines.append(
                 f"  {f.file}:{f.line}:{f.col}: {f.severity} [{f.rule_id}] {f.message}{fixable}"
             )
+    for file, why in skipped or []:
+        lines.append(f"{file}: skipped, {why}")
     s = summary(findings)
     lines.append(
         f"{s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s) in {len(files)} file(s)"
@@ -53,10 +63,17 @@ def findings_text(findings: list[Finding], files: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def findings_json(findings: list[Finding], files: list[str]) -> str:
+def findings_json(
+    findings: list[Finding],
+    files: list[str],
+    dialects: dict[str, str] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
+) -> str:
     payload = {
         "schema": FINDINGS_SCHEMA,
         "files": files,
+        "dialects": dialects or {},
+        "skipped": [{"file": file, "reason": why} for file, why in skipped or []],
         "findings": [
             {
                 "rule": f.rule_id,
@@ -195,11 +212,13 @@ class CheckReport:
     files: list[str]
     rules: RuleSet
     fixes: Callable[[], list[list[FileChange]]]  # each finding's edit; only SARIF asks
+    dialects: dict[str, str] | None = None  # file -> dialect
+    skipped: list[tuple[str, str]] | None = None  # (file, why it is not a training file)
 
 
 FORMATS: dict[str, Callable[[CheckReport], str]] = {
-    "text": lambda r: findings_text(r.findings, r.files),
-    "json": lambda r: findings_json(r.findings, r.files) + "\n",
+    "text": lambda r: findings_text(r.findings, r.files, r.dialects, r.skipped),
+    "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped) + "\n",
     "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes()) + "\n",
     "github": lambda r: findings_github(r.findings),
 }
