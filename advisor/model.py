@@ -128,6 +128,7 @@ class PatchOp:
     path: str  # "parallel.num_to_forward_prefetch" or "TASK_QUEUE_ENABLE"
     value: object = None
     expect: object = None  # the value before the change (None: not set)
+    near: tuple[str, ...] = ()  # where a new Megatron flag is written: beside these flags
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"op": self.op, "path": self.path}
@@ -156,6 +157,7 @@ class Patch:
     file: str | None = None  # None: not placed, or lines to add by hand (no launch script)
     changes: tuple[FileChange, ...] = ()
     lines_to_add: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what placing it found: checkpoint re-conversion, new bubble
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -164,6 +166,7 @@ class Patch:
             "applicability": str(self.applicability),
             "ops": [op.to_json() for op in self.ops],
             "lines_to_add": list(self.lines_to_add),
+            "notes": list(self.notes),
         }
 
 

@@ -41,6 +41,13 @@ class SuggestRun:
 
 
 def _check_config(job: Job, config: Document) -> None:
+    if config.layout is not None and config.layout.problems:
+        flag, message = config.layout.problems[0]
+        raise InputError(
+            str(config.path), f"{message} (--{flag}): fix the parallel sizes first"
+        )
+    if config.kind != "fsdp2-config":
+        return  # the FSDP2 schema is FSDP2's; other dialects are checked by `advisor check`
     problems = config_problems(config.data)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -67,6 +74,15 @@ def _check_world_size(job: Job, config: Document) -> None:
             f"parallel.fsdp_size is {fsdp} but the profile ran with world size {recorded}: "
             "the profile and the config are not the same job",
         )
+    if config.megatron is not None:
+        world = config.megatron.world_size
+        if world is not None and world != recorded:
+            raise InputError(
+                str(config.path),
+                f"the script starts {world} processes (--nnodes x --nproc_per_node) but the "
+                f"profile ran with world size {recorded}: not the same job",
+            )
+        return
     launch = job.launch
     if launch is not None and launch.world_size is not None and launch.world_size != recorded:
         raise InputError(

@@ -190,12 +190,12 @@ class LaunchTextEditor:
         for path, f in self.files.items():
             new = f.text()
             if new != f.original:
-                _bash_accepts(path, new)
+                bash_accepts(path, new)
                 out[path] = (f.original, new)
         return out
 
 
-def _bash_accepts(path: Path, text: str) -> None:
+def bash_accepts(path: Path, text: str) -> None:
     """`bash -n` on the edited text when bash is installed (the check is skipped without it)."""
     bash = shutil.which("bash")
     if bash is None:

@@ -63,7 +63,17 @@ def _apply_env(editor: LaunchTextEditor, ops: Iterable[PatchOp]) -> None:
             editor.remove_env(op.path)
 
 
+def _place_megatron(patch: Patch, config: Document) -> Patch:
+    from advisor.edit.megatron_args import megatron_changes
+
+    after, notes = megatron_changes(config, patch.ops)
+    changes = (FileChange(str(config.path), config.text, after),) if after != config.text else ()
+    return dataclasses.replace(patch, file=str(config.path), changes=changes, notes=notes)
+
+
 def _place_config(patch: Patch, config: Document, launch: LaunchScript | None) -> Patch:
+    if config.megatron is not None:
+        return _place_megatron(patch, config)
     overridden = {o.path for o in launch.overrides if o.value is not None} if launch else set()
     if launch is not None and any(op.path in overridden for op in patch.ops):
         editor = LaunchTextEditor(launch)

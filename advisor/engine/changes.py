@@ -38,8 +38,20 @@ def abstract_ops(rule: FeatureRule, ctx: Context) -> tuple[PatchOp, ...]:
             if op.max is not None:
                 value = min(value, op.max)
             ops.append(PatchOp("set", op.path, _whole(value), current))
+        elif op.op == "scale":
+            number = as_number(current)
+            start = number if number is not None else op.default
+            if start is None:
+                continue  # nothing to scale: the template does not apply
+            value = float(int(start * (op.by if op.by is not None else 1)))
+            if op.min is not None:
+                value = max(value, op.min)
+            if op.max is not None:
+                value = min(value, op.max)
+            if value != start:
+                ops.append(PatchOp("set", op.path, _whole(value), current, op.near))
         elif op.op == "set":
-            ops.append(PatchOp("set", op.path, op.value, current))
+            ops.append(PatchOp("set", op.path, op.value, current, op.near))
         else:
             ops.append(PatchOp("remove", op.path, None, current))
     return tuple(ops)

@@ -66,6 +66,11 @@ def _judge(
     """None when the feature can be proposed now, else the reason it cannot."""
     if not rule.enabled:
         return "disabled in the settings file"
+    if is_applied(rule, ctx):
+        return "already applied in the current config/environment"
+    unmet = _unmet_requirement(rule, ctx)
+    if unmet is not None:
+        return f"prerequisite not met: {unmet}"  # whatever the profile shows, it cannot apply
     for item in rule.addresses:
         if item.bottleneck == bottleneck and item.when is not None:
             gate = evaluate(item.when, ctx)
@@ -75,12 +80,8 @@ def _judge(
                 return f"unknown whether it applies: needs {_missing_names(gate)}"
     if rule.id in history.rejected:
         return "tried before and rejected (ledger)"
-    if is_applied(rule, ctx):
-        return "already applied in the current config/environment"
-    for req in rule.requires:
+    for req in rule.requires:  # none is false (checked first)
         outcome = evaluate(req.condition, ctx)
-        if outcome.truth is Truth.FALSE:
-            return f"prerequisite not met: {req.reason}"
         if outcome.truth is Truth.UNKNOWN:
             return f"prerequisite unknown ({req.reason}): needs {_missing_names(outcome)}"
     for conflict in rule.conflicts:
@@ -100,6 +101,14 @@ def _judge(
             f"it can recover at most {ceiling[0]:.2f} ms ({ceiling[1]:.1%} of the step): "
             f"its target ({_ceiling_name(rule)}) is not what costs time here"
         )
+    return None
+
+
+def _unmet_requirement(rule: FeatureRule, ctx: Context) -> str | None:
+    """The reason of a prerequisite known to be false (unknown ones are judged later)."""
+    for req in rule.requires:
+        if evaluate(req.condition, ctx).truth is Truth.FALSE:
+            return req.reason
     return None
 
 
@@ -234,6 +243,7 @@ def _choose(
                 and gate.truth is Truth.UNKNOWN
                 and rule.enabled
                 and rule.id not in history.rejected
+                and _unmet_requirement(rule, ctx) is None
             ):
                 undecided.update(gate.missing)
         chosen, ranked_after = _rank_by_ceiling(candidates, ctx) if candidates else (None, [])

@@ -23,7 +23,8 @@ from advisor.model import DataError, PatchTarget
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CLI_FLAG = re.compile(r"--[a-z0-9][a-z0-9._-]*")
-CONFIG_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# keys after the first may hold hyphens: a Megatron script's `args.use-flash-attn`
+CONFIG_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 # the fields each kind's message is formatted with (policy checks pass what they found)
 SYMPTOM_FIELDS = {"value", "threshold", "fine", "level", "facts"}
 BOTTLENECK_FIELDS = {"cost", "evidence", "facts"}
@@ -68,8 +69,15 @@ def change_errors(change: Change) -> list[str]:
     if pattern is None:
         return []
     regex, what = pattern
-    return [
+    errors = [
         f"change path {op.path!r} is not {what}"
         for op in change.ops
         if not regex.fullmatch(op.path)
     ]
+    errors += [
+        f"near flag {name!r} is not a flag name (lower-case words and hyphens)"
+        for op in change.ops
+        for name in op.near
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name)
+    ]
+    return errors

@@ -117,12 +117,14 @@ class Conflict:
 
 @dataclass(frozen=True)
 class ChangeOp:
-    op: str  # "set" | "remove" | "increment"
+    op: str  # "set" | "remove" | "increment" | "scale"
     path: str
     value: Scalar = None
-    default: float | None = None  # increment: the value when the key is not set
-    by: float | None = None
+    default: float | None = None  # increment, scale: the value when the key is not set
+    by: float | None = None  # increment: added; scale: the factor (a whole result, rounded down)
     max: float | None = None  # params bound
+    min: float | None = None
+    near: tuple[str, ...] = ()  # a Megatron flag's neighbours: a new flag is written beside them
     unless: Condition | None = None
 
 

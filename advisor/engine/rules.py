@@ -154,9 +154,9 @@ def _change(node: _Node) -> Change:
             op=op.text("op"),
             path=op.text("path"),
             value=op.scalar("value"),
-            default=op.number("default"),
-            by=op.number("by"),
-            max=op.number("max"),
+            # bounds and steps: numbers or {param: NAME}
+            **{k: op.number(k) for k in ("default", "by", "max", "min")},
+            near=op.texts("near"),
             unless=op.condition("unless"),
         )
         for op in node.nodes("ops")

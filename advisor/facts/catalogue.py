@@ -136,6 +136,14 @@ CATALOGUE: tuple[FactSpec, ...] = (
         _STEPS,
     ),
     FactSpec(
+        "step.time_mad_ratio",
+        "ratio",
+        "step",
+        "step.time_mad_ms / step.time_ms: how much the steady steps vary (host pauses, jitter).",
+        Combine.MAX,
+        _STEPS,
+    ),
+    FactSpec(
         "step.time_mad_ms",
         "ms",
         "step",
@@ -467,6 +475,14 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "comm",
         "All-to-all traffic: expert parallelism (MoE dispatch) or Ulysses context parallelism.",
         Combine.FIRST,
+        _LEVEL1,
+    ),
+    FactSpec(
+        "comm.tp_share",
+        "ratio",
+        "comm",
+        "Tensor-parallel group's collectives / all communication time (groups named tp in the profiler's metadata; taxonomy tp_group_names).",
+        Combine.MEDIAN,
         _LEVEL1,
     ),
     FactSpec(

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from statistics import median
 
 from advisor.facts.base import Recorder
+from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.profile_data import CommStep, ProcessGroup, RankProfile
 
 GROUP_FACT = "comm.groups"
@@ -49,6 +50,23 @@ def rank_groups(
     rows.sort(key=_heaviest_first)
     out.add(
         GROUP_FACT, rows, source, f"collectives by communication group, mean per step over {note}"
+    )
+    _tp_share(rows, out, source)
+
+
+def _tp_share(rows: list[dict[str, object]], out: Recorder, source: str) -> None:
+    names = default_taxonomy().tp_group_names
+    total = sum(float(str(r["ms_per_step"])) for r in rows)
+    if not any(r["name"] is not None for r in rows) or total <= 0:
+        out.miss("comm.tp_share", f"{source} does not name its communication groups")
+        return
+    tp = [r for r in rows if set(str(r["name"] or "").split("|")) & names]
+    share = sum(float(str(r["ms_per_step"])) for r in tp) / total
+    out.add(
+        "comm.tp_share",
+        round(share, 6),
+        source,
+        f"groups {', '.join(str(r['name']) for r in tp) or 'none'} named tensor-parallel",
     )
 
 

@@ -119,11 +119,13 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
     if len(rows) >= 2:
         mad = median(abs(r.total - center) for r in rows)
         out.add("step.time_mad_ms", mad / 1000.0, source, "MAD of " + note)
+        if center > 0:
+            out.add("step.time_mad_ratio", mad / center, source, "MAD / median of " + note)
     else:
-        out.miss(
-            "step.time_mad_ms",
-            "one steady step: no spread to measure (profile at least 3 steady steps)",
-        )
+        for fact_id in ("step.time_mad_ms", "step.time_mad_ratio"):
+            out.miss(
+                fact_id, "one steady step: no spread to measure (profile at least 3 steady steps)"
+            )
     shares = {
         "step.compute_ratio": ("Computing", sum(r.computing for r in rows)),
         "step.comm_total_ratio": ("Communication", sum(r.communication for r in rows)),

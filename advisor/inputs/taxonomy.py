@@ -45,6 +45,7 @@ class Taxonomy:
     min_trusted_step_ms: float
     link_min_mb: float
     p2p_kinds: frozenset[str]
+    tp_group_names: frozenset[str]
     # short name (tp, pp...) -> where it is stated: argument names, config keys
     recorded_layout: dict[str, tuple[str, ...]]
     config_layout: dict[str, tuple[str, ...]]
@@ -108,6 +109,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         min_trusted_step_ms=float(measurement["min_trusted_step_ms"]),
         link_min_mb=float(measurement["link_min_mb"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
+        tp_group_names=frozenset(str(k) for k in raw.get("tp_group_names", [])),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},
         config_layout={k: tuple(v["config"]) for k, v in raw["parallel_layout"].items()},
         profiler_versions={

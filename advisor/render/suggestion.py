@@ -27,6 +27,14 @@ def change_line(rec: Recommendation) -> str:
             )
         elif patch.target == "cli":
             parts.append(f"--{op.path} {before} -> {op.value}")
+        elif op.path.startswith("args."):  # a Megatron-backend flag
+            flag = "--" + op.path[len("args.") :]
+            if op.op == "remove" or op.value is False:
+                parts.append(f"remove {flag}")
+            elif op.value is True:
+                parts.append(f"add {flag}")
+            else:
+                parts.append(f"{flag} {before} -> {op.value}")
         else:
             parts.append(
                 f"{op.path}: {before} -> {op.value}" if op.op == "set" else f"remove {op.path}"
@@ -108,6 +116,8 @@ def suggestion_text(s: Suggestion, notes: list[str]) -> str:
             )
         lines.append(f"Expected: {rec.expected}")
         lines.append(f"Risk: {rec.risk}")
+        if rec.patch:
+            lines.extend(f"Note: {note}" for note in rec.patch.notes)
         if rec.verify:
             lines.append("Verify with the next profile (same steps, same ranks):")
             lines.extend(f"  - {verify_line(v)}" for v in rec.verify)
