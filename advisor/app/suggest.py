@@ -43,9 +43,7 @@ class SuggestRun:
 def _check_config(job: Job, config: Document) -> None:
     if config.layout is not None and config.layout.problems:
         flag, message = config.layout.problems[0]
-        raise InputError(
-            str(config.path), f"{message} (--{flag}): fix the parallel sizes first"
-        )
+        raise InputError(str(config.path), f"{message} (--{flag}): fix the parallel sizes first")
     if config.kind != "fsdp2-config":
         return  # the FSDP2 schema is FSDP2's; other dialects are checked by `advisor check`
     problems = config_problems(config.data)

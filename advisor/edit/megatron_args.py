@@ -31,9 +31,7 @@ def _layout_notes(before: Layout, after: Layout) -> list[str]:
             notes.append(f"{label}: {old} -> {new}")
     if before.bubble_ratio != after.bubble_ratio and after.bubble_ratio is not None:
         old = "unknown" if before.bubble_ratio is None else f"{before.bubble_ratio:.1%}"
-        notes.append(
-            f"expected pipeline bubble (p-1)/(v*m+p-1): {old} -> {after.bubble_ratio:.1%}"
-        )
+        notes.append(f"expected pipeline bubble (p-1)/(v*m+p-1): {old} -> {after.bubble_ratio:.1%}")
     known = {message for _, message in before.problems}
     notes += [message for _, message in after.problems if message not in known]
     return notes

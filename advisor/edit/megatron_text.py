@@ -10,6 +10,7 @@ intended arguments, and `bash -n` must accept it; otherwise nothing is proposed.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ def _word(value: object) -> str:
 
 def _apply(text: str, edits: Sequence[_Edit]) -> str:
     ordered = sorted(edits, key=lambda e: (e.start, e.end))
-    for a, b in zip(ordered, ordered[1:], strict=False):
+    for a, b in itertools.pairwise(ordered):
         if b.start < a.end:
             raise InputError("", "two edits of the same text overlap")
     for edit in reversed(ordered):
@@ -214,7 +215,9 @@ class MegatronEditor:
             if got == self.intended:
                 bash_accepts(self.script.path, after)
                 return after
-            changed = sorted(k for k in set(got) | set(self.intended) if got.get(k) != self.intended.get(k))
+            changed = sorted(
+                k for k in set(got) | set(self.intended) if got.get(k) != self.intended.get(k)
+            )
             last_error = "it would also change " + ", ".join(f"--{k}" for k in changed[:4])
         raise InputError(
             str(self.script.path),
