@@ -28,7 +28,31 @@ def test_every_policy_has_cases():
     assert set(CASES) == {r.id for r in RULES.of_kind("policy")}
 
 
-def _run(tmp_path: Path, case: dict, text: str) -> list[str]:
+def megatron_script(spec: str | dict) -> str:
+    """A Megatron-backend script around the given flags (see tests/cases/policies.yaml)."""
+    if isinstance(spec, str):
+        spec = {"flags": spec}
+    if "script" in spec:
+        return spec["script"]
+    exports = spec.get("exports", "export CUDA_DEVICE_MAX_CONNECTIONS=1")
+    parts = spec["flags"].split(" --")
+    flags = "".join(f"    {flag} \\\n" for flag in [parts[0], *("--" + p for p in parts[1:])])
+    return (
+        f"#!/bin/bash\n{exports}\nNPUS_PER_NODE=8\nNNODES=1\n"
+        'DISTRIBUTED_ARGS="--nproc_per_node $NPUS_PER_NODE --nnodes $NNODES"\n'
+        f"{spec.get('before', '')}\n"
+        f'GPT_ARGS="\n{flags}"\n'
+        "torchrun $DISTRIBUTED_ARGS pretrain_gpt.py $GPT_ARGS --bf16\n"
+    )
+
+
+def _run(tmp_path: Path, case: dict, text: str | dict) -> list[str]:
+    if case["kind"] == "megatron":
+        path = tmp_path / "pretrain.sh"
+        path.write_text(megatron_script(text))
+        result = run_check(RULES, configs=[path])
+        assert result.dialects == {str(path): "megatron-script"}
+        return [f.rule_id for f in result.findings if f.counts]
     if case["kind"] == "config":
         path = tmp_path / "config.yaml"
         path.write_text(text)

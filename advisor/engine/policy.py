@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from advisor.engine.conditions import Context, evaluate, names
+from advisor.engine.megatron_checks import MEGATRON_CHECKS
 from advisor.engine.rule_model import Change, PolicyRule
 from advisor.engine.rules import RuleSet
 from advisor.engine.templates import render
@@ -129,6 +130,7 @@ def _check_waivers(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
 
 
 CHECKS: dict[str, Callable[[PolicyRule, Document], Iterator[Finding]]] = {
+    **MEGATRON_CHECKS,
     "config-unknown-key": lambda r, d: _check_config_keys(r, d, invalid_values=False),
     "config-invalid-value": lambda r, d: _check_config_keys(r, d, invalid_values=True),
     "cli-bare-boolean-last": lambda r, d: _check_cli(r, d, "bare-last"),
@@ -150,7 +152,7 @@ def _fix(rule: PolicyRule, change: Change | None) -> Patch | None:
 
 
 def _conditional(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
-    env = doc.env if doc.kind == "launch-script" else None
+    env = doc.env if doc.kind in ("launch-script", "megatron-script") else None
     configs = names(rule.when, "config")
     if doc.kind == "launch-script" and configs and not set(configs) & _cli_paths(doc):
         return  # a config-only policy is reported on the YAML unless the command line sets the keys
