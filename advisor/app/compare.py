@@ -8,7 +8,7 @@ from typing import Any
 
 from advisor.app.pipeline import side_facts
 from advisor.engine.compare import Comparison, compare
-from advisor.inputs.configs import load_config
+from advisor.inputs.documents import load_config_values as load_config
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError

@@ -19,7 +19,7 @@ from advisor.engine.loop import History
 from advisor.engine.planner import plan
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.configs import config_problems
-from advisor.inputs.documents import Document
+from advisor.inputs.documents import Document, plain_config
 from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
 from advisor.inputs.parallel import fsdp_size
 from advisor.model import FactSet, InputError, PatchTarget, Suggestion
@@ -132,7 +132,7 @@ def _record(ledger: Ledger, run: SuggestRun, job: Job, config: Document, profile
         facts={f.id: f.value for f in rec.evidence},
         config=str(config.path),
         config_sha256=config_hash,
-        config_values=job.effective,
+        config_values=plain_config(job.effective),
         profile=str(profile),
         profile_fingerprint=files_fingerprint(job.facts.inputs),
     )

@@ -181,8 +181,13 @@ class MegatronEditor:
         placed = [o for o in args.occurrences if o.flag_field.span() is not None and o.known]
         if not placed:
             raise InputError(str(self.script.path), "no written flag to place a new one beside")
-        best = max(placed, key=lambda o: (_shared_prefix(o.flag, flag), o.index))
-        return best
+        related = max(placed, key=lambda o: (_shared_prefix(o.flag, flag), o.index))
+        if _shared_prefix(related.flag, flag):
+            return related  # --moe-x beside the other --moe- flags
+        # nothing related: the last flag of a group variable (the command line itself holds
+        # paths and launch options)
+        grouped = [o for o in placed if o.flag_field.variable is not None]
+        return (grouped or placed)[-1]
 
     def _addition(self, flag: str, value: object, near: Sequence[str]) -> _Edit:
         text = self.script.text

@@ -5,6 +5,7 @@ are about."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from advisor.inputs import dialect
 from advisor.inputs.configs import ConfigProblem
 from advisor.inputs.launch import LaunchScript, effective_config, parse_launch
-from advisor.inputs.megatron import MegatronScript, read_megatron
+from advisor.inputs.megatron import MegatronArgs, MegatronScript, read_megatron
 from advisor.inputs.megatron_layout import Layout, layout_of
 from advisor.inputs.text import read_text
 from advisor.inputs.yamlio import LocatedDocument, locate
@@ -74,6 +75,26 @@ def load_megatron_document(path: Path) -> Document:
         megatron=megatron,
         layout=layout,
     )
+
+
+def plain_config(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A config as plain JSON data (a Megatron script's arguments with unknown ones marked)."""
+    if config is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, MegatronArgs):
+            out[key] = value.known_values()
+        elif isinstance(value, Mapping):
+            out[key] = plain_config(value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config_values(path: Path) -> dict[str, Any]:
+    """The config a file states, as plain data, whatever its dialect."""
+    return plain_config(load_document(path).config) or {}
 
 
 def document_kind(path: Path) -> str | None:

@@ -34,6 +34,7 @@ from advisor.model import InputError
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _DECLARERS = {"export", "declare", "typeset", "readonly", "local"}
 _LAUNCHER_MODULES = ("torch.distributed.launch", "torch.distributed.run")
+_PREFIXES = {"exec", "nohup", "time", "env"}
 
 
 @dataclass(frozen=True)
@@ -263,11 +264,14 @@ class _Reader:
         fields: list[Field] = []
         for w in cmd.words[k:]:
             fields.extend(split_fields(self.expander.word(w.start, w.end)))
-        for i in range(len(fields)):
-            past = is_launcher(fields, i)
-            if past is not None:
-                self._training_command(cmd, fields[past:])
-                return
+        i = 0  # the command word, after exec / nohup / time / env and env's assignments
+        while i < len(fields) and (
+            fields[i].text.rsplit("/", 1)[-1] in _PREFIXES or (i and _ASSIGN.match(fields[i].text))
+        ):
+            i += 1
+        past = is_launcher(fields, i) if i < len(fields) else None
+        if past is not None:
+            self._training_command(cmd, fields[past:])
 
     def _training_command(self, cmd: Command, fields: list[Field]) -> None:
         script = self.script
