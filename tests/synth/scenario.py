@@ -29,6 +29,9 @@ class Scenario:
     rank: int = 0
     world_size: int = 8
     pipeline_stages: int = 1  # recorded as distributed_args pipeline_model_parallel_size
+    tensor_parallel: int = 1  # recorded as distributed_args tensor_model_parallel_size
+    # the framework's name of the one communication group (parallel_group_info); None: unnamed
+    group_name: str | None = None
     steps: int = 5
     first_step: int = 1
     layers: int = 4
@@ -62,6 +65,7 @@ class Scenario:
     with_memory: bool = True
     kernel_step_ids: bool = True
     jitter: float = 0.0  # each step's kernels run up to this fraction slower or faster (seeded)
+    host_pause_us: float = 0.0  # every other step the host pauses mid-step (garbage collection)
     partial_last_step: bool = False  # the profiler stop cuts the last step after 30% of kernels
     host_ops_per_kernel: int = 1  # aten operators recorded on the host per launch (trace size)
     env: dict[str, str] = field(default_factory=lambda: dict(UPSTREAM_ENV))
@@ -132,6 +136,15 @@ PRESETS: dict[str, Scenario] = {
         exposed_comm="allreduce",
     ),
     "partial-last-step": HEALTHY.with_(name="partial-last-step", partial_last_step=True),
+    # tensor parallelism without sequence parallelism: the TP all-reduces of every layer wait
+    "tp-allreduce": HEALTHY.with_(
+        name="tp-allreduce",
+        tensor_parallel=2,
+        group_name="tp",
+        comm_overlapped_us=0.0,
+        comm_exposed_us=2400.0,
+        exposed_comm="allreduce",
+    ),
     "mindspore": HEALTHY.with_(name="mindspore", framework="mindspore"),
 }
 

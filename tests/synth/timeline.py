@@ -194,8 +194,10 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
         host = prep_end = loader[1] + _ns(s.prep_other_us)
         device = t
         placed: list[Placed] = []
-        for k in kernels:
+        for i, k in enumerate(kernels):
             host += _ns(s.launch_us)
+            if s.host_pause_us and index % 2 and i == len(kernels) // 2:
+                host += _ns(s.host_pause_us)  # the host stops launching mid-step (a GC pause)
             start = max(device, host)
             placed.append(Placed(k, host, start, flow))
             flow += 1

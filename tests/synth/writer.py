@@ -84,13 +84,17 @@ def write_profile(parent: Path, s: Scenario) -> Written:
         "distributed_args": {
             "world_size": s.world_size,
             "rank": s.rank,
-            "tensor_model_parallel_size": 1,
+            "tensor_model_parallel_size": s.tensor_parallel,
             "pipeline_model_parallel_size": s.pipeline_stages,
-            "data_parallel_size": s.world_size // s.pipeline_stages,
+            "data_parallel_size": s.world_size // (s.pipeline_stages * s.tensor_parallel),
             "context_parallel_size": 1,
             "expert_model_parallel_size": 1,
         },
     }
+    if s.group_name is not None:
+        meta["parallel_group_info"] = {
+            GROUP: {"group_name": s.group_name, "global_ranks": list(range(s.world_size))}
+        }
     (directory / "profiler_metadata.json").write_text(json.dumps(meta, indent=2))
     write_trace(output / "trace_view.json", s, plans)
     write_kernels(output / "kernel_details.csv", s, plans)
