@@ -274,7 +274,7 @@ def test_the_loop_suggest_write_profile_compare_next(tmp_path: Path):
             steps=6, layers=2, jitter=0.01, exposed_comm="reducescatter", comm_exposed_us=1600.0
         ),
     )
-    result, note = run_compare(Side(base), Side(tmp_path / "cand"), ledger_path=ledger)
+    result, _ = run_compare(Side(base), Side(tmp_path / "cand"), ledger_path=ledger)
     assert result.verdict == "keep", result.reason
     second = suggest(tmp_path / "cand", config, ledger).suggestion.recommendation
     assert second.feature == "feature.mg-overlap-grad-reduce"
