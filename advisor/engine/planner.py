@@ -46,6 +46,8 @@ def _after_blocker(
         prior = graph.ruleset.feature(first)
         if first in history.rejected or prior is None or is_applied(prior, ctx):
             continue
+        if not prior.runs_for(ctx.dialect) or not prior.runs_on(ctx.facts.get("profile.platform")):
+            continue  # another backend's or platform's feature: never proposed for this job
         # a prior feature whose prerequisites or trigger are not known to hold will not be
         # proposed: it cannot hold this one back
         blocked = any(not evaluate(req.condition, ctx).is_true for req in prior.requires)
