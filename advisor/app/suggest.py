@@ -18,10 +18,10 @@ from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
 from advisor.engine.planner import plan
 from advisor.engine.settings import RuleOptions
-from advisor.inputs.configs import config_problems
+from advisor.inputs.configs import config_problems, dialect_problems
 from advisor.inputs.documents import Document, plain_config
 from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
-from advisor.inputs.parallel import fsdp_size
+from advisor.inputs.parallel import fsdp_size, mindformers_devices
 from advisor.model import FactSet, InputError, PatchTarget, Suggestion
 
 
@@ -44,8 +44,13 @@ def _check_config(job: Job, config: Document) -> None:
     if config.layout is not None and config.layout.problems:
         flag, message = config.layout.problems[0]
         raise InputError(str(config.path), f"{message} (--{flag}): fix the parallel sizes first")
+    if config.kind == "mindformers-config":
+        mf = dialect_problems(config.data, config.kind)
+        if mf:
+            raise InputError(str(config.path), f"{mf[0]}; fix it first (advisor check lists all)")
+        return
     if config.kind != "fsdp2-config":
-        return  # the FSDP2 schema is FSDP2's; other dialects are checked by `advisor check`
+        return  # a Megatron script's arguments are checked by `advisor check`
     problems = config_problems(config.data)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -72,6 +77,15 @@ def _check_world_size(job: Job, config: Document) -> None:
             f"parallel.fsdp_size is {fsdp} but the profile ran with world size {recorded}: "
             "the profile and the config are not the same job",
         )
+    if config.kind == "mindformers-config":
+        devices = mindformers_devices(config.data)
+        if devices is not None and devices != recorded:
+            raise InputError(
+                str(config.path),
+                f"parallel_config asks for {devices} devices (data x model x context x pipeline) "
+                f"but the profile ran with world size {recorded}: not the same job",
+            )
+        return
     if config.megatron is not None:
         world = config.megatron.world_size
         if world is not None and world != recorded:

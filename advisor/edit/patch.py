@@ -17,7 +17,7 @@ from pathlib import Path
 
 from advisor.edit.launch_text import LaunchTextEditor, shell_value
 from advisor.edit.yaml_text import YamlTextEditor
-from advisor.inputs.configs import config_problems
+from advisor.inputs.configs import dialect_problems
 from advisor.inputs.documents import Document
 from advisor.inputs.launch import LaunchScript, effective_config
 from advisor.inputs.yamlio import locate
@@ -90,7 +90,9 @@ def _place_config(patch: Patch, config: Document, launch: LaunchScript | None) -
     yaml_editor = YamlTextEditor(config.path, config.text)
     _apply_yaml(yaml_editor, patch.ops)
     after = yaml_editor.result()
-    problems = config_problems(effective_config(locate(after, str(config.path)).data, launch))
+    problems = dialect_problems(
+        effective_config(locate(after, str(config.path)).data, launch), config.kind
+    )
     if problems:
         raise InputError(
             str(config.path),

@@ -100,40 +100,51 @@ class YamlTextEditor:
         numeric = re.fullmatch(r"[+-]?[0-9.]+([eE][+-]?[0-9]+)?", text)
         return text if plain and not numeric else json.dumps(text)
 
-    def _where(self, dotted: str) -> tuple[str, str]:
-        section, _, key = dotted.partition(".")
-        if not key:
-            raise InputError(str(self.path), f"'{dotted}' is not a section.key path")
-        return section, key
+    def _where(self, dotted: str) -> list[str]:
+        keys = dotted.split(".")
+        if not all(keys):
+            raise InputError(str(self.path), f"'{dotted}' is not a dotted key path")
+        return keys
+
+    def _expect(self, keys: list[str]) -> dict[str, Any]:
+        """The expected data's mapping that holds the last key (created as needed)."""
+        node = self.expected
+        for key in keys[:-1]:
+            if not isinstance(node.get(key), dict):
+                node[key] = {}
+            node = node[key]
+        return node
 
     def set(self, dotted: str, value: Any) -> None:
-        section, key = self._where(dotted)
-        entry = self.doc.entry(section, key)
+        keys = self._where(dotted)
+        entry = self.doc.entry(*keys)
         if entry is not None:
             self._replace(dotted, entry.kind, entry.value_line, entry.value_col, value)
         else:
-            self._insert(section, key, value)
-        self.expected.setdefault(section, {})
-        if not isinstance(self.expected[section], dict):
-            self.expected[section] = {}
-        self.expected[section][key] = value
+            self._insert(keys, value)
+        self._expect(keys)[keys[-1]] = value
         self.doc = self._parse()
 
     def remove(self, dotted: str) -> None:
-        section, key = self._where(dotted)
-        entry = self.doc.entry(section, key)
+        keys = self._where(dotted)
+        entry = self.doc.entry(*keys)
         if entry is None:
             return
         if entry.kind != "scalar" or entry.value_line != entry.key_line:
             raise InputError(str(self.path), f"{dotted} spans several lines: remove it by hand")
         del self.lines[entry.key_line]
-        self.expected[section].pop(key, None)
-        sec = self.doc.entry(section)
-        header_only = sec is not None and self.lines[sec.key_line].strip().rstrip(":") == section
-        if not self.expected[section] and sec is not None and not sec.flow and header_only:
-            # the section is now empty: drop its header too, rather than leave a null section
-            del self.lines[sec.key_line]
-            self.expected.pop(section)
+        holder = self._expect(keys)
+        holder.pop(keys[-1], None)
+        if len(keys) == 2:
+            section = keys[0]
+            sec = self.doc.entry(section)
+            header_only = (
+                sec is not None and self.lines[sec.key_line].strip().rstrip(":") == section
+            )
+            if not holder and sec is not None and not sec.flow and header_only:
+                # the section is now empty: drop its header too, rather than leave a null section
+                del self.lines[sec.key_line]
+                self.expected.pop(section)
         self.doc = self._parse()
 
     def _replace(self, dotted: str, kind: str, line_no: int, col: int, value: Any) -> None:
@@ -151,27 +162,45 @@ class YamlTextEditor:
         old = line[col:end]
         self.lines[line_no] = line[:col] + self._format(value, old) + line[end:]
 
-    def _insert(self, section: str, key: str, value: Any) -> None:
-        indent = self._indent()
-        sec = self.doc.entry(section)
-        new_line = " " * indent + f"{key}: {self._format(value, None)}"
-        if sec is None:
-            if self.lines and self.lines[-1].strip():
-                self.lines.append("")
-            self.lines.extend([f"{section}:", new_line])
+    def _insert(self, keys: list[str], value: Any) -> None:
+        *parent, key = keys
+        if not parent:  # a top-level key: appended at the end of the file
+            if self.lines and not self.lines[-1].strip():
+                self.lines.pop()
+            self.lines.append(f"{key}: {self._format(value, None)}")
             self.final_newline = True
             return
+        indent = self._indent()
+        sec = self.doc.entry(*parent)
+        if sec is None:
+            if len(parent) > 1:
+                raise InputError(
+                    str(self.path), f"{'.'.join(parent)} does not exist: add {key} by hand"
+                )
+            if self.lines and self.lines[-1].strip():
+                self.lines.append("")
+            self.lines.extend(
+                [f"{parent[0]}:", " " * indent + f"{key}: {self._format(value, None)}"]
+            )
+            self.final_newline = True
+            return
+        section = ".".join(parent)
         if sec.flow:
             raise InputError(
                 str(self.path), f"section {section} is written in flow style: edit it by hand"
             )
+        depth_indent = sec.key_col + indent
+        new_line = " " * depth_indent + f"{key}: {self._format(value, None)}"
         if sec.kind == "scalar":
-            if self.doc.data.get(section) is not None:
+            holder: Any = self.doc.data
+            for part in parent:
+                holder = holder.get(part) if isinstance(holder, dict) else None
+            if holder is not None:
                 raise InputError(str(self.path), f"{section} is not a mapping")
             self.lines.insert(sec.key_line + 1, new_line)
             return
-        children = self.doc.children(section)
-        first = self.doc.entry(section, children[0]) if children else None
+        children = self.doc.children(*parent)
+        first = self.doc.entry(*parent, children[0]) if children else None
         if first is not None:
             new_line = " " * first.key_col + f"{key}: {self._format(value, None)}"
         self.lines.insert(sec.last_line + 1, new_line)

@@ -15,7 +15,7 @@ from advisor.engine.megatron_checks import MEGATRON_CHECKS
 from advisor.engine.rule_model import Change, PolicyRule
 from advisor.engine.rules import RuleSet
 from advisor.engine.templates import render
-from advisor.inputs.configs import config_problems, fsdp2_keys
+from advisor.inputs.configs import config_problems, fsdp2_keys, mindformers_problems
 from advisor.inputs.documents import Document, config_position, env_position, flag_position
 from advisor.inputs.parallel import fsdp_size
 from advisor.inputs.values import get_path
@@ -111,6 +111,13 @@ def _check_world(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
         yield _finding(rule, doc, message, line, col, "parallel.fsdp_size")
 
 
+def _check_mindformers(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
+    for problem in mindformers_problems(doc.config or {}):
+        line, col = config_position(doc, problem.path)
+        message = render(rule.message, path=problem.path, detail=problem.message)
+        yield _finding(rule, doc, message, line, col, problem.path)
+
+
 def waivers(doc: Document) -> dict[int, tuple[set[str], str]]:
     """line (1-based) -> (waived rule ids, reason)."""
     out = {}
@@ -137,6 +144,7 @@ CHECKS: dict[str, Callable[[PolicyRule, Document], Iterator[Finding]]] = {
     "cli-abbreviated-flag": lambda r, d: _check_cli(r, d, "abbreviated"),
     "cli-unknown-flag": lambda r, d: _check_cli(r, d, "unknown"),
     "fsdp-size-world": _check_world,
+    "mindformers-config-keys": _check_mindformers,
     "waiver-without-reason": _check_waivers,
 }
 

@@ -23,6 +23,7 @@ def load_config(path: Path) -> dict[str, Any]:
 
 
 FSDP2_SCHEMA = "config/mindspeed-fsdp2.schema.json"
+MINDFORMERS_SCHEMA = "config/mindformers.schema.json"
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,39 @@ def config_problems(data: Any) -> list[ConfigProblem]:
         else:
             problems.append(ConfigProblem(where or "(top level)", v.message))
     return problems
+
+
+def mindformers_problems(data: Any) -> list[ConfigProblem]:
+    """Problems in the MindFormers sections the rules read or change (others pass)."""
+    problems = []
+    for v in schema_violations(data, MINDFORMERS_SCHEMA):
+        where = ".".join(str(p) for p in v.path)
+        if v.validator == "additionalProperties" and isinstance(v.instance, dict):
+            section = where
+            allowed = set(_mindformers_keys().get(section, {}))
+            for key in sorted(str(k) for k in v.instance if k not in allowed):
+                problems.append(
+                    ConfigProblem(
+                        f"{section}.{key}",
+                        f"unknown key of {section}: MindSpore Transformers does not read it "
+                        f"(known: {', '.join(sorted(allowed))})",
+                    )
+                )
+            continue
+        problems.append(ConfigProblem(where or "(top level)", f"invalid value: {v.message}"))
+    return problems
+
+
+@cache
+def _mindformers_keys() -> dict[str, dict[str, Any]]:
+    schema = json.loads((schemas_dir() / MINDFORMERS_SCHEMA).read_text(encoding="utf-8"))
+    return {
+        s: dict(body.get("properties", {}))
+        for s, body in schema["properties"].items()
+        if isinstance(body, dict) and "properties" in body
+    }
+
+
+def dialect_problems(data: Any, kind: str) -> list[ConfigProblem]:
+    """The schema problems of a config in its own dialect's schema."""
+    return mindformers_problems(data) if kind == "mindformers-config" else config_problems(data)

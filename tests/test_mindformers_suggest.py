@@ -1,0 +1,172 @@
+"""suggest on MindSpore Transformers configs: seed 003's remedies as YAML edits from MindSpore
+profiles, validated against the MindFormers sections' schema, and the loop on the real config."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisor.app.compare import Side, run_compare
+from advisor.app.job import JobOptions
+from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.edit.writer import write_changes
+from advisor.inputs.yamlio import load_data
+from advisor.model import InputError
+from tests.synth import PRESETS, write_pipeline, write_profile
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mindformers" / "config.yaml"
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "mindformers-configs"
+MS = {"framework": "mindspore", "steps": 4, "layers": 2}
+DDP = {"comm_overlapped_us": 0.0, "comm_exposed_us": 2400.0, "exposed_comm": "allreduce"}
+FRAGMENTED = {
+    "allocated_peak_mb": 20000.0,
+    "reserved_peak_mb": 32000.0,
+    "malloc_calls_per_step": 40,
+    "free_calls_per_step": 30,
+}
+
+
+def config(tmp_path: Path, **edits: object) -> Path:
+    """The bundled example with `section__key=value` replacements of whole lines."""
+    text = EXAMPLE.read_text()
+    for dotted, value in edits.items():
+        key = dotted.split("__")[-1]
+        lines = text.split("\n")
+        hits = [i for i, line in enumerate(lines) if line.strip().startswith(f"{key}:")]
+        assert len(hits) == 1, key
+        indent = lines[hits[0]][: len(lines[hits[0]]) - len(lines[hits[0]].lstrip())]
+        lines[hits[0]] = f"{indent}{key}: {value}"
+        text = "\n".join(lines)
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+def suggest(prof: Path, cfg: Path, ledger: Path | None = None):
+    options = SuggestOptions(ledger=ledger) if ledger else SuggestOptions(use_ledger=False)
+    return run_suggest(JobOptions(profile=prof, config=cfg), options=options)
+
+
+CASES = [
+    # (profile changes, config edits, feature, key written)
+    (DDP, {}, "feature.mf-parallel-optimizer", "parallel.enable_parallel_optimizer"),
+    (
+        DDP,
+        {"enable_parallel_optimizer": "True"},
+        "feature.mf-gradient-accumulation",
+        "runner_config.gradient_accumulation_steps",
+    ),
+    (
+        DDP,
+        {"enable_parallel_optimizer": "True", "data_parallel": 2, "model_parallel": 4},
+        "feature.mf-micro-batch-interleave",
+        "micro_batch_interleave_num",
+    ),
+    (
+        {"dataloader_us": 2500.0},
+        {},
+        "feature.mf-dataset-workers",
+        "train_dataset.num_parallel_workers",
+    ),
+    (
+        {"dataloader_us": 2500.0},
+        {"num_parallel_workers": 32},
+        "feature.mf-dataset-prefetch",
+        "train_dataset.prefetch_size",
+    ),
+    (
+        {"unfused_attention": True, "attention_us": 900.0},
+        {},
+        "feature.mf-flash-attention",
+        "model.model_config.use_flash_attention",
+    ),
+    (FRAGMENTED, {}, "feature.mf-parallel-optimizer", "parallel.enable_parallel_optimizer"),
+    (
+        FRAGMENTED,
+        {"enable_parallel_optimizer": "True"},
+        "feature.mf-select-recompute",
+        "recompute_config.select_recompute",
+    ),
+]
+
+
+def _value(data: dict, dotted: str) -> object:
+    for key in dotted.split("."):
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+@pytest.mark.parametrize(
+    ("changes", "edits", "feature", "written"),
+    CASES,
+    ids=[f"{c[2].removeprefix('feature.')}-{i}" for i, c in enumerate(CASES)],
+)
+def test_each_mindformers_feature_from_a_mindspore_profile(
+    tmp_path: Path, changes, edits, feature, written
+):
+    write_profile(tmp_path / "prof", PRESETS["healthy"].with_(**MS, **changes))
+    cfg = config(tmp_path, **edits)
+    run = suggest(tmp_path / "prof", cfg)
+    rec = run.suggestion.recommendation
+    assert rec is not None, run.suggestion.summary
+    assert rec.feature == feature, [(r.feature, r.reason) for r in run.suggestion.rejected]
+    before = load_data(cfg)
+    text = cfg.read_text()
+    write_changes(rec.patch.changes)  # what --write does (or the user, for a review change)
+    after = load_data(cfg)
+    assert _value(after, written) != _value(before, written)
+    changed = [
+        (a, b)
+        for a, b in zip(text.split("\n"), cfg.read_text().split("\n"), strict=False)
+        if a != b
+    ]
+    assert len(changed) <= 1  # one line edited (or one appended), comments kept
+    assert "  mode: 0  # graph mode\n" in cfg.read_text()
+
+
+def test_more_micro_batches_under_pipeline_stages(tmp_path: Path):
+    base = PRESETS["healthy"].with_(
+        comm_overlapped_us=0.0, framework="mindspore", steps=4, layers=2
+    )
+    write_pipeline(tmp_path / "prof", base, stages=2, stage_factor=1.0, p2p_us=2000.0)
+    cfg = config(tmp_path, data_parallel=2, pipeline_stage=2, micro_batch_num=2)
+    rec = suggest(tmp_path / "prof", cfg).suggestion.recommendation
+    assert rec is not None and rec.feature == "feature.mf-more-micro-batches"
+    assert "-  micro_batch_num: 2\n+  micro_batch_num: 4\n" in rec.diff
+    assert "batch_size" not in rec.diff  # batch_size is 1: it cannot shrink (the risk says so)
+
+
+def test_a_config_of_another_job_or_with_unknown_keys_is_refused(tmp_path: Path):
+    write_profile(tmp_path / "prof", PRESETS["healthy"].with_(**MS))
+    with pytest.raises(InputError, match="16 devices"):
+        suggest(tmp_path / "prof", config(tmp_path, data_parallel=16))
+    with pytest.raises(InputError, match="unknown key of parallel_config"):
+        suggest(tmp_path / "prof", config(tmp_path, use_seq_parallel="False\n  data_paralel: 8"))
+
+
+@pytest.mark.skipif(
+    not REAL.is_dir(), reason="../shared/real/mindformers-configs is not beside the checkout"
+)
+def test_the_loop_on_the_real_mindformers_config(tmp_path: Path):
+    cfg = tmp_path / "pretrain_qwen3_32b_4k.yaml"
+    shutil.copy(REAL / "pretrain_qwen3_32b_4k.yaml", cfg)
+    cfg.chmod(0o644)
+    ledger = tmp_path / "ledger.jsonl"
+    # dp 1, mp 4, pp 4: 16 devices; the model-parallel all-reduces wait
+    job = PRESETS["healthy"].with_(world_size=16, jitter=0.01, **{**MS, "steps": 6}, **DDP)
+    write_profile(tmp_path / "base", job)
+    first = suggest(tmp_path / "base", cfg, ledger).suggestion.recommendation
+    assert first.feature == "feature.mf-micro-batch-interleave"
+    reasons = {r.feature: r.reason for r in suggest(tmp_path / "base", cfg).suggestion.rejected}
+    assert "data_parallel 1" in reasons["feature.mf-parallel-optimizer"]
+    assert "pipeline stages" in reasons["feature.mf-gradient-accumulation"]
+    write_changes(first.patch.changes)
+    assert "micro_batch_interleave_num: 2\n" in cfg.read_text()
+    write_profile(tmp_path / "cand", job.with_(comm_exposed_us=1200.0))
+    result, _ = run_compare(Side(tmp_path / "base"), Side(tmp_path / "cand"), ledger_path=ledger)
+    assert result.verdict == "keep", result.reason
+    events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
+    assert events == ["proposed", "kept"]
