@@ -132,6 +132,14 @@ CASES = [
         "feature.mg-moe-alltoall-overlap",
         "moe-alltoall-overlap-comm",
     ),
+    (
+        "ddp-allreduce",
+        {"exposed_comm": "batchsendrecv"},
+        ["--context-parallel-size 2", "--use-flash-attn"],
+        {},
+        "feature.mg-cp-send-recv-overlap",
+        "use-cp-send-recv-overlap",
+    ),
     ("unfused-attention", {}, [], {}, "feature.mg-flash-attn", "use-flash-attn"),
     ("small-ops", {}, ["--use-flash-attn"], {}, "feature.mg-fused-rmsnorm", "use-fused-rmsnorm"),
     (
