@@ -11,7 +11,7 @@ import pytest
 from advisor.app.compare import Side, run_compare
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
-from advisor.edit.writer import write_changes
+from advisor.edit.writer import write_changes, write_patch
 from advisor.inputs.megatron import read_megatron
 from advisor.model import InputError
 from tests.synth import PRESETS, write_pipeline, write_profile
@@ -294,3 +294,43 @@ def test_profile_of_another_job_is_refused(tmp_path: Path):
     config = script(tmp_path, npus=16)
     with pytest.raises(InputError, match="world size 8"):
         suggest(profile(tmp_path, "ddp-allreduce"), config)
+
+
+def test_environment_changes_go_into_the_megatron_script(tmp_path: Path):
+    config = script(tmp_path)
+    text = config.read_text().replace("export TASK_QUEUE_ENABLE=2\n", "")
+    config.write_text(text)
+    env = {**PRESETS["host-bound"].env, "CPU_AFFINITY_CONF": "1"}  # as the script exports
+    rec = suggest(profile(tmp_path, "host-bound", env=env), config).suggestion.recommendation
+    assert rec is not None and rec.feature == "feature.task-queue-level2"
+    assert "+export TASK_QUEUE_ENABLE=2\n" in rec.diff
+    write_patch(rec.patch)  # a safe change: what --write does
+    assert (
+        read_megatron(config, config.read_text()).args.known_values()
+        == read_megatron(config, text).args.known_values()
+    )
+
+
+def test_cli_detects_dialects_refuses_other_files_and_writes(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+    from tests.test_bad_input import run as run_cli
+
+    runner = CliRunner()
+    config = script(tmp_path)
+    (tmp_path / "ci.yaml").write_text("on: [push]\njobs: {}\n")
+    (tmp_path / "env.sh").write_text("export HCCL_CONNECT_TIMEOUT=1800\n")
+    checked = runner.invoke(
+        app, ["check", str(config), str(tmp_path / "ci.yaml"), str(tmp_path / "env.sh")]
+    )
+    assert checked.exit_code == 0, checked.output
+    assert "(1 MindSpeed-LLM Megatron-backend script)" in checked.output
+    assert checked.output.count("skipped, not a training config") == 2
+    prof = profile(tmp_path, "unfused-attention")
+    refused = run_cli("suggest", str(prof), str(tmp_path / "ci.yaml"), "--no-ledger")
+    assert refused.returncode == 2 and "not a training config" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and not refused.stdout
+    written = runner.invoke(app, ["suggest", str(prof), str(config), "--write", "--no-ledger"])
+    assert written.exit_code == 0, written.output
+    assert read_megatron(config, config.read_text()).args["use-flash-attn"] is True

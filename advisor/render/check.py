@@ -56,9 +56,14 @@ def findings_text(
     for file, why in skipped or []:
         lines.append(f"{file}: skipped, {why}")
     s = summary(findings)
+    kinds: dict[str, int] = {}
+    for kind in (dialects or {}).values():
+        kinds[kind] = kinds.get(kind, 0) + 1
+    what = ", ".join(f"{n} {LABELS.get(k, k)}" for k, n in sorted(kinds.items()))
     lines.append(
         f"{s['error']} error(s), {s['warning']} warning(s), {s['note']} note(s) in {len(files)} file(s)"
-        f"; {s['suppressed']} waived, {s['baseline']} in the baseline"
+        + (f" ({what})" if what else "")
+        + f"; {s['suppressed']} waived, {s['baseline']} in the baseline"
     )
     return "\n".join(lines) + "\n"
 
