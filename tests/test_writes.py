@@ -144,3 +144,42 @@ def test_a_hard_linked_config_is_refused(tmp_path: Path):
     proc = _run("suggest", str(PROFILE), str(config), "--launch", str(launch), "--write")
     assert proc.returncode == 2 and "hard links" in proc.stderr
     assert config.read_bytes() == before
+
+
+def _example_job(tmp_path: Path) -> tuple[Path, Path, Path]:
+    root = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copytree(root / "fsdp2", tmp_path / "fsdp2")
+    return (
+        root / "profiles" / "comm-bound",
+        tmp_path / "fsdp2" / "config.yaml",
+        tmp_path / "fsdp2" / "run.sh",
+    )
+
+
+def test_a_dry_run_writes_nothing_not_even_the_ledger(tmp_path: Path):
+    from tests.test_bad_input import run
+
+    prof, config, script = _example_job(tmp_path)
+    before = config.read_text()
+    proc = run("suggest", str(prof), str(config), "--launch", str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert config.read_text() == before
+    assert not (config.parent / ".advisor").exists()
+
+
+def test_the_ledger_records_a_change_only_once_it_is_written(tmp_path: Path):
+    from tests.test_bad_input import run
+
+    prof, config, script = _example_job(tmp_path)
+    ledger = config.parent / ".advisor" / "ledger.jsonl"
+    config.chmod(0o444)  # --write is refused: the ledger must not claim the change
+    refused = run("suggest", str(prof), str(config), "--launch", str(script), "--write")
+    assert refused.returncode == 2 and "read-only" in refused.stderr
+    assert "Next change" in refused.stdout  # the suggestion itself is still shown
+    assert not ledger.exists()
+    config.chmod(0o644)
+    done = run("suggest", str(prof), str(config), "--launch", str(script), "--write")
+    assert done.returncode == 0, done.stderr
+    assert "num_to_forward_prefetch: 2" in config.read_text()
+    events = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["proposed"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from advisor.app.job import Job, JobOptions, load_job
 from advisor.app.rulesets import load_graph
 from advisor.edit.patch import place, unified_diff
+from advisor.edit.writer import write_patch
 from advisor.engine.changes import is_applied
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
@@ -29,6 +30,14 @@ from advisor.model import FactSet, InputError, PatchTarget, Suggestion
 class SuggestOptions:
     ledger: Path | None = None  # default: .advisor/ledger.jsonl next to the config
     use_ledger: bool = True
+    # edit the files in place (safe changes only); the ledger records the proposal after the
+    # files are written, so it never names a change that is not on disk
+    write: bool = False
+
+    @property
+    def records(self) -> bool:
+        """A dry run reads the ledger but adds to it only when a ledger file was named."""
+        return self.use_ledger and (self.write or self.ledger is not None)
 
 
 @dataclass
@@ -38,6 +47,8 @@ class SuggestRun:
     suggestion: Suggestion
     ledger: Ledger | None
     notes: list[str]
+    written: list[str] = dataclasses.field(default_factory=list)  # files --write edited
+    write_error: InputError | None = None  # why --write refused (the suggestion stands)
 
 
 def _check_config(job: Job, config: Document) -> None:
@@ -124,12 +135,13 @@ def _placed(suggestion: Suggestion, config: Document, job: Job) -> Suggestion:
     return dataclasses.replace(suggestion, recommendation=rec)
 
 
-def _record(ledger: Ledger, run: SuggestRun, job: Job, config: Document, profile: Path) -> None:
+def _record(
+    ledger: Ledger, run: SuggestRun, job: Job, config: Document, profile: Path, config_hash: str
+) -> None:
     rec = run.suggestion.recommendation
     if rec is None or rec.undo:
         return
     last = ledger.last_proposed()
-    config_hash = file_hash(config.path)
     repeat = (
         last is not None
         and last["feature"] == rec.feature
@@ -182,6 +194,13 @@ def run_suggest(
             "check whether the variable is already set"
         )
     run = SuggestRun(loaded.facts, diagnosis, suggestion, ledger, notes)
-    if ledger is not None:
-        _record(ledger, run, loaded, config, job.profile)
+    config_hash = file_hash(config.path)  # the config the suggestion was made for
+    if options.write and rec is not None and rec.patch is not None and rec.patch.changes:
+        try:
+            run.written = write_patch(rec.patch)
+        except InputError as exc:  # a review change, a read-only file...: nothing is recorded
+            run.write_error = exc
+            return run
+    if ledger is not None and options.records:
+        _record(ledger, run, loaded, config, job.profile, config_hash)
     return run

@@ -122,22 +122,21 @@ def suggest(
 ) -> None:
     """Propose the ONE next change for the main bottleneck, as a validated patch."""
     from advisor.app.suggest import SuggestOptions, run_suggest
-    from advisor.edit.writer import write_patch
     from advisor.render.suggestion import FORMATS, SuggestionReport
 
     run = run_suggest(
         job_options(path, config, launch, log, model_config, skip_bad_files),
         rule_options(settings, rules_dir),
-        SuggestOptions(ledger=ledger, use_ledger=not no_ledger),
+        SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),
     )
     for warning in run.facts.warnings:
         typer.echo(f"advisor: warning: {warning}", err=True)
     suggestion = run.suggestion
-    rec = suggestion.recommendation
     typer.echo(FORMATS[output_format.value](SuggestionReport(suggestion, run.notes)), nl=False)
+    if run.write_error is not None:
+        raise run.write_error
     if write:
-        if rec is None or rec.patch is None or not rec.patch.changes:
+        if not run.written:
             typer.echo("advisor: nothing to write", err=True)
             return
-        written = write_patch(rec.patch)
-        typer.echo(f"advisor: wrote {', '.join(written)}", err=True)
+        typer.echo(f"advisor: wrote {', '.join(run.written)}", err=True)
