@@ -222,3 +222,27 @@ def test_a_trace_without_event_boundaries_is_refused_fast(
     monkeypatch.setenv("ADVISOR_MAX_EVENT_BYTES", str(1 << 20))
     (profile / OUT / "trace_view.json").write_bytes(b"[" + body)
     assert_one_line_error(run("facts", str(profile)), "trace_view.json", "no event ends within")
+
+
+def test_an_event_whose_args_nest_too_deep_is_one_line(profile: Path):
+    path = profile / OUT / "trace_view.json"
+    text = path.read_text(encoding="utf-8")
+    first = text.index("{", 1)
+    deep = '"args": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}, "
+    path.write_text(text[: first + 1] + deep + text[first + 1 :], encoding="utf-8")
+    assert_one_line_error(run("facts", str(profile)), "trace_view.json", "nested too deeply")
+
+
+def test_a_ledger_line_or_baseline_nested_too_deep_is_one_line(tmp_path: Path):
+    deep = "[" * 100_000 + "]" * 100_000
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(deep, encoding="utf-8")
+    config = tmp_path / "config.yaml"
+    config.write_text("model:\n  model_id: qwen3\n", encoding="utf-8")
+    proc = run("check", str(config), "--baseline", str(baseline))
+    assert_one_line_error(proc, "baseline.json", "nested too deeply")
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text(deep + "\n", encoding="utf-8")
+    assert_one_line_error(
+        run("ledger", "--ledger", str(ledger)), "ledger.jsonl:1", "nested too deeply"
+    )

@@ -57,6 +57,8 @@ def load_baseline(path: Path) -> set[str]:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(str(path), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply") from None
     if (
         not isinstance(data, dict)
         or data.get("schema") != BASELINE_SCHEMA

@@ -57,6 +57,8 @@ def load_model_config(path: Path) -> ModelShape:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise InputError(str(path), f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(str(path), "JSON nested too deeply") from None
     if not isinstance(cfg, dict):
         raise InputError(str(path), "a model config must be a JSON object")
     hidden = _int(cfg, "hidden_size", path)

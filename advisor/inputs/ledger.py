@@ -108,6 +108,8 @@ class Ledger:
                     continue
                 try:
                     entry = json.loads(line)
+                except RecursionError:
+                    raise InputError(f"{path}:{number}", "JSON nested too deeply") from None
                 except json.JSONDecodeError as exc:
                     if number == len(lines) and not text.endswith("\n"):
                         # a write cut by a crash or a full disk: the entry never happened

@@ -155,8 +155,8 @@ def _metadata(db: Database) -> dict[str, Any]:
         if isinstance(value, str) and value[:1] in "{[":
             try:
                 meta[str(name)] = json.loads(value)
-            except json.JSONDecodeError:
-                continue
+            except (json.JSONDecodeError, RecursionError):
+                continue  # a value no profiler writes: the metadata it would give is unknown
     return meta
 
 

@@ -304,6 +304,10 @@ def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: _Readable)
         try:
             with memoryview(buf) as view:
                 batch = _ARRAY_DECODER.decode(view[: cut + 1])
+        except RecursionError:
+            raise InputError(
+                str(path), f"JSON nested too deeply for the decoder after byte {offset}"
+            ) from None
         except msgspec.DecodeError as exc:
             pending_blocks += 1
             if pending_blocks > MAX_CARRY_BLOCKS:
@@ -367,6 +371,8 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
                     raise _decode_error(path, exc, 0, 0) from None
             else:
                 raise InputError(str(path), "not a Chrome trace (expected a JSON array or object)")
+    except RecursionError:  # an args value nested thousands deep: not a profiler's trace
+        raise InputError(str(path), "JSON nested too deeply for the decoder") from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
     return reduce_steps(path, acc)

@@ -90,6 +90,10 @@ def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accu
     handle = _RangeHandle(path, begin, end, b"" if last else b"]")
     try:
         _stream_array(path, acc, b"", handle)
+    except RecursionError:  # in the accumulator (an event's args): reported like the reader
+        raise InputError(
+            str(path), f"JSON nested too deeply for the decoder after byte {begin}"
+        ) from None
     finally:
         handle.close()
     return acc
