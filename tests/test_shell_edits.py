@@ -174,3 +174,35 @@ def test_a_plain_assignment_of_an_unexported_name_is_not_the_environment(tmp_pat
     editor.set_env("TASK_QUEUE_ENABLE", "2")
     text = editor.results()[script][1]
     assert "TASK_QUEUE_ENABLE=1\nexport TASK_QUEUE_ENABLE=2\ntorchrun" in text
+
+
+# ---------------------------------------------------------------- the second, whole-script reading
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a guarded export after the one the line editor would change or add
+        'export A=1\n[ -n "$SLOW" ] && export TASK_QUEUE_ENABLE=1\n',
+        # a sourced file that may or may not be read
+        "export A=1\n[ -f env_tq.sh ] && source env_tq.sh\n",
+        # a function that sets it, called before the command
+        "export A=1\nsetup() {\n    export TASK_QUEUE_ENABLE=1\n}\nsetup\n",
+        "export A=1\ncase $MODE in\n  slow) export TASK_QUEUE_ENABLE=0 ;;\nesac\n",
+    ],
+)
+def test_an_edit_the_command_might_not_see_is_refused(tmp_path: Path, body: str):
+    (tmp_path / "env_tq.sh").write_text("export TASK_QUEUE_ENABLE=1\n", encoding="utf-8")
+    with pytest.raises(InputError, match="instead of the intended value"):
+        _edit(tmp_path, body)
+
+
+def test_chained_and_later_assignments_are_read_as_bash_does(tmp_path: Path):
+    from advisor.inputs.shell_env import effective_env
+
+    text = _edit(tmp_path, "export A=1; export TASK_QUEUE_ENABLE=1\nB=2\nexport B\n")
+    script = tmp_path / "run.sh"
+    env = effective_env(script, text, lambda p, w: None, lambda p: "").env
+    assert env == {"A": "1", "TASK_QUEUE_ENABLE": "2", "B": "2"}
+    guarded = effective_env(script, "[ -x y ] && export C=1\n" + COMMAND, lambda p, w: None, str)
+    assert guarded.env == {"C": None} and guarded.found_launcher

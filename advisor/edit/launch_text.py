@@ -14,7 +14,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from advisor.inputs.launch import LaunchScript, heredoc_lines, standalone_assignment
+from advisor.inputs.launch import (
+    LaunchScript,
+    heredoc_lines,
+    resolve_source,
+    standalone_assignment,
+)
+from advisor.inputs.shell_env import effective_env
+from advisor.inputs.shell_expand import ShellError
 from advisor.inputs.shell_words import block_depths, is_static, value_of, word_end
 from advisor.inputs.text import read_text
 from advisor.model import InputError
@@ -80,6 +87,7 @@ class LaunchTextEditor:
         self.script = script
         self.files: dict[Path, _File] = {}
         self.inserted = 0  # lines added to the main script above the command
+        self.intended: dict[str, str | None] = {}  # env edits: name -> value (None: removed)
 
     def _file(self, path: Path) -> _File:
         if path not in self.files:
@@ -110,6 +118,7 @@ class LaunchTextEditor:
         return found
 
     def set_env(self, name: str, value: object) -> None:
+        self.intended[name] = str(value).lower() if isinstance(value, bool) else str(value)
         if self._set_command_prefix(name, value):
             return  # `NAME=v torchrun ...`: what the command sees is its own prefix
         found = self._export_lines(name)
@@ -147,6 +156,7 @@ class LaunchTextEditor:
         return True
 
     def remove_env(self, name: str) -> None:
+        self.intended[name] = None
         found = self._export_lines(name)
         for f, i in sorted(found, key=lambda fi: -fi[1]):
             del f.lines[i]
@@ -192,7 +202,53 @@ class LaunchTextEditor:
             if new != f.original:
                 bash_accepts(path, new)
                 out[path] = (f.original, new)
+        if self.intended and out:
+            self._verify_env({p: new for p, (_, new) in out.items()})
         return out
+
+    def _verify_env(self, edited: dict[Path, str]) -> None:
+        """Read the whole script again, independently of the edit: the training command must
+        start with exactly the intended variables changed and every other one as it was."""
+
+        def read_before(p: Path) -> str:
+            text = self.script.texts.get(p)
+            return text if text is not None else read_text(p)
+
+        def read_after(p: Path) -> str:
+            return edited.get(p, read_before(p))
+
+        def resolve(p: Path, written: str) -> Path | None:
+            try:
+                return resolve_source(p, written, str(p))
+            except InputError:
+                return None  # a path bash would compute: its exports stay unknown
+
+        main = self.script.path
+        try:
+            before = effective_env(main, read_before(main), resolve, read_before)
+            after = effective_env(main, read_after(main), resolve, read_after)
+        except ShellError:
+            return  # bash -n passed; a construct this reader does not follow: no second reading
+        if not before.found_launcher:
+            return
+        expected = dict(before.env)
+        for name, value in self.intended.items():
+            if value is None:
+                expected.pop(name, None)
+            else:
+                expected[name] = value
+        if after.env != expected:
+            wrong = sorted(
+                n
+                for n in set(after.env) | set(expected)
+                if after.env.get(n, "") != expected.get(n, "")
+            )
+            shown = ", ".join(f"{n}={after.env.get(n)!r}" for n in wrong[:3])
+            raise InputError(
+                str(main),
+                f"the edited script would start the training command with {shown} instead of "
+                "the intended value: not edited",
+            )
 
 
 def bash_accepts(path: Path, text: str) -> None:

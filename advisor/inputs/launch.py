@@ -228,6 +228,23 @@ def _parse_command(script: LaunchScript, line: int, text: str) -> None:
         i += 1
 
 
+def resolve_source(path: Path, written: str, where: str) -> Path:
+    """The file a `source ARG` line of `path` reads (ARG as written, quotes and all)."""
+    argument = written.split(" #", 1)[0].strip()
+    if argument[:1] in "\"'" and argument[-1:] == argument[:1]:
+        argument = argument[1:-1]
+    argument = _SCRIPT_DIR.sub(".", argument)
+    if "$" in argument:
+        raise InputError(
+            where,
+            f"cannot resolve the sourced path {written} (variables other than the script's folder)",
+        )
+    target = (path.parent / argument).resolve()
+    if not target.is_file():
+        raise InputError(where, f"sourced file {written} not found")
+    return target
+
+
 def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
     if path in seen:
         return
@@ -248,18 +265,7 @@ def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
             continue
         s = _SOURCE.match(line)
         if s:
-            argument = s.group(1).split(" #", 1)[0].strip()
-            if argument[:1] in "\"'" and argument[-1:] == argument[:1]:
-                argument = argument[1:-1]
-            argument = _SCRIPT_DIR.sub(".", argument)
-            if "$" in argument:
-                raise InputError(
-                    f"{path}:{number}",
-                    f"cannot resolve the sourced path {s.group(1)} (variables other than the script's folder)",
-                )
-            target = (path.parent / argument).resolve()
-            if not target.is_file():
-                raise InputError(f"{path}:{number}", f"sourced file {s.group(1)} not found")
+            target = resolve_source(path, s.group(1), f"{path}:{number}")
             _read_exports(target, script, seen)
             continue
         if path == script.path and _launches(line):

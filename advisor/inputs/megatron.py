@@ -248,7 +248,7 @@ class _Reader:
         if first in _DECLARERS:
             for word, w in zip(words[1:], cmd.words[1:], strict=True):
                 if _ASSIGN.match(word):
-                    self._assign(text, w.start, w.end, cmd.depth)
+                    self._assign(text, w.start, w.end, 1 if cmd.conditional else 0)
             return
         if first == "unset":
             for word in words[1:]:
@@ -259,7 +259,7 @@ class _Reader:
             k += 1
         if k == len(words):  # only assignments: they set script variables
             for w in cmd.words:
-                self._assign(text, w.start, w.end, cmd.depth)
+                self._assign(text, w.start, w.end, 1 if cmd.conditional else 0)
             return
         fields: list[Field] = []
         for w in cmd.words[k:]:

@@ -32,6 +32,11 @@ class Command:
     depth: int = 0  # 0: top level, runs unconditionally
     start: int = 0  # offset of the first word
     end: int = 0  # offset past the last word
+    guarded: bool = False  # after `&&` or `||`: runs only if the command before it succeeds/fails
+
+    @property
+    def conditional(self) -> bool:
+        return self.depth > 0 or self.guarded
 
     def texts(self, text: str) -> list[str]:
         return [text[w.start : w.end] for w in self.words]
@@ -49,12 +54,16 @@ class _Splitter:
         self.current = Command()
         self.depth = 0
         self.heredocs: list[str] = []  # words ending heredocs that start after this line
+        self.guard_next = False  # the command being read follows `&&` / `||`
 
-    def finish(self) -> None:
+    def finish(self, guards_next: bool = False) -> None:
         cmd = self.current
         self.current = Command()
-        if not cmd.words:
+        if not cmd.words:  # `a &&` then a newline: the guard carries over to the next command
+            self.guard_next = self.guard_next or guards_next
             return
+        cmd.guarded = self.guard_next
+        self.guard_next = guards_next
         words = self.text[cmd.words[0].start : cmd.words[0].end]
         while words in _CONTINUERS and cmd.words:
             cmd.words = cmd.words[1:]
@@ -133,8 +142,9 @@ class _Splitter:
                 if ch == "&" and text[i + 1 : i + 2] == ">":
                     i = self.redirect(i)
                     continue
-                self.finish()
-                i += 2 if text[i : i + 2] in (";;", "&&", "||") else 1
+                pair = text[i : i + 2]
+                self.finish(guards_next=pair in ("&&", "||"))
+                i += 2 if pair in (";;", "&&", "||") else 1
             elif ch in "<>":
                 # `2>&1`: the digit before the operator is part of the redirection
                 if self.current.words:

@@ -1,0 +1,154 @@
+"""The environment a launch script's training command runs with, read the way bash builds it.
+
+Commands run in order up to the launcher: `export`/`declare -x` assignments, plain assignments
+(which change an exported variable's value), `export NAME` of a variable set before, `unset`,
+files pulled in with `source`/`.`, and `NAME=value` prefixes of the launcher command itself. A
+value that only running the script would give (`$(...)`, a variable set inside an `if` or after
+`&&`) is None: unknown. This is the second, independent reading every environment edit is
+checked against: the edited script must give exactly the intended value and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.inputs.shell_commands import Command, split_commands
+from advisor.inputs.shell_expand import OPAQUE, Expander, Value, split_fields
+
+_EXPORTERS = {"export", "declare", "typeset"}
+_PREFIXES = {"exec", "nohup", "time", "env"}
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+# where a sourced file is: (the sourcing file, the argument as written) -> its path, or None
+Resolve = Callable[[Path, str], Path | None]
+Read = Callable[[Path], str]
+
+
+@dataclass
+class _Var:
+    value: Value
+    known: bool = True
+    exported: bool = False
+
+
+@dataclass
+class ShellEnv:
+    """Exported variables at the launcher: name -> value, None when it cannot be known."""
+
+    env: dict[str, str | None] = field(default_factory=dict)
+    found_launcher: bool = False
+
+
+def _is_assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    return bool(eq) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
+
+
+class _Walker:
+    def __init__(self, resolve: Resolve, read: Read) -> None:
+        self.vars: dict[str, _Var] = {}
+        self.resolve = resolve
+        self.read = read
+        self.seen: set[Path] = set()
+        self.done = False
+
+    def lookup(self, name: str) -> Value | None:
+        var = self.vars.get(name)
+        return var.value if var is not None else None
+
+    def assign(self, expander: Expander, text: str, start: int, end: int, sure: bool) -> str:
+        name, _, _ = text[start:end].partition("=")
+        value = expander.word(start + len(name) + 1, end)
+        previous = self.vars.get(name)
+        known = sure and OPAQUE not in "".join(c.ch for c in value)
+        exported = previous.exported if previous is not None else False
+        self.vars[name] = _Var(value, known, exported)
+        return name
+
+    def walk(self, path: Path, text: str, main: bool) -> None:
+        if path in self.seen:
+            return
+        self.seen.add(path)
+        expander = Expander(text, self.lookup)
+        for cmd in split_commands(text):
+            if self.done:
+                return
+            self.command(path, text, expander, cmd, main)
+
+    def command(self, path: Path, text: str, expander: Expander, cmd: Command, main: bool) -> None:
+        words = cmd.texts(text)
+        sure = not cmd.conditional
+        first = words[0]
+        if first in _EXPORTERS and (first == "export" or "-x" in words[1:2]):
+            for word, w in zip(words[1:], cmd.words[1:], strict=True):
+                if word.startswith("-"):
+                    continue
+                if _is_assignment(word):
+                    name = self.assign(expander, text, w.start, w.end, sure)
+                else:
+                    name = word
+                    self.vars.setdefault(name, _Var((), known=sure))
+                var = self.vars[name]
+                var.exported = True
+                var.known = var.known and sure
+            return
+        if first == "unset":
+            for word in words[1:]:
+                if sure:
+                    self.vars.pop(word, None)
+                elif word in self.vars:
+                    self.vars[word].known = False
+            return
+        if first in ("source", ".") and len(cmd.words) > 1:
+            target = self.resolve(path, words[1])
+            if target is not None:
+                before = dict(self.vars) if not sure else None
+                self.walk(target, self.read(target), main=False)
+                if before is not None:  # a conditional source: what it set may not be set
+                    for name, var in self.vars.items():
+                        if before.get(name) is not var:
+                            var.known = False
+            return
+        k = 0
+        while k < len(words) and _is_assignment(words[k]):
+            k += 1
+        if k == len(words):
+            for w in cmd.words:
+                self.assign(expander, text, w.start, w.end, sure)
+            return
+        if main and self._launches(expander, cmd, k):
+            for w in cmd.words[:k]:  # `NAME=v torchrun ...`: in the command's environment only
+                name = self.assign(expander, text, w.start, w.end, sure)
+                self.vars[name].exported = True
+            self.done = True
+
+    def _launches(self, expander: Expander, cmd: Command, k: int) -> bool:
+        fields = [
+            f.text for w in cmd.words[k:] for f in split_fields(expander.word(w.start, w.end))
+        ]
+        i = 0
+        while i < len(fields) and (
+            fields[i].rsplit("/", 1)[-1] in _PREFIXES or (i and _is_assignment(fields[i]))
+        ):
+            i += 1
+        if i >= len(fields):
+            return False
+        word = fields[i].rsplit("/", 1)[-1]
+        if word == "torchrun":
+            return True
+        if word.startswith("python") and fields[i + 1 : i + 2] == ["-m"]:
+            return fields[i + 2 : i + 3] != [] and fields[i + 2] in _LAUNCHER_MODULES
+        return False
+
+
+def effective_env(path: Path, text: str, resolve: Resolve, read: Read) -> ShellEnv:
+    """The exported environment the script's launcher command starts with."""
+    walker = _Walker(resolve, read)
+    walker.walk(path, text, main=True)
+    env: dict[str, str | None] = {}
+    for name, var in walker.vars.items():
+        if var.exported:
+            env[name] = "".join(c.ch for c in var.value) if var.known else None
+    return ShellEnv(env, walker.done)
