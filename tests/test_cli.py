@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -55,3 +57,53 @@ def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.startswith("advisor ")
+
+
+def test_short_help_and_python_dash_m():
+    assert runner.invoke(app, ["-h"]).exit_code == 0
+    assert "--fail-on" in runner.invoke(app, ["check", "-h"]).output
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "--version"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("advisor ")
+
+
+def test_a_mark_on_no_feature_is_refused_with_the_closest_id(tmp_path: Path):
+    ledger = tmp_path / "ledger.jsonl"
+    result = runner.invoke(
+        app, ["ledger", "--ledger", str(ledger), "--mark", "feature.task-queue-leve2=rejected"]
+    )
+    assert result.exit_code != 0 and not ledger.exists()
+    assert "did you mean feature.task-queue-level2" in str(result.exception)
+    ok = runner.invoke(
+        app, ["ledger", "--ledger", str(ledger), "--mark", "feature.task-queue-level2=rejected"]
+    )
+    assert ok.exit_code == 0 and "rejected" in ledger.read_text()
+
+
+def test_compare_exit_codes_let_a_ci_gate_on_the_verdict(tmp_path: Path):
+    from tests.synth import PRESETS, write_profile
+
+    base, worse = tmp_path / "base", tmp_path / "worse"
+    write_profile(base, PRESETS["comm-bound"].with_(steps=6, jitter=0.01))
+    write_profile(worse, PRESETS["comm-bound"].with_(steps=6, jitter=0.01, comm_exposed_us=4000.0))
+    assert runner.invoke(app, ["compare", str(worse), str(base)]).exit_code == 0  # keep
+    assert runner.invoke(app, ["compare", str(base), str(worse)]).exit_code == 1  # revert
+    assert runner.invoke(app, ["compare", str(base), str(base)]).exit_code == 3  # inconclusive
+
+
+def test_check_recurses_folders_and_skips_what_is_not_a_training_file(tmp_path: Path):
+    root = Path(__file__).resolve().parents[1] / "examples"
+    repo = tmp_path / "repo"
+    (repo / "configs").mkdir(parents=True)
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / "configs" / "config.yaml").write_text((root / "fsdp2" / "config.yaml").read_text())
+    (repo / "configs" / "mf.yaml").write_text((root / "mindformers" / "config.yaml").read_text())
+    (repo / ".github" / "workflows" / "ci.yml").write_text("on: [push]\njobs: {}\n")
+    (repo / ".pre-commit-config.yaml").write_text("repos: []\n")
+    (repo / "env.sh").write_text("export TASK_QUEUE_ENABLE=2\n")
+    result = runner.invoke(app, ["check", str(repo), "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    payload = json.loads(result.output)
+    assert sorted(Path(f).name for f in payload["files"]) == ["config.yaml", "mf.yaml"]
+    assert payload["skipped"] == []  # found in a folder: skipped quietly

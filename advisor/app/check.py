@@ -30,21 +30,43 @@ class CheckResult:
         return {str(d.path): d.kind for d in self.documents}
 
 
+_SUFFIXES = {".yaml", ".yml", ".sh", ".bash"}
+_NOT_SOURCES = {"node_modules", "__pycache__", "venv"}
+_NOT_TRAINING = "not a training config or launch script (" + ", ".join(LABELS.values()) + ")"
+
+
+def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[Path]]:
+    """Files as given, folders recursed (YAML and shell files; hidden and tool folders left
+    out); the set holds the files found in folders, which are skipped quietly when they are
+    no training file."""
+    files: list[Path] = []
+    found: set[Path] = set()
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        for item in sorted(path.rglob("*")):
+            parts = item.relative_to(path).parts
+            if any(p in _NOT_SOURCES or p.startswith(".") for p in parts[:-1]):
+                continue
+            if item.suffix in _SUFFIXES and item.is_file():
+                files.append(item)
+                found.add(item)
+    return files, found
+
+
 def load_documents(
     paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
 ) -> tuple[list[Document], list[tuple[str, str]]]:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
-    repository's CI or tool YAML, a sourced env file) with the reason."""
+    repository's CI or tool YAML, a sourced env file) with the reason when they were named."""
     documents, skipped = [], []
-    for path in [*paths, *launches]:
+    files, found = expand_paths([*paths, *launches])
+    for path in files:
         kind = document_kind(path)
         if kind is None:
-            skipped.append(
-                (
-                    str(path),
-                    "not a training config or launch script (" + ", ".join(LABELS.values()) + ")",
-                )
-            )
+            if path not in found:
+                skipped.append((str(path), _NOT_TRAINING))
             continue
         documents.append(load_document(path, kind))
     return documents, skipped

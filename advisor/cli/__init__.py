@@ -22,10 +22,15 @@ app = typer.Typer(
     name="advisor",
     help="Reads training profiles, finds the bottleneck, and proposes the one next change.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-rules_app = typer.Typer(help="List, show, lint and draw the rule graph.", no_args_is_help=True)
+rules_app = typer.Typer(
+    help="List, show, lint and draw the rule graph.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 app.add_typer(rules_app, name="rules")
 
 app.command()(facts)

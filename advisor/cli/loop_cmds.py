@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.options import FactsFormat
+from advisor.cli.options import FactsFormat, RulesDirOpt
 from advisor.model import DataError
 
 
@@ -37,6 +37,9 @@ def compare_cmd(
         ledger_path=ledger,
     )
     typer.echo(FORMATS[output_format.value](CompareReport(result, note)), nl=False)
+    # a CI can gate on the verdict: 0 keep, 1 revert, 3 inconclusive (2: usage or input error)
+    if result.verdict != "keep":
+        raise typer.Exit(1 if result.verdict == "revert" else 3)
 
 
 def estimate_cmd(
@@ -126,6 +129,21 @@ def watch_cmd(
         raise typer.Exit(1)
 
 
+def _known_feature(feature: str, rules_dir: list[Path] | None) -> None:
+    import difflib
+
+    from advisor.engine.rules import load_rules
+
+    known = sorted(load_rules(tuple(rules_dir or ()), kinds=("feature",)).rules)
+    if feature not in known:
+        close = difflib.get_close_matches(feature, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise DataError(
+            f"--mark: {feature or '(empty)'} is not a feature{hint}; advisor rules list --kind "
+            "feature lists them"
+        )
+
+
 def ledger_cmd(
     config: Annotated[
         Path | None, typer.Option("--config", help="Find the ledger next to this config.")
@@ -135,6 +153,7 @@ def ledger_cmd(
         str | None,
         typer.Option("--mark", help="FEATURE=STATUS, e.g. feature.task-queue-level2=rejected."),
     ] = None,
+    rules_dir: RulesDirOpt = None,
 ) -> None:
     """Print the history of suggested changes; --mark records a decision."""
     from advisor.inputs.ledger import STATUSES, Ledger, default_path
@@ -148,5 +167,6 @@ def ledger_cmd(
         feature, _, status = mark.partition("=")
         if status not in STATUSES:
             raise DataError(f"--mark: status must be one of {', '.join(STATUSES)}")
+        _known_feature(feature, rules_dir)  # a mark on no feature would never take effect
         book.append(status, feature)
     typer.echo(ledger_text(book), nl=False)

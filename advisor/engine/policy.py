@@ -7,6 +7,7 @@ ones (schema problems, how the backend parses the command line) name a built-in 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from collections.abc import Callable, Iterator
 
@@ -136,6 +137,15 @@ def _check_waivers(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
             yield _finding(rule, doc, message, line, 1, f"waiver:{','.join(sorted(ids))}")
 
 
+def _check_waiver_ids(rule: PolicyRule, doc: Document, known: set[str]) -> Iterator[Finding]:
+    for line, (ids, _) in waivers(doc).items():
+        for wid in sorted(ids - known - {"*"}):
+            close = difflib.get_close_matches(wid, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            message = render(rule.message, ids=wid, detail=hint)
+            yield _finding(rule, doc, message, line, 1, f"waiver-id:{wid}")
+
+
 CHECKS: dict[str, Callable[[PolicyRule, Document], Iterator[Finding]]] = {
     **MEGATRON_CHECKS,
     "config-unknown-key": lambda r, d: _check_config_keys(r, d, invalid_values=False),
@@ -188,7 +198,10 @@ def check_document(doc: Document, rules: RuleSet) -> list[Finding]:
     for rule in sorted(rules.of_type(PolicyRule), key=lambda r: r.id):
         if doc.kind not in rule.applies_to:
             continue
-        produced = CHECKS[rule.check](rule, doc) if rule.check else _conditional(rule, doc)
+        if rule.check == "waiver-unknown-id":
+            produced = _check_waiver_ids(rule, doc, set(rules.rules))
+        else:
+            produced = CHECKS[rule.check](rule, doc) if rule.check else _conditional(rule, doc)
         findings.extend(produced)
     marks = waivers(doc)
     waived = []
