@@ -276,3 +276,23 @@ def test_mindformers_config(tmp_path: Path):
         pytest.skip(f"real MindFormers config not available ({real} is absent)")
     # the upstream reference config is clean, and FSDP2 policies do not apply to it
     assert [f for f in run_check(RULES, configs=[real]).findings if f.counts] == []
+
+
+def test_no_two_findings_contradict_each_other(tmp_path: Path):
+    """A flag or key reported as unknown gets no other advice about its value, on the real
+    configs and scripts and on the golden bad inputs."""
+    shared = Path(__file__).resolve().parents[2] / "shared" / "real"
+    golden = Path(__file__).resolve().parent / "golden_cli" / "inputs"
+    paths = [*golden.glob("*.yaml"), *golden.glob("*.sh")]
+    if shared.is_dir():
+        paths += sorted(shared.glob("mindspeed-fsdp2-configs/*.yaml"))
+        paths += sorted(shared.glob("mindspeed-llm-scripts/*.sh"))
+        paths += sorted(shared.glob("mindformers-configs/*.yaml"))
+    result = run_check(RULES, configs=paths)
+    unknown = {"policy.cli-unknown-flag", "policy.config-unknown-key", "policy.mf-config-keys"}
+    by_key: dict[tuple[str, str], set[str]] = {}
+    for f in result.findings:
+        by_key.setdefault((f.file, f.key.rpartition(":")[2]), set()).add(f.rule_id)
+    for (file, key), rules in by_key.items():
+        if rules & unknown:
+            assert len(rules) == 1, (file, key, rules)

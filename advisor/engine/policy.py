@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from advisor.engine.conditions import Context, evaluate, names
 from advisor.engine.megatron_checks import MEGATRON_CHECKS
@@ -17,7 +18,7 @@ from advisor.engine.rule_model import Change, PolicyRule
 from advisor.engine.rules import RuleSet
 from advisor.engine.templates import render
 from advisor.inputs.configs import config_problems, fsdp2_keys, mindformers_problems
-from advisor.inputs.documents import Document, config_position, env_position, flag_position
+from advisor.inputs.documents import Document, config_position, env_location, flag_position
 from advisor.inputs.parallel import fsdp_size
 from advisor.inputs.values import get_path
 from advisor.model import Applicability, Finding, Patch, PatchOp, PatchTarget, Severity
@@ -53,6 +54,8 @@ def _check_config_keys(rule: PolicyRule, doc: Document, invalid_values: bool) ->
     for problem in doc.problems:
         if doc.kind == "launch-script" and problem.path not in cli:
             continue  # the YAML's own problems are reported on the YAML file
+        if doc.kind == "launch-script" and not invalid_values:
+            continue  # an unknown CLI key is the CLI checks' (unknown or abbreviated flag)
         wrong_place = (
             "not a key of" in problem.message
             or "unknown key" in problem.message
@@ -89,13 +92,16 @@ def _check_cli(rule: PolicyRule, doc: Document, mode: str) -> Iterator[Finding]:
         line, col = flag_position(doc, override.path)
         detail = ""
         if mode == "bare-last":
-            if override.value is None and i == len(script.overrides) - 1:
+            # only for a real key: an unknown flag is reported as such, not told to take a value
+            if override.value is None and i == len(script.overrides) - 1 and known:
                 detail = f"--{override.path}"
         elif mode == "abbreviated":
             if not known and prefix_of:
                 detail = f"--{override.path} (did you mean --{section}.{prefix_of[0]}?)"
         elif not known and not prefix_of:
-            detail = f"--{override.path}"
+            homes = [s for s, body in keys.items() if key in body]
+            hint = f" (it belongs in {homes[0]}: --{homes[0]}.{key})" if homes else ""
+            detail = f"--{override.path}{hint}"
         if detail:
             message = render(rule.message, flag=detail, path=override.path)
             yield _finding(rule, doc, message, line, col, override.path)
@@ -128,6 +134,13 @@ def waivers(doc: Document) -> dict[int, tuple[set[str], str]]:
             ids = {x.strip() for x in m.group(1).split(",") if x.strip()}
             out[i] = (ids, m.group(2).strip())
     return out
+
+
+def _file_waivers(doc: Document, path: Path) -> dict[int, tuple[set[str], str]]:
+    text = doc.script.texts.get(path) if doc.script else None
+    if text is None:
+        return {}
+    return waivers(dataclasses.replace(doc, lines=text.replace("\r\n", "\n").split("\n")))
 
 
 def _check_waivers(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
@@ -185,12 +198,19 @@ def _conditional(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
     else:
         envs = names(rule.when, "env")
         source, path = ("config", configs[0]) if configs else ("env", envs[0])
-    line, col = env_position(doc, path) if source == "env" else config_position(doc, path)
+    file = doc.path
+    if source == "env":
+        file, line, col = env_location(doc, path)  # the export, in a sourced file or not
+    else:
+        line, col = config_position(doc, path)
     value = (doc.env or {}).get(path) if source == "env" else get_path(doc.config, path)
+    if location is not None and location.value:  # the finding sits on the switch, says the cause
+        value = get_path(doc.config, location.value)
     shown = "(not set)" if value is None else value
     params = {name: param.value for name, param in rule.params.items()}
     message = render(rule.message, value=shown, path=path, **params)
-    yield _finding(rule, doc, message, line, col, f"{source}:{path}", _fix(rule, rule.change))
+    finding = _finding(rule, doc, message, line, col, f"{source}:{path}", _fix(rule, rule.change))
+    yield finding if file == doc.path else dataclasses.replace(finding, file=str(file))
 
 
 def check_document(doc: Document, rules: RuleSet) -> list[Finding]:
@@ -203,11 +223,13 @@ def check_document(doc: Document, rules: RuleSet) -> list[Finding]:
         else:
             produced = CHECKS[rule.check](rule, doc) if rule.check else _conditional(rule, doc)
         findings.extend(produced)
-    marks = waivers(doc)
+    marks = {str(doc.path): waivers(doc)}
     waived = []
     for finding in findings:
+        if finding.file not in marks:  # a sourced file's export: its own waiver comments
+            marks[finding.file] = _file_waivers(doc, Path(finding.file))
         for line in (finding.line, finding.line - 1):
-            ids, reason = marks.get(line, (set(), ""))
+            ids, reason = marks[finding.file].get(line, (set(), ""))
             if (
                 (finding.rule_id in ids or "*" in ids)
                 and reason

@@ -162,6 +162,7 @@ class Ceiling:
 class Location:
     config: str | None = None
     env: str | None = None
+    value: str | None = None  # the config path {value} shows, when not the located key
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
         message=top.text("message"),
         when=top.condition("when"),
         check=top.opt_text("check"),
-        location=Location(location.opt_text("config"), location.opt_text("env"))
+        location=Location(*(location.opt_text(k) for k in ("config", "env", "value")))
         if location
         else None,
         change=_change(top.node("change")) if "change" in top else None,

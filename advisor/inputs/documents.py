@@ -235,6 +235,27 @@ def flag_position(doc: Document, dotted: str) -> tuple[int, int]:
     return start, 1
 
 
+def _as_given(given: Path, found: Path) -> Path:
+    """A sourced file's path in the form the checked file was named (relative stays relative)."""
+    if given.is_absolute() or not found.is_absolute():
+        return found
+    try:
+        return found.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return found
+
+
+def env_location(doc: Document, name: str) -> tuple[Path, int, int]:
+    """The file and line that set a variable the command sees (a sourced env file's export
+    too); the command line when the script does not set it."""
+    if doc.script is not None:
+        for export in reversed(doc.script.exports):
+            if export.name == name and name in doc.script.env:
+                return _as_given(doc.path, export.path), export.line, 1
+        return doc.path, doc.script.command_line or 1, 1
+    return doc.path, 1, 1
+
+
 def env_position(doc: Document, name: str) -> tuple[int, int]:
     if doc.script is not None:
         for export in reversed(doc.script.exports):

@@ -42,7 +42,8 @@ def findings_text(
     by_file: dict[str, list[Finding]] = {}
     for f in findings:
         by_file.setdefault(f.file, []).append(f)
-    for file in files:
+    # a finding may sit in a file the checked one sources (an env file's export)
+    for file in [*files, *(f for f in by_file if f not in files)]:
         shown = [f for f in by_file.get(file, []) if f.counts]
         if not shown:
             continue
