@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from advisor.engine.conditions import Context, evaluate
 from advisor.engine.rule_model import FeatureRule
 from advisor.facts.catalogue import is_known, spec_for
-from advisor.inputs.values import as_number, get_path
+from advisor.inputs.values import as_number, get_path, values_equal
 from advisor.model import PatchOp, PatchTarget
 
 
@@ -51,6 +51,8 @@ def abstract_ops(rule: FeatureRule, ctx: Context) -> tuple[PatchOp, ...]:
             if value != start:
                 ops.append(PatchOp("set", op.path, _whole(value), current, op.near))
         elif op.op == "set":
+            if values_equal(current, op.value):
+                continue  # already so: not part of the change
             ops.append(PatchOp("set", op.path, op.value, current, op.near))
         else:
             ops.append(PatchOp("remove", op.path, None, current))

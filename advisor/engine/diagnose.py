@@ -137,12 +137,12 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
         threshold=format_value(threshold, unit, compact=True),
         fine=format_value(fine, unit, compact=True),
         level=level,
-        facts=_FactView(ctx.facts),
+        facts=FactView(ctx.facts),
     )
     return Symptom(rule.id, level, fact, value, threshold, fine, cost, message)
 
 
-class _FactView(dict[str, str]):
+class FactView(dict[str, str]):
     """Lets rule messages quote facts, formatted by unit: `{facts[comm.time_ms_by_op]}`."""
 
     def __init__(self, facts: Mapping[str, object]) -> None:
@@ -154,7 +154,7 @@ class _FactView(dict[str, str]):
         )
 
     def __missing__(self, key: str) -> str:
-        return f"unknown ({key} not measured)"
+        return "unknown (this profile does not measure it)"
 
 
 def _evaluate_bottleneck(
@@ -179,14 +179,14 @@ def _evaluate_bottleneck(
     cost = max(s.cost_ratio for s in symptoms)
     detail = "; ".join(s.message for s in symptoms)
     if cost > 0:
-        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=_FactView(facts))
+        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
     else:
         message = (
             f"{rule.title}: {detail}. It claims no measurable step time, so it ranks after "
             "bottlenecks that do."
         )
         if rule.docs.notes:
-            message += " " + render(rule.docs.notes, facts=_FactView(facts))
+            message += " " + render(rule.docs.notes, facts=FactView(facts))
     return Bottleneck(rule.id, severity, cost, hits, message), gap
 
 

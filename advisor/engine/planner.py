@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from advisor.engine import trust
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
-from advisor.engine.diagnose import Diagnosis
+from advisor.engine.diagnose import Diagnosis, FactView
+from advisor.engine.templates import render
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
@@ -261,12 +262,16 @@ def _choose(
             )
         if undecided:
             return _collect_first(graph, bottleneck.id, undecided, ctx, history, rejected)
+    main = diagnosis.bottlenecks[0]
+    cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "no measurable time"
     return Suggestion(
         "healthy",
         None,
         tuple(rejected),
-        "Bottlenecks were found but every documented feature for them is applied, rejected or "
-        "blocked: see the rejected list.",
+        f"{main.id} leads ({cost}; {main.message}) but every documented feature for it is "
+        "already applied, rejected or blocked — each candidate and why is listed below. The "
+        "next step is outside the rules: profile at a deeper level or look at the operators "
+        "and ranks it names.",
     )
 
 
@@ -337,7 +342,7 @@ def _recommend(
         why=why,
         evidence=evidence_facts(facts, diagnosis, choice.bottleneck),
         patch=patch,
-        advice=(change.advice or "").strip(),
+        advice=render((change.advice or "").strip(), facts=FactView(ctx.facts)),
         expected=expected,
         risk=effect.risk,
         verify=verify_checks(rule, ctx),

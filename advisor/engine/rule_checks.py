@@ -57,6 +57,10 @@ def rule_data_errors(rule: Rule) -> list[str]:
             errors += change_errors(rule.change)
     if isinstance(rule, FeatureRule):
         errors += change_errors(rule.change)
+        if rule.change.advice:
+            from advisor.facts.catalogue import is_known
+
+            errors += template_errors(rule.change.advice, NOTES_FIELDS, is_known)
     return errors
 
 

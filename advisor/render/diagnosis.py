@@ -28,9 +28,12 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
     if main is None:
         lines.append("No bottleneck above its threshold: the profile looks healthy.")
     else:
-        lines.append(
-            f"Main bottleneck: {main.id} ({main.severity}, {main.cost_ratio:.1%} of the step)"
+        cost = (
+            f"{main.cost_ratio:.1%} of the step"
+            if main.cost_ratio > 0
+            else "no measurable step time: evidence of a risk, not of lost time"
         )
+        lines.append(f"Main bottleneck: {main.id} ({main.severity}, {cost})")
         lines.append(f"  {main.message}")
     if len(diagnosis.bottlenecks) > 1:
         lines.append("")

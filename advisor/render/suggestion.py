@@ -129,7 +129,11 @@ def suggestion_text(s: Suggestion, notes: list[str]) -> str:
             lines.append(rec.diff.rstrip("\n"))
     if s.rejected:
         lines.append("")
-        lines.append("Other candidates and why they were not chosen:")
+        lines.append(
+            "Other candidates and why they were not chosen:"
+            if rec is not None
+            else "Candidates and why none applies:"
+        )
         lines.extend(f"  - {r.feature}: {r.reason}" for r in s.rejected)
     return "\n".join(lines) + "\n"
 
