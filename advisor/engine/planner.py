@@ -15,10 +15,10 @@ from advisor.engine import trust
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.diagnose import Diagnosis, FactView
-from advisor.engine.templates import render
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
+from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.values import as_number
