@@ -114,3 +114,26 @@ def test_memory_bottleneck_names_the_dominant_part():
     dominant = run.facts.value("memory.estimate.dominant")
     assert dominant == "optimizer"  # 30.5B parameters x 12 bytes / 8 ranks dwarfs one micro-batch
     assert f"Largest part of the per-rank estimate: {dominant}" in memory.message
+
+
+def test_estimate_prints_its_assumptions_and_whether_it_fits(tmp_path):
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+
+    model = Path(__file__).resolve().parents[1] / "examples" / "models" / "qwen3-30b-a3b.json"
+    result = CliRunner().invoke(app, ["estimate", "--model-config", str(model)])
+    assert result.exit_code == 0, result.output
+    assert "assumed (no --config given): parallel.fsdp_size = 1" in result.output
+    assert "does not fit a 64 GiB 910B" in result.output
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "data:\n  cutoff_len: 4096\ntraining:\n  per_device_train_batch_size: 1\n"
+        "  gradient_accumulation_steps: 1\nparallel:\n  fsdp_size: 64\n  cp_size: 1\n"
+        "  ep_size: 8\n  recompute: true\n"
+    )
+    fits = CliRunner().invoke(
+        app, ["estimate", "--model-config", str(model), "--config", str(config)]
+    )
+    assert fits.exit_code == 0, fits.output
+    assert "assumed" not in fits.output and "does not fit" not in fits.output

@@ -71,17 +71,18 @@ def estimate_cmd(
     """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs."""
     from advisor.app.pipeline import log_facts
     from advisor.facts.estimate import (
+        device_memory_gib,
         estimate,
         load_model_config,
         peak_tflops,
-        training_from_config,
+        training_and_assumptions,
     )
     from advisor.inputs.configs import load_config
     from advisor.render.facts import FORMATS as FACTS_FORMATS
     from advisor.render.facts import FactsReport
 
     shape = load_model_config(model_config)
-    train = training_from_config(load_config(config) if config else None, world)
+    train, assumed = training_and_assumptions(load_config(config) if config else None, world)
     if step_ms is None and log is not None:
         measured = log_facts([log]).value("log.step_time_ms")
         step_ms = float(measured) if isinstance(measured, int | float) else None
@@ -89,6 +90,17 @@ def estimate_cmd(
     if peak is None:
         peak, peak_source = peak_tflops(device)
     result = estimate(shape, train, step_ms, peak, peak_source, model_config.name)
+    if assumed:
+        source = f"not in {config}" if config else "no --config given"
+        result.warnings.append(f"assumed ({source}): {', '.join(assumed)}")
+    total = result.value("memory.estimate.total_bytes")
+    memory = device_memory_gib(device)
+    if isinstance(total, int | float) and memory is not None and total > memory * 2**30:
+        result.warnings.append(
+            f"{total / 2**30:.1f} GiB per rank does not fit a {memory:.0f} GiB {device} "
+            "(before activations of other micro-batches and the allocator's reserve): shard "
+            "more (fsdp_size, ep_size), recompute, or lower the micro-batch"
+        )
     typer.echo(FACTS_FORMATS[output_format.value](FactsReport(result)), nl=False)
 
 

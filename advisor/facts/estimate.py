@@ -131,14 +131,37 @@ class Training:
 
 
 def training_from_config(config: dict[str, Any] | None, world: int | None) -> Training:
+    return training_and_assumptions(config, world)[0]
+
+
+# what the estimate assumes for a training setting no config states
+ASSUMED = {
+    ("data", "cutoff_len"): 2048,
+    ("training", "per_device_train_batch_size"): 8,
+    ("training", "gradient_accumulation_steps"): 1,
+    ("parallel", "cp_size"): 1,
+    ("parallel", "ep_size"): 1,
+    ("parallel", "recompute"): False,
+}
+
+
+def training_and_assumptions(
+    config: dict[str, Any] | None, world: int | None
+) -> tuple[Training, list[str]]:
+    """The training shape, and each value that was assumed because nothing stated it."""
+    assumed: list[str] = []
+
     def get(section: str, key: str, default: Any) -> Any:
         body = (config or {}).get(section) or {}
-        value = body.get(key, default) if isinstance(body, dict) else default
-        return value if value is not None else default
+        value = body.get(key) if isinstance(body, dict) else None
+        if value is None:
+            assumed.append(f"{section}.{key} = {default}")
+            return default
+        return value
 
     fsdp = int(get("parallel", "fsdp_size", world or 1))
-    return Training(
-        seq=int(get("data", "cutoff_len", 2048)),
+    train = Training(
+        seq=int(get("data", "cutoff_len", ASSUMED[("data", "cutoff_len")])),
         micro_batch=int(get("training", "per_device_train_batch_size", 8)),
         grad_accum=int(get("training", "gradient_accumulation_steps", 1)),
         world=world or fsdp,
@@ -147,6 +170,16 @@ def training_from_config(config: dict[str, Any] | None, world: int | None) -> Tr
         ep=int(get("parallel", "ep_size", 1)),
         recompute=str(get("parallel", "recompute", False)).lower() in ("true", "1", "yes"),
     )
+    return train, assumed
+
+
+def device_memory_gib(device: str) -> float | None:
+    """The device's memory from rules/devices.yaml (None when the table does not say)."""
+    for entry in load_data(rules_dir() / "devices.yaml")["devices"]:
+        if re.search(entry["match"], device, re.IGNORECASE):
+            memory = entry.get("memory_gib")
+            return float(memory) if isinstance(memory, int | float) else None
+    return None
 
 
 def peak_tflops(device: str) -> tuple[float, str]:
