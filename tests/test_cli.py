@@ -107,3 +107,18 @@ def test_check_recurses_folders_and_skips_what_is_not_a_training_file(tmp_path: 
     payload = json.loads(result.output)
     assert sorted(Path(f).name for f in payload["files"]) == ["config.yaml", "mf.yaml"]
     assert payload["skipped"] == []  # found in a folder: skipped quietly
+
+
+def test_markdown_for_a_pull_request_comment(tmp_path: Path):
+    root = Path(__file__).resolve().parents[1] / "examples"
+    prof = root / "profiles" / "comm-bound"
+    args = [str(root / "fsdp2" / "config.yaml"), "--launch", str(root / "fsdp2" / "run.sh")]
+    out = runner.invoke(app, ["suggest", str(prof), *args, "--format", "markdown", "--no-ledger"])
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith("### advisor — Next change")
+    assert "```diff\n--- a/" in out.output and "<details>" in out.output
+    diag = runner.invoke(app, ["diagnose", str(prof), "--format", "markdown"])
+    assert diag.exit_code == 0 and "| 1 | `bottleneck.communication` |" in diag.output
+    comp = runner.invoke(app, ["compare", str(prof), str(prof), "--format", "markdown"])
+    assert comp.exit_code == 3 and "verdict: **INCONCLUSIVE**" in comp.output
+    assert "| metric | baseline | candidate | change |" in comp.output

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.options import FactsFormat, RulesDirOpt
+from advisor.cli.options import FactsFormat, ReportFormat, RulesDirOpt
 from advisor.model import DataError
 
 
@@ -25,7 +25,14 @@ def compare_cmd(
     ledger: Annotated[
         Path | None, typer.Option("--ledger", help="Mark the latest suggestion kept or reverted.")
     ] = None,
-    output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
+    output_format: Annotated[
+        ReportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text, the advisor/comparison@1 JSON, or markdown (a PR comment).",
+        ),
+    ] = ReportFormat.text,
 ) -> None:
     """Keep, revert or inconclusive: compare a candidate run with its baseline."""
     from advisor.app.compare import Side, run_compare

@@ -24,6 +24,13 @@ class SuggestFormat(StrEnum):
     text = "text"
     json = "json"
     diff = "diff"
+    markdown = "markdown"  # a pull-request comment
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
 
 
 class CheckFormat(StrEnum):

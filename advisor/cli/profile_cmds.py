@@ -12,6 +12,7 @@ from advisor.cli.options import (
     LogOpt,
     ModelConfigOpt,
     ProfileArg,
+    ReportFormat,
     RulesDirOpt,
     SettingsOpt,
     SkipBadOpt,
@@ -63,8 +64,11 @@ def diagnose(
         Path | None, typer.Option("--launch", help="The launch script (run.sh).")
     ] = None,
     output_format: Annotated[
-        FactsFormat, typer.Option("--format", "-f", help="text or the advisor/diagnosis@1 JSON.")
-    ] = FactsFormat.text,
+        ReportFormat,
+        typer.Option(
+            "--format", "-f", help="text, the advisor/diagnosis@1 JSON, or markdown (a PR comment)."
+        ),
+    ] = ReportFormat.text,
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     skip_bad_files: SkipBadOpt = False,
@@ -98,7 +102,9 @@ def suggest(
     output_format: Annotated[
         SuggestFormat,
         typer.Option(
-            "--format", "-f", help="text, the advisor/suggestion@1 JSON, or a git-apply diff."
+            "--format",
+            "-f",
+            help="text, the advisor/suggestion@1 JSON, a git-apply diff, or markdown (a PR comment).",
         ),
     ] = SuggestFormat.text,
     write: Annotated[

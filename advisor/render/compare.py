@@ -71,4 +71,11 @@ class CompareReport:
 FORMATS: dict[str, Callable[[CompareReport], str]] = {
     "text": lambda r: comparison_text(r.comparison, r.ledger_note),
     "json": lambda r: comparison_json(r.comparison, r.ledger_note) + "\n",
+    "markdown": lambda r: _markdown_comparison(r),
 }
+
+
+def _markdown_comparison(report: CompareReport) -> str:
+    from advisor.render.markdown import comparison_markdown
+
+    return comparison_markdown(report.comparison, report.ledger_note)

@@ -62,4 +62,11 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
 FORMATS: dict[str, Callable[[Diagnosis], str]] = {
     "text": diagnosis_text,
     "json": lambda d: diagnosis_json(d) + "\n",
+    "markdown": lambda d: _markdown_diagnosis(d),
 }
+
+
+def _markdown_diagnosis(diagnosis: Diagnosis) -> str:
+    from advisor.render.markdown import diagnosis_markdown
+
+    return diagnosis_markdown(diagnosis)

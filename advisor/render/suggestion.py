@@ -153,4 +153,11 @@ FORMATS: dict[str, Callable[[SuggestionReport], str]] = {
     "text": lambda r: suggestion_text(r.suggestion, r.notes),
     "json": lambda r: suggestion_json(r.suggestion, r.notes) + "\n",
     "diff": lambda r: r.diff,
+    "markdown": lambda r: _markdown(r),
 }
+
+
+def _markdown(report: SuggestionReport) -> str:
+    from advisor.render.markdown import suggestion_markdown
+
+    return suggestion_markdown(report.suggestion, report.notes)
