@@ -138,6 +138,11 @@ def rule_show_text(rule: Rule, graph: RuleGraph) -> str:
     ]
     if rule.tags:
         lines.append(f"  tags: {', '.join(rule.tags)}")
+    if rule.platforms:
+        lines.append(f"  platforms: {', '.join(rule.platforms)}")
+    dialects = getattr(rule, "applies_to", ())
+    if dialects:
+        lines.append(f"  applies to: {', '.join(dialects)}")
     lines += _section("why", rule.docs.why)
     sections = _sections(rule)
     lines += _section(*sections[0]) if sections and sections[0][0] == "measure" else []
