@@ -122,3 +122,23 @@ def test_markdown_for_a_pull_request_comment(tmp_path: Path):
     comp = runner.invoke(app, ["compare", str(prof), str(prof), "--format", "markdown"])
     assert comp.exit_code == 3 and "verdict: **INCONCLUSIVE**" in comp.output
     assert "| metric | baseline | candidate | change |" in comp.output
+
+
+def test_check_reads_standard_input_under_a_given_name():
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "check", "-", "--stdin-filename", "configs/train.yaml"],
+        input="model:\n  model_id: qwen3\noptimization:\n  use_flash_attn: true\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "configs/train.yaml:4:3: warning [policy.flash-attn-not-read]" in proc.stdout
+    refused = subprocess.run(
+        [sys.executable, "-m", "advisor", "check", "-", "--fix"],
+        input="model: {}\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode == 2 and "standard input" in refused.stderr

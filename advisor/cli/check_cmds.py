@@ -36,6 +36,13 @@ def check_cmd(
     update_baseline: Annotated[
         bool, typer.Option("--update-baseline", help="Write the current findings to --baseline.")
     ] = False,
+    stdin_filename: Annotated[
+        str,
+        typer.Option(
+            "--stdin-filename",
+            help="With '-' (read standard input): the name to report and to tell YAML from shell.",
+        ),
+    ] = "stdin.yaml",
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
@@ -51,6 +58,13 @@ def check_cmd(
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
+    if Path("-") in files:
+        if fix or update_baseline:
+            raise DataError(
+                "'-' (standard input) is checked only: --fix and --update-baseline need files"
+            )
+        _check_stdin(stdin_filename, output_format, fail_on, rule_options(settings, rules_dir))
+        return
     policies = load_policies(rule_options(settings, rules_dir))
     result = run_check(
         policies,
@@ -83,5 +97,40 @@ def check_cmd(
         result.skipped,
     )
     typer.echo(FORMATS[output_format.value](report), nl=False)
+    if fails(result.findings, Severity(fail_on.value)):
+        raise typer.Exit(1)
+
+
+def _check_stdin(label: str, output_format: CheckFormat, fail_on: Level, options: object) -> None:
+    """Check a document read from standard input, reported under `label`."""
+    import dataclasses
+    import sys
+    import tempfile
+
+    from advisor.app.check import run_check
+    from advisor.app.rulesets import load_policies
+    from advisor.engine.policy import fails
+    from advisor.render.check import FORMATS, CheckReport
+
+    text = sys.stdin.read()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / Path(label).name
+        path.write_text(text, encoding="utf-8")
+        policies = load_policies(options)  # type: ignore[arg-type]
+        result = run_check(policies, configs=[path])
+        result.findings = [dataclasses.replace(f, file=label) for f in result.findings]
+        result.skipped = [(label, why) for _, why in result.skipped]
+        kinds = (
+            dict.fromkeys([label], next(iter(result.dialects.values()))) if result.dialects else {}
+        )
+        report = CheckReport(
+            result.findings,
+            [label] if kinds else [],
+            policies,
+            lambda: [[] for _ in result.findings],
+            kinds,
+            result.skipped,
+        )
+        typer.echo(FORMATS[output_format.value](report), nl=False)
     if fails(result.findings, Severity(fail_on.value)):
         raise typer.Exit(1)
