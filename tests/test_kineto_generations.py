@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,13 @@ def test_orders_may_be_shared_by_features_of_disjoint_platforms():
     assert shared  # e.g. fused-dispatcher (ascend) and gpu-device-max-connections (cuda, rocm)
     for platforms in shared:
         assert all(p and not set(p) & set(q) for p in platforms for q in platforms if p is not q)
+
+
+def test_a_folder_of_traces_exported_under_other_names_is_found(tmp_path: Path):
+    trace = _real("kineto-rocm/mi300__resnet_act_checkpoint.json.gz")
+    folder = tmp_path / "prof"
+    folder.mkdir()
+    shutil.copy(trace, folder / trace.name)
+    (folder / "notes.json").write_text('{"run": "baseline"}')  # JSON, but not a trace
+    (folder / "SOURCES.txt").write_text("copied\n")
+    assert _values(folder) == _values(trace)

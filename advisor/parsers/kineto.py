@@ -14,6 +14,7 @@ Without ProfilerStep markers the whole trace is one window (`stepless`): no per-
 
 from __future__ import annotations
 
+import gzip
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,23 @@ def is_kineto_file(path: Path) -> bool:
 
 
 def kineto_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.pt.trace.json*") if p.is_file())
+    """The traces of a folder: `*.pt.trace.json[.gz]`, else JSON files that begin like a
+    PyTorch profiler trace (exported under another name)."""
+    named = sorted(p for p in folder.glob("*.pt.trace.json*") if p.is_file())
+    if named:
+        return named
+    return sorted(p for p in folder.glob("*.json*") if is_kineto_file(p) and _begins_like_kineto(p))
+
+
+def _begins_like_kineto(path: Path) -> bool:
+    try:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as handle:
+            head = handle.read(65536)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
+    # Kineto writes its header first: schemaVersion, deviceProperties, then traceEvents
+    return b'"schemaVersion"' in head or (b'"traceEvents"' in head and b'"ph"' in head)
 
 
 @dataclass(frozen=True)
