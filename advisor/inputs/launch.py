@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.inputs.launcher import launcher_end
 from advisor.inputs.shell_words import word_end
 from advisor.inputs.text import read_text
 from advisor.inputs.values import bool_word
@@ -150,7 +151,6 @@ def _logical_lines(text: str) -> list[tuple[int, int, str]]:
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_PREFIXES = {"exec", "nohup", "time", "env"}
 
 
 def _launches(line: str) -> bool:
@@ -161,20 +161,7 @@ def _launches(line: str) -> bool:
         words = shlex.split(line, comments=True)
     except ValueError:
         return False
-    i = 0
-    while i < len(words) and (
-        _ASSIGNMENT.match(words[i]) or words[i].rsplit("/", 1)[-1] in _PREFIXES
-    ):
-        i += 1
-    if i >= len(words):
-        return False
-    command = words[i].rsplit("/", 1)[-1]
-    if command == "torchrun":
-        return True
-    if command.startswith("python") and "-m" in words[i + 1 : i + 3]:
-        module = words[words.index("-m", i) + 1] if words.index("-m", i) + 1 < len(words) else ""
-        return module in ("torch.distributed.run", "torch.distributed.launch")
-    return False
+    return launcher_end(words) is not None
 
 
 def _parse_command(script: LaunchScript, line: int, text: str) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.inputs.launch import cli_value
+from advisor.inputs.launcher import launcher_end
 from advisor.inputs.shell_commands import Command, line_of, split_commands
 from advisor.inputs.shell_expand import (
     OPAQUE,
@@ -33,8 +34,6 @@ from advisor.model import InputError
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _DECLARERS = {"export", "declare", "typeset", "readonly", "local"}
-_LAUNCHER_MODULES = ("torch.distributed.launch", "torch.distributed.run")
-_PREFIXES = {"exec", "nohup", "time", "env"}
 
 
 @dataclass(frozen=True)
@@ -161,17 +160,6 @@ class MegatronScript:
         return nodes * per_node if nodes is not None and per_node is not None else None
 
 
-def is_launcher(fields: list[Field], i: int) -> int | None:
-    """Index just past the launcher words when fields[i] starts one (torchrun, python -m ...)."""
-    word = fields[i].text.rsplit("/", 1)[-1]
-    if word == "torchrun":
-        return i + 1
-    python = word.startswith("python") and i + 2 < len(fields) and fields[i + 1].text == "-m"
-    if python and fields[i + 2].text in _LAUNCHER_MODULES:
-        return i + 3
-    return None
-
-
 def _unquoted_opaque(f: Field) -> bool:
     """An unquoted `$(...)` or the like: its output is split into any number of arguments."""
     return any(c.ch == OPAQUE and c.split for c in f.chars)
@@ -264,12 +252,7 @@ class _Reader:
         fields: list[Field] = []
         for w in cmd.words[k:]:
             fields.extend(split_fields(self.expander.word(w.start, w.end)))
-        i = 0  # the command word, after exec / nohup / time / env and env's assignments
-        while i < len(fields) and (
-            fields[i].text.rsplit("/", 1)[-1] in _PREFIXES or (i and _ASSIGN.match(fields[i].text))
-        ):
-            i += 1
-        past = is_launcher(fields, i) if i < len(fields) else None
+        past = launcher_end([f.text for f in fields])
         if past is not None:
             self._training_command(cmd, fields[past:])
 

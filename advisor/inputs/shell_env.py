@@ -14,12 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.inputs.launcher import launcher_end
 from advisor.inputs.shell_commands import Command, split_commands
 from advisor.inputs.shell_expand import OPAQUE, Expander, Value, split_fields
 
 _EXPORTERS = {"export", "declare", "typeset"}
-_PREFIXES = {"exec", "nohup", "time", "env"}
-_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 # where a sourced file is: (the sourcing file, the argument as written) -> its path, or None
 Resolve = Callable[[Path, str], Path | None]
@@ -125,22 +124,9 @@ class _Walker:
             self.done = True
 
     def _launches(self, expander: Expander, cmd: Command, k: int) -> bool:
-        fields = [
-            f.text for w in cmd.words[k:] for f in split_fields(expander.word(w.start, w.end))
-        ]
-        i = 0
-        while i < len(fields) and (
-            fields[i].rsplit("/", 1)[-1] in _PREFIXES or (i and _is_assignment(fields[i]))
-        ):
-            i += 1
-        if i >= len(fields):
-            return False
-        word = fields[i].rsplit("/", 1)[-1]
-        if word == "torchrun":
-            return True
-        if word.startswith("python") and fields[i + 1 : i + 2] == ["-m"]:
-            return fields[i + 2 : i + 3] != [] and fields[i + 2] in _LAUNCHER_MODULES
-        return False
+        words = cmd.words[k:]
+        fields = [f.text for w in words for f in split_fields(expander.word(w.start, w.end))]
+        return launcher_end(fields) is not None
 
 
 def effective_env(path: Path, text: str, resolve: Resolve, read: Read) -> ShellEnv:
