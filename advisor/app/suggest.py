@@ -33,11 +33,13 @@ class SuggestOptions:
     # edit the files in place (safe changes only); the ledger records the proposal after the
     # files are written, so it never names a change that is not on disk
     write: bool = False
+    # read the ledger, never add to it (a report shows the suggestion without recording it)
+    read_only: bool = False
 
     @property
     def records(self) -> bool:
         """A dry run reads the ledger but adds to it only when a ledger file was named."""
-        return self.use_ledger and (self.write or self.ledger is not None)
+        return self.use_ledger and not self.read_only and (self.write or self.ledger is not None)
 
 
 @dataclass
@@ -115,14 +117,14 @@ def _check_world_size(job: Job, config: Document) -> None:
         )
 
 
-def _mark_applied(ledger: Ledger, graph: RuleGraph, job: Job) -> list[str]:
+def _mark_applied(ledger: Ledger, graph: RuleGraph, job: Job, record: bool) -> list[str]:
     last = ledger.last_proposed()
     if last is None or ledger.status(str(last["feature"])) != "proposed":
         return []
     rule = graph.ruleset.feature(str(last["feature"]))
     if rule is None or not is_applied(rule, job.context):
         return []
-    ledger.append("applied", rule.id, bottleneck=last.get("bottleneck"))
+    ledger.append("applied", rule.id, in_memory=not record, bottleneck=last.get("bottleneck"))
     return [f"the previous suggestion ({rule.id}) is now applied; moving on"]
 
 
@@ -179,7 +181,7 @@ def run_suggest(
     ledger = None
     if options.use_ledger:
         ledger = Ledger.load(options.ledger or default_path(config.path))
-    notes = _mark_applied(ledger, graph, loaded) if ledger else []
+    notes = _mark_applied(ledger, graph, loaded, not options.read_only) if ledger else []
     if ledger is not None:
         loaded.facts.warnings.extend(ledger.warnings)
     fingerprint = files_fingerprint(loaded.facts.inputs)

@@ -15,6 +15,7 @@ from advisor.cli.check_cmds import check_cmd
 from advisor.cli.loop_cmds import compare_cmd, estimate_cmd, ledger_cmd, watch_cmd
 from advisor.cli.options import EXIT_INPUT_ERROR
 from advisor.cli.profile_cmds import diagnose, facts, suggest
+from advisor.cli.report_cmds import report_cmd
 from advisor.cli.rules_cmds import rules_graph, rules_lint, rules_list, rules_show
 from advisor.model import AdvisorError
 
@@ -36,6 +37,7 @@ app.add_typer(rules_app, name="rules")
 app.command()(facts)
 app.command()(diagnose)
 app.command()(suggest)
+app.command("report")(report_cmd)
 app.command("check")(check_cmd)
 app.command("compare")(compare_cmd)
 app.command("estimate")(estimate_cmd)

@@ -28,11 +28,13 @@ PARTS = (
 TRACE_PARTS = PARTS[2:]
 # a part only some sources separate (PyTorch traces: memcpy/memset outside compute)
 MEMORY_PART = "attrib.memory_ms"
+BY_STEP = "attrib.by_step_ms"
 ATTRIB_FACTS = (
     "attrib.step_ms",
     *PARTS,
     "attrib.comm_exposed_by_kind_ms",
     "attrib.preparing_not_loading_ratio",
+    BY_STEP,
 )
 
 
@@ -62,6 +64,54 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
     if row.memory is not None:
         split[MEMORY_PART] = row.memory
     return split
+
+
+def _ms(us: float) -> float:
+    return round(us / 1000.0, 4)
+
+
+def _coarse_parts(row: StepRow) -> dict[str, float]:
+    """A step's parts when the trace cannot split idle and preparation time."""
+    parts = {"compute": row.computing, "comm_exposed": row.comm_not_overlapped}
+    if row.memory is not None:
+        parts["memory"] = row.memory
+    parts["idle"] = row.free
+    parts["preparing"] = row.preparing or 0.0
+    return parts
+
+
+def _fine_parts(split: dict[str, float], step: TraceStep) -> dict[str, float]:
+    """A step's parts with exposed communication by collective kind: kinds can overlap each
+    other, so they are scaled to the step model's exposed time and the bar still adds up."""
+    parts = {"compute": split["attrib.compute_ms"]}
+    exposed = split["attrib.comm_exposed_ms"]
+    kinds = {k: v for k, v in (step.comm_exposed_by_kind_us or {}).items() if v > 0}
+    total = sum(kinds.values())
+    if kinds and exposed > 0:
+        for kind, us in sorted(kinds.items()):
+            parts[f"comm_exposed:{kind}"] = exposed * us / total
+    else:
+        parts["comm_exposed"] = exposed
+    if MEMORY_PART in split:
+        parts["memory"] = split[MEMORY_PART]
+    for fact_id in TRACE_PARTS:
+        parts[fact_id.removeprefix("attrib.").removesuffix("_ms")] = split[fact_id]
+    return parts
+
+
+def _by_step(
+    rows: list[StepRow], parts: list[dict[str, float]], source: str, note: str, out: Recorder
+) -> None:
+    """Each steady step's parts (ms), for the per-step chart of the report."""
+    value = [
+        {
+            "step": row.step,
+            "total": _ms(row.total),
+            "parts": {name: _ms(us) for name, us in part.items()},
+        }
+        for row, part in zip(rows, parts, strict=True)
+    ]
+    out.add(BY_STEP, value, source, note)
 
 
 def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -> None:
@@ -94,6 +144,13 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
             _mean([r.comm_not_overlapped for r in rows]),
             f"{source}:Communication(Not Overlapped)",
         )
+        _by_step(
+            rows,
+            [_coarse_parts(r) for r in rows],
+            source,
+            f"{len(rows)} steady step(s); idle and preparation not split ({why})",
+            out,
+        )
         for fact_id in (
             *TRACE_PARTS,
             "attrib.comm_exposed_by_kind_ms",
@@ -117,6 +174,14 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
     }
     for fact_id in PARTS:
         out.add(fact_id, _mean([p[fact_id] for p in parts]), where[fact_id], note)
+    _by_step(
+        [r for r, _ in pairs],
+        [_fine_parts(p, s) for p, (_, s) in zip(parts, pairs, strict=True)],
+        f"{source} + {name}",
+        f"{len(rows)} steady step(s); exposed communication by kind scaled to the step "
+        "model's exposed time (kinds can overlap each other)",
+        out,
+    )
     step_us = sum(totals) / len(totals)
     loading = _mean([p["attrib.preparing_dataloader_ms"] for p in parts]) * 1000.0
     preparing = _mean([r.preparing or 0.0 for r, _ in pairs]) * 1000.0

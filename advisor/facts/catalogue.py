@@ -908,6 +908,15 @@ CATALOGUE: tuple[FactSpec, ...] = (
         Combine.REPRESENTATIVE,
         _TRACE,
     ),
+    FactSpec(
+        "attrib.by_step_ms",
+        "ms",
+        "attrib",
+        "Each steady step split into its parts (compute, exposed communication by kind, memory "
+        "operations, idle by cause, preparation); the parts of a step add up to its total.",
+        Combine.REPRESENTATIVE,
+        _STEPS,
+    ),
     # pipeline stages (clusters)
     FactSpec(
         "pipeline.stages",

@@ -36,5 +36,5 @@ def format_value(value: object, unit: str, compact: bool = False) -> str:
     if isinstance(value, list):
         if all(not isinstance(item, dict) for item in value) and len(str(value)) <= 60:
             return str(value)
-        return f"{len(value)} entries"
+        return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
     return str(value)

@@ -146,7 +146,11 @@ class Ledger:
                 return found
         return None
 
-    def append(self, event: str, feature: str, **fields: Any) -> dict[str, Any]:
+    def append(
+        self, event: str, feature: str, *, in_memory: bool = False, **fields: Any
+    ) -> dict[str, Any]:
+        """Record an event; `in_memory` adds it to this reading only (a read-only view of the
+        history as it would be, the file untouched)."""
         if event not in STATUSES:
             raise InputError(str(self.path), f"unknown ledger event {event}")
         entry = {
@@ -156,6 +160,9 @@ class Ledger:
             "feature": feature,
             **fields,
         }
+        if in_memory:
+            self.entries.append(entry)
+            return entry
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,9 +54,18 @@ def _groups_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _by_step_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [f"      {'step':>6} {'total ms':>9}  parts (ms)"]
+    for row in rows:
+        parts = ", ".join(f"{name} {ms:.3g}" for name, ms in row["parts"].items() if ms > 0)
+        lines.append(f"      {row['step']!s:>6} {row['total']:>9.3f}  {parts}")
+    return lines
+
+
 _TABLES: dict[str, Callable[[list[dict[str, Any]]], list[str]]] = {
     "ops.top": _top_table,
     "comm.groups": _groups_table,
+    "attrib.by_step_ms": _by_step_table,
 }
 
 

@@ -1,0 +1,117 @@
+"""`advisor report`: one self-contained HTML page of a job's diagnosis."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from advisor.cli.options import (
+    LogOpt,
+    ModelConfigOpt,
+    ProfileArg,
+    RulesDirOpt,
+    SettingsOpt,
+    SkipBadOpt,
+    job_options,
+    rule_options,
+)
+from advisor.model import InputError
+
+# A file is replaced only when it is an earlier report (never a page or file the user wrote).
+REPORT_MARK = "<title>advisor report"
+
+
+def _write_report(path: Path, page: str) -> None:
+    if path.is_dir():
+        raise InputError(str(path), "is a folder: name the report's file, e.g. -o report.html")
+    if path.exists():
+        try:
+            head = path.read_bytes()[:4096].decode("utf-8", "replace")
+        except OSError as exc:
+            raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        if REPORT_MARK not in head:
+            raise InputError(
+                str(path),
+                "exists and is not an advisor report: not overwritten (name another file)",
+            )
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".advisor-report-", suffix=".html", dir=folder)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(page)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # an ordinary file, as the shell would create it
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
+
+
+def report_cmd(
+    path: ProfileArg,
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            help="The training config (FSDP2 / MindFormers YAML or a Megatron-backend script): "
+            "adds the one next change with its diff."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The HTML file to write (an earlier report is replaced, any other file never). "
+            "Default: standard output.",
+        ),
+    ] = None,
+    launch: Annotated[
+        Path | None, typer.Option("--launch", help="The launch script (exports + torchrun).")
+    ] = None,
+    log: LogOpt = None,
+    model_config: ModelConfigOpt = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="A baseline profile folder or training log: adds the keep/revert comparison.",
+        ),
+    ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            help="The ledger whose history to show (default: .advisor/ledger.jsonl next to the "
+            "config, when it exists). Read only.",
+        ),
+    ] = None,
+    settings: SettingsOpt = None,
+    rules_dir: RulesDirOpt = None,
+    skip_bad_files: SkipBadOpt = False,
+) -> None:
+    """Write one self-contained HTML report: step breakdown, bottlenecks, ranks, operators, the
+    next change, the comparison and the history. Nothing else is written."""
+    from advisor.app.report import ReportOptions, run_report
+    from advisor.render.report_html import report_html
+
+    data = run_report(
+        job_options(path, config, launch, log, model_config, skip_bad_files),
+        rule_options(settings, rules_dir),
+        ReportOptions(baseline=baseline, ledger=ledger),
+    )
+    for warning in data.facts.warnings:
+        typer.echo(f"advisor: warning: {warning}", err=True)
+    page = report_html(data)
+    if output is None:
+        typer.echo(page, nl=False)
+        return
+    _write_report(output, page)
+    typer.echo(f"advisor: wrote {output}", err=True)

@@ -1,0 +1,375 @@
+"""The self-contained HTML report: one file, inline CSS and SVG, no network.
+
+A pure function of ReportData; the sections follow a performance engineer's reading order:
+the verdict, where the step goes, the ranked bottlenecks, the ranks, the operators, the next
+change, then the comparison and the history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from html import escape
+from typing import Protocol
+
+from advisor import __version__
+from advisor.engine.compare import Comparison
+from advisor.engine.diagnose import Diagnosis, Symptom
+from advisor.facts.catalogue import is_known, spec_for
+from advisor.facts.units import format_value
+from advisor.inputs.ledger import Ledger
+from advisor.model import FactSet, Suggestion
+from advisor.render.compare import _fmt as metric_text
+from advisor.render.html_charts import Bar, hbars, stacked_bars
+from advisor.render.html_ranks import number, rank_section
+from advisor.render.html_style import SCRIPT, STYLE
+from advisor.render.suggestion import change_line, verify_line
+
+
+class ReportView(Protocol):
+    """What the page shows (app.report.ReportData has these)."""
+
+    title: str
+    facts: FactSet
+    diagnosis: Diagnosis
+    suggestion: Suggestion | None
+    notes: list[str]
+    comparison: Comparison | None
+    baseline: str | None
+    ledger: Ledger | None
+
+
+def _section(title: str, body: str, anchor: str, intro: str = "") -> str:
+    lead = f'<p class="intro">{escape(intro)}</p>' if intro else ""
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{lead}{body}</section>'
+
+
+def _tiles(facts: FactSet) -> str:
+    shown = (
+        ("step.time_ms", "step time"),
+        ("log.tokens_per_s", "tokens/s"),
+        ("log.mfu", "MFU"),
+        ("mfu.estimated", "MFU (estimated)"),
+        ("step.compute_ratio", "device compute"),
+        ("step.comm_exposed_ratio", "exposed communication"),
+        ("step.free_ratio", "device idle"),
+        ("memory.reserved_peak_bytes", "peak reserved memory"),
+        ("profile.ranks", "ranks"),
+        ("step.steady_steps", "steady steps"),
+    )
+    tiles = []
+    for fact_id, label in shown:
+        fact = facts.get(fact_id)
+        if fact is None:
+            continue
+        tiles.append(
+            f'<div class="tile" title="{escape(fact.source)}"><b>'
+            f"{escape(format_value(fact.value, fact.unit))}</b><span>{escape(label)}</span></div>"
+        )
+    return f'<div class="tiles">{"".join(tiles)}</div>'
+
+
+def _first_sentence(text: str) -> str:
+    """The lead sentence of a rule's message (the table keeps the whole text as a tooltip)."""
+    match = re.search(r"(?<=[a-z0-9%)\]])\. (?=[A-Z])", text)
+    return text[: match.start() + 1] if match else text
+
+
+def _headline(diagnosis: Diagnosis, suggestion: Suggestion | None) -> str:
+    main = diagnosis.main
+    if main is None:
+        text = "No bottleneck above its threshold: the profile looks healthy."
+        cls = "ok"
+    else:
+        cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "a risk"
+        text = (
+            f"Main bottleneck: {main.id.removeprefix('bottleneck.')} ({cost}). "
+            f"{_first_sentence(main.message)}"
+        )
+        cls = main.severity
+    lines = [f'<p class="headline {escape(cls)}">{escape(text)}</p>']
+    rec = suggestion.recommendation if suggestion else None
+    if rec is not None:
+        lines.append(
+            f'<p class="next">Next change: <a href="#change">{escape(rec.title)}</a> '
+            f"<code>{escape(rec.feature)}</code></p>"
+        )
+    elif suggestion is not None:
+        lines.append(f'<p class="next">{escape(suggestion.summary)}</p>')
+    return "".join(lines)
+
+
+def _step_bars(facts: FactSet) -> str:
+    steps = facts.value("attrib.by_step_ms")
+    if not isinstance(steps, list) or not steps:
+        missing = next((m for m in facts.missing if m.id == "attrib.by_step_ms"), None)
+        why = missing.reason if missing else "the profile has no steady steps with a step model"
+        return f'<p class="missing">Not available: {escape(why)}.</p>'
+    bars = [
+        Bar(f"step {row['step']}", list(row["parts"].items()), " ms")
+        for row in steps
+        if isinstance(row, dict) and isinstance(row.get("parts"), dict)
+    ]
+    names = {name for bar in bars for name, _ in bar.segments}
+    mean = Bar(
+        "mean",
+        [(name, sum(dict(b.segments).get(name, 0.0) for b in bars) / len(bars)) for name in names],
+        " ms",
+    )
+    order = [name for bar in bars for name, _ in bar.segments]
+    mean = Bar(mean.label, sorted(mean.segments, key=lambda s: order.index(s[0])), mean.note)
+    fact = facts.get("attrib.by_step_ms")
+    source = f'<p class="source">{escape(fact.source)}; {escape(fact.note)}</p>' if fact else ""
+    return stacked_bars([*bars, mean], "ms") + source
+
+
+def _step_ms(facts: FactSet) -> float | None:
+    return number(facts.value("step.time_ms")) or number(facts.value("attrib.step_ms"))
+
+
+def _bottlenecks(diagnosis: Diagnosis, facts: FactSet) -> str:
+    if not diagnosis.bottlenecks:
+        return '<p class="ok">No bottleneck above its threshold.</p>'
+    step = _step_ms(facts)
+    symptoms = {s.id: s for s in diagnosis.symptoms}
+    rows = []
+    for i, b in enumerate(diagnosis.bottlenecks, start=1):
+        ceiling = _ceiling(b.evidence, symptoms, step)
+        evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
+        width = max(0.0, min(b.cost_ratio, 1.0)) * 100
+        rows.append(
+            f"<tr><td>{i}</td><td><code>{escape(b.id.removeprefix('bottleneck.'))}</code></td>"
+            f'<td><span class="pill {escape(b.severity)}">{escape(b.severity)}</span></td>'
+            f'<td class="num" data-v="{b.cost_ratio}"><span class="meter">'
+            f'<i style="width:{width:.1f}%"></i></span>{b.cost_ratio:.1%}</td>'
+            f'<td class="num">{ceiling}</td><td>{escape(evidence)}</td>'
+            f'<td title="{escape(b.message)}">{escape(_first_sentence(b.message))}</td></tr>'
+        )
+    head = (
+        "<tr><th>#</th><th>bottleneck</th><th>severity</th><th>cost</th>"
+        "<th>ceiling</th><th>evidence</th><th>why</th></tr>"
+    )
+    return f'<table class="sortable"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _ceiling(evidence: Sequence[str], symptoms: dict[str, Symptom], step: float | None) -> str:
+    """The step time the costliest evidence measures (a share of the step): the most removing
+    the bottleneck entirely could recover."""
+    fired = [symptoms[e] for e in evidence if e in symptoms and symptoms[e].cost_ratio > 0]
+    if not fired or not step:
+        return "-"
+    worst = max(fired, key=lambda s: s.cost_ratio)
+    if spec_for(worst.fact).unit != "ratio" if is_known(worst.fact) else True:
+        return "-"
+    return f"{worst.value * step:.2f} ms ({worst.value:.1%})"
+
+
+def _symptoms(diagnosis: Diagnosis) -> str:
+    if not diagnosis.symptoms and not diagnosis.unknown:
+        return ""
+    rows = [
+        f'<tr><td><span class="pill {escape(s.level)}">{escape(s.level)}</span></td>'
+        f"<td><code>{escape(s.id.removeprefix('symptom.'))}</code></td>"
+        f'<td class="num">{s.value:.4g}</td><td class="num">{s.threshold:.4g}</td>'
+        f"<td>{escape(s.message)}</td></tr>"
+        for s in diagnosis.symptoms
+    ]
+    table = (
+        "<table><thead><tr><th>level</th><th>symptom</th><th>measured</th><th>threshold</th>"
+        f"<th>what it means</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        if rows
+        else ""
+    )
+    unknown = "".join(
+        f"<li><code>{escape(u.rule)}</code> needs {escape(', '.join(u.missing))}: "
+        f"{escape(u.how_to_collect)}</li>"
+        for u in diagnosis.unknown
+    )
+    if unknown:
+        table += (
+            f"<details><summary>Not measured ({len(diagnosis.unknown)}): how to collect it"
+            f"</summary><ul>{unknown}</ul></details>"
+        )
+    return table
+
+
+def _operators(facts: FactSet) -> str:
+    top = facts.value("ops.top")
+    if not isinstance(top, list) or not top:
+        return '<p class="missing">No operator table in the profile (kernel_details.csv or the database export).</p>'
+    rows: list[tuple[str, float, str]] = []
+    for row in top:
+        if not isinstance(row, dict):
+            continue
+        share = number(row.get("share")) or 0.0
+        per_step = number(row.get("per_step_ms")) or 0.0
+        bound = str(row.get("bound") or "")
+        text = f"{share:.1%} · {per_step:.3f} ms/step · {row.get('count', '?')} calls"
+        rows.append((str(row.get("type", "?")) + (f" [{bound}]" if bound else ""), share, text))
+    return hbars(rows)
+
+
+def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
+    if suggestion is None:
+        return '<p class="missing">Give the training config to see the one next change.</p>'
+    parts = [f'<p class="note">{escape(n)}</p>' for n in notes]
+    parts += [f'<p class="warn">{escape(w.message)}</p>' for w in suggestion.warnings]
+    rec = suggestion.recommendation
+    if rec is None:
+        parts.append(f"<p>{escape(suggestion.summary)}</p>")
+    else:
+        head = "Collect data first" if suggestion.status == "needs-data" else "Next change"
+        parts.append(f"<h3>{head}: {escape(rec.title)}</h3>")
+        parts.append(f"<p><code>{escape(rec.feature)}</code> · {escape(change_line(rec))}</p>")
+        dl = [("Why", rec.why), ("Advice", rec.advice)]
+        if rec.evidence:
+            dl.append(
+                (
+                    "Evidence",
+                    "; ".join(f"{f.id} = {format_value(f.value, f.unit)}" for f in rec.evidence),
+                )
+            )
+        if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
+            dl.append(
+                ("Ceiling", f"at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%})")
+            )
+        dl += [("Expected", rec.expected), ("Risk", rec.risk)]
+        if rec.verify:
+            dl.append(("Verify", "; ".join(verify_line(v) for v in rec.verify)))
+        parts.append(
+            "<dl>" + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in dl if v) + "</dl>"
+        )
+        if rec.diff:
+            parts.append(_diff(rec.diff))
+    if suggestion.rejected:
+        title = "Other candidates" if rec is not None else "Candidates and why none applies"
+        items = "".join(
+            f"<li><code>{escape(r.feature)}</code>: {escape(r.reason)}</li>"
+            for r in suggestion.rejected
+        )
+        parts.append(
+            f"<details><summary>{title} ({len(suggestion.rejected)})</summary><ul>{items}</ul></details>"
+        )
+    return "".join(parts)
+
+
+def _diff(diff: str) -> str:
+    lines = []
+    for line in diff.rstrip("\n").split("\n"):
+        cls = (
+            "hunk"
+            if line.startswith("@@")
+            else "file"
+            if line.startswith(("+++", "---"))
+            else "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else ""
+        )
+        # every line a block of its own: no newlines between them, an empty line keeps height
+        lines.append(f'<span class="{cls or "ctx"}">{escape(line) or " "}</span>')
+    return '<pre class="diff">' + "".join(lines) + "</pre>"
+
+
+def _comparison(data: ReportView) -> str:
+    result = data.comparison
+    if result is None:
+        return ""
+    rows = []
+    for m in result.metrics:
+        if m.baseline is None and m.candidate is None:
+            continue
+        change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
+        cls = "" if not m.significant else ' class="better"' if m.better else ' class="worse"'
+        rows.append(
+            f'<tr><td>{escape(m.label)}</td><td class="num">{escape(metric_text(m, m.baseline))}</td>'
+            f'<td class="num">{escape(metric_text(m, m.candidate))}</td>'
+            f'<td class="num"{cls}>{change}</td></tr>'
+        )
+    verdict = escape(result.verdict)
+    body = (
+        f'<p class="headline {verdict}">Verdict: {verdict.upper()} — {escape(result.reason)}</p>'
+        f"<p>Baseline: <code>{escape(data.baseline or '')}</code></p>"
+        "<table><thead><tr><th>metric</th><th>baseline</th><th>this run</th><th>change</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    body += "".join(f'<p class="warn">{escape(w)}</p>' for w in result.warnings)
+    return _section("Against the baseline", body, "compare")
+
+
+def _ledger(data: ReportView) -> str:
+    ledger = data.ledger
+    if ledger is None or not ledger.entries:
+        return ""
+    rows = []
+    for e in ledger.entries:
+        patch = e.get("patch")
+        ops = ""
+        if isinstance(patch, dict):
+            ops = ", ".join(f"{op.get('path')}={op.get('value')}" for op in patch.get("ops", []))
+        rows.append(
+            f"<tr><td>{escape(str(e.get('time', '')))}</td>"
+            f'<td><span class="pill {escape(str(e.get("event")))}">{escape(str(e.get("event")))}'
+            f"</span></td><td><code>{escape(str(e.get('feature')))}</code></td>"
+            f"<td>{escape(ops)}</td><td>{escape(str(e.get('note') or ''))}</td></tr>"
+        )
+    body = (
+        f"<p><code>{escape(str(ledger.path))}</code></p><table><thead><tr><th>time</th>"
+        "<th>event</th><th>feature</th><th>change</th><th>note</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+    return _section("What was tried", body, "ledger")
+
+
+def report_html(data: ReportView) -> str:
+    """The page for a ReportData (app.report): every section whose data the run has."""
+    facts: FactSet = data.facts
+    platform = facts.value("profile.platform") or "?"
+    framework = facts.value("profile.framework") or "?"
+    subtitle = f"{framework} on {platform}"
+    warnings = "".join(f'<p class="warn">{escape(w)}</p>' for w in facts.warnings)
+    sections = [
+        _section(
+            "Where the step goes",
+            _step_bars(facts),
+            "steps",
+            "Each steady step split into its parts; the last bar is their mean. Hover a part "
+            "for its time and share.",
+        ),
+        _section(
+            "Bottlenecks, the one worth most first",
+            _bottlenecks(data.diagnosis, facts) + _symptoms(data.diagnosis),
+            "bottlenecks",
+            "Cost: the share of the step the bottleneck's symptoms cost beyond their fine "
+            "threshold; ceiling: the step time its costliest symptom measures, the most that "
+            "removing it entirely could recover.",
+        ),
+    ]
+    ranks = rank_section(facts)
+    if ranks:
+        sections.append(
+            _section(
+                "Ranks",
+                ranks,
+                "ranks",
+                "Cells shade towards the worst value of their column; click a header to sort.",
+            )
+        )
+    sections.append(_section("Top operators (device time per step)", _operators(facts), "ops"))
+    sections.append(_section("The one next change", _change(data.suggestion, data.notes), "change"))
+    sections.append(_comparison(data))
+    sections.append(_ledger(data))
+    inputs = ", ".join(facts.inputs[:6]) + (
+        f" and {len(facts.inputs) - 6} more" if len(facts.inputs) > 6 else ""
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>advisor report — {escape(data.title)}</title><style>{STYLE}</style></head>"
+        f'<body><header><h1>advisor report</h1><p class="sub">{escape(data.title)} · '
+        f"{escape(str(subtitle))}</p>{_headline(data.diagnosis, data.suggestion)}"
+        f"{_tiles(facts)}{warnings}</header><main>{''.join(s for s in sections if s)}</main>"
+        f"<footer>advisor {escape(__version__)} · inputs: {escape(inputs)}</footer>"
+        f"<script>{SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,320 @@
+"""advisor report: a self-contained HTML page, rendered in headless Chromium and looked at."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from advisor.app.pipeline import profile_facts
+from tests.conftest import REAL
+from tests.synth.kineto_file import write_kineto
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+CONFIG = EXAMPLES / "fsdp2" / "config.yaml"
+LAUNCH = EXAMPLES / "fsdp2" / "run.sh"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# the flags that keep headless Chromium off the network and quiet on a machine without a bus
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+)
+
+
+@dataclass
+class Ran:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_cli(*args: str) -> Ran:
+    """The real entry point (exit codes, one-line errors) in this process."""
+    from advisor.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv
+    sys.argv = ["advisor", *args]
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = saved
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+class _Tags(HTMLParser):
+    """Tags left open or closed without opening (void elements excepted)."""
+
+    VOID = frozenset({"meta", "br", "hr", "img", "input", "link", "line", "rect", "path", "circle"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        pass
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+            return
+        self.stack.pop()
+
+
+def _well_formed(page: str) -> None:
+    parser = _Tags()
+    parser.feed(page)
+    assert not parser.errors, parser.errors[:5]
+    assert parser.stack == [], parser.stack
+
+
+def _self_contained(page: str) -> None:
+    # nothing the page loads comes from elsewhere: no src/href to a scheme, no @import, no url()
+    assert not re.search(r'(src|href)\s*=\s*"(https?:|//)', page)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+
+
+def _report(tmp_path: Path, *args: str) -> str:
+    out = tmp_path / "report.html"
+    result = run_cli("report", *args, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    _well_formed(page)
+    _self_contained(page)
+    return page
+
+
+def test_single_rank_report_has_every_section(tmp_path):
+    page = _report(
+        tmp_path, str(EXAMPLES / "profiles" / "comm-bound"), str(CONFIG), "--launch", str(LAUNCH)
+    )
+    for anchor in ("steps", "bottlenecks", "ops", "change"):
+        assert f'<section id="{anchor}">' in page
+    assert "Main bottleneck: communication" in page
+    assert "exposed allgather" in page  # exposed communication split by kind in the step bars
+    assert 'class="add"' in page and "num_to_forward_prefetch: 2" in page  # the diff
+    assert 'id="ranks"' not in page  # one rank: no rank table
+    assert "Other candidates" in page
+
+
+def test_report_writes_nothing_but_the_page(tmp_path):
+    work = tmp_path / "job"
+    shutil.copytree(EXAMPLES / "fsdp2", work)
+    before = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
+    _report(tmp_path, str(EXAMPLES / "profiles" / "comm-bound"), str(work / "config.yaml"))
+    after = {p: p.read_bytes() for p in work.rglob("*") if p.is_file()}
+    assert after == before  # no ledger, no edit
+    assert not (work / ".advisor").exists()
+
+
+def test_report_refuses_to_overwrite_a_file_that_is_not_a_report(tmp_path):
+    mine = tmp_path / "notes.html"
+    mine.write_text("<html><title>my notes</title></html>", encoding="utf-8")
+    result = run_cli("report", str(EXAMPLES / "profiles" / "healthy"), "-o", str(mine))
+    assert result.exit_code == 2
+    assert "not an advisor report" in result.output
+    assert mine.read_text(encoding="utf-8") == "<html><title>my notes</title></html>"
+    earlier = tmp_path / "report.html"
+    assert (
+        run_cli("report", str(EXAMPLES / "profiles" / "healthy"), "-o", str(earlier)).exit_code == 0
+    )
+    again = run_cli("report", str(EXAMPLES / "profiles" / "comm-bound"), "-o", str(earlier))
+    assert again.exit_code == 0  # an earlier report is replaced
+    assert "communication" in earlier.read_text(encoding="utf-8")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".advisor-report")] == []
+
+
+def test_report_to_standard_output(tmp_path):
+    result = run_cli("report", str(EXAMPLES / "profiles" / "healthy"))
+    assert result.exit_code == 0
+    assert result.stdout.startswith("<!DOCTYPE html>")
+
+
+def test_cluster_report_marks_the_slow_rank(tmp_path):
+    page = _report(tmp_path, str(EXAMPLES / "profiles" / "slow-rank"))
+    facts = profile_facts(EXAMPLES / "profiles" / "slow-rank")
+    slowest = facts.value("ranks.slowest")
+    assert re.search(rf'<tr class="slow"><td data-v="{slowest}">{slowest} <span', page)
+    assert 'class="sortable heat"' in page
+
+
+def test_comparison_and_ledger_history(tmp_path):
+    work = tmp_path / "job"
+    shutil.copytree(EXAMPLES / "fsdp2", work)
+    ledger = work / ".advisor" / "ledger.jsonl"
+    written = run_cli(
+        "suggest", str(EXAMPLES / "profiles" / "comm-bound"), str(work / "config.yaml"), "--write"
+    )
+    assert written.exit_code == 0, written.output
+    page = _report(
+        tmp_path,
+        str(EXAMPLES / "profiles" / "healthy"),
+        str(work / "config.yaml"),
+        "--baseline",
+        str(EXAMPLES / "profiles" / "comm-bound"),
+        "--ledger",
+        str(ledger),
+    )
+    assert '<section id="compare">' in page and "Verdict: KEEP" in page
+    assert '<section id="ledger">' in page and "feature.fsdp-forward-prefetch" in page
+    lines = ledger.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["proposed"]  # read, never added to
+
+
+def test_per_step_parts_add_up_to_the_step():
+    facts = profile_facts(EXAMPLES / "profiles" / "host-bound")
+    steps = facts.value("attrib.by_step_ms")
+    assert steps and len(steps) == facts.value("step.steady_steps")
+    for row in steps:
+        assert sum(row["parts"].values()) == pytest.approx(row["total"], abs=0.01)
+    assert any(name.startswith("idle_") for row in steps for name in row["parts"])
+
+
+def test_missing_ledger_and_bad_profile_are_one_line(tmp_path):
+    result = run_cli(
+        "report", str(EXAMPLES / "profiles" / "healthy"), "--ledger", str(tmp_path / "nope.jsonl")
+    )
+    assert result.exit_code == 2 and "no such ledger file" in result.output
+    result = run_cli("report", str(tmp_path / "missing"))
+    assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+# --- rendered in a real browser --------------------------------------------------------------
+
+
+def _render(page: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium package)")
+    shot = tmp_path / f"{page.stem}.png"
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--window-size=1100,1800",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    return shot, console
+
+
+def _looks_drawn(shot: Path) -> None:
+    image_module = pytest.importorskip("PIL.Image", reason="Pillow is in the dev extra")
+    image = image_module.open(shot).convert("RGB")
+    width, height = image.size
+    assert (width, height) == (1100, 1800)
+    small = image.resize((width // 4, height // 4))
+    raw = small.tobytes()
+    pixels = [tuple(raw[i : i + 3]) for i in range(0, len(raw), 3)]
+    background = Counter(pixels).most_common(1)[0][0]
+    drawn = sum(
+        1 for p in pixels if sum(abs(a - b) for a, b in zip(p, background, strict=True)) > 60
+    )
+    assert drawn / len(pixels) > 0.05, f"only {drawn / len(pixels):.1%} of the page is drawn"
+    # the charts' colours are on screen: compute blue and at least one more part colour
+    colours = {p for p in pixels if max(p) - min(p) > 60}
+    assert len(colours) > 20, f"{len(colours)} saturated colours: charts missing"
+    blue = [p for p in colours if p[2] > p[0] + 40 and p[2] > 120]
+    assert blue, "no chart colour on the page"
+
+
+def _render_and_check(page_path: Path, tmp_path: Path) -> None:
+    shot, console = _render(page_path, tmp_path)
+    assert console == [], console
+    _looks_drawn(shot)
+
+
+def test_console_check_catches_a_broken_page(tmp_path):
+    """The browser check can fail: a page with a script error is reported."""
+    broken = tmp_path / "broken.html"
+    broken.write_text("<html><body><p>x</p><script>missingFunction();</script></body></html>")
+    _, console = _render(broken, tmp_path)
+    assert any("missingFunction" in line for line in console)
+    blank = tmp_path / "blank.html"
+    blank.write_text("<html><body></body></html>")
+    shot, _ = _render(blank, tmp_path)
+    with pytest.raises(AssertionError):
+        _looks_drawn(shot)
+
+
+def test_single_rank_report_renders(tmp_path):
+    out = tmp_path / "single.html"
+    args = [str(EXAMPLES / "profiles" / "comm-bound"), str(CONFIG), "--launch", str(LAUNCH)]
+    assert run_cli("report", *args, "-o", str(out)).exit_code == 0
+    _render_and_check(out, tmp_path)
+
+
+def test_cluster_report_renders(tmp_path):
+    out = tmp_path / "cluster.html"
+    profile = REAL / "ascend-qwen3-pp2-4rank"
+    if not profile.is_dir():
+        profile = EXAMPLES / "profiles" / "slow-rank"  # ../shared absent: the bundled cluster
+    assert run_cli("report", str(profile), "-o", str(out)).exit_code == 0
+    page = out.read_text(encoding="utf-8")
+    assert 'id="ranks"' in page
+    _render_and_check(out, tmp_path)
+
+
+def test_gpu_report_renders(tmp_path):
+    trace = REAL / "kineto-rocm"
+    if not trace.is_dir():
+        trace = write_kineto(tmp_path / "rank0.pt.trace.json", steps=6)
+    out = tmp_path / "gpu.html"
+    assert run_cli("report", str(trace), "-o", str(out)).exit_code == 0
+    assert "on cuda" in out.read_text() or "on rocm" in out.read_text()
+    _render_and_check(out, tmp_path)
+
+
+def test_bundled_example_report_is_current(tmp_path):
+    """examples/report.html is what the README's example produces today."""
+    committed = EXAMPLES / "report.html"
+    out = tmp_path / "report.html"
+    args = [str(EXAMPLES / "profiles" / "comm-bound"), str(CONFIG), "--launch", str(LAUNCH)]
+    assert run_cli("report", *args, "-o", str(out)).exit_code == 0
+    normal = out.read_text(encoding="utf-8").replace(str(ROOT) + "/", "")
+    assert committed.read_text(encoding="utf-8") == normal, (
+        "examples/report.html is stale: regenerate it from the repository root with "
+        "advisor report examples/profiles/comm-bound examples/fsdp2/config.yaml "
+        "--launch examples/fsdp2/run.sh -o examples/report.html"
+    )
