@@ -6,17 +6,24 @@ The commands live in small modules of this package; they are registered here, ex
 from __future__ import annotations
 
 import sys
+import time
+from contextlib import nullcontext
 from typing import Annotated
 
 import typer
+import typer.core
+import typer.main
 
 from advisor import __version__
+from advisor.cli import console
 from advisor.cli.check_cmds import check_cmd
+from advisor.cli.help_text import polish, usage_message
 from advisor.cli.loop_cmds import compare_cmd, estimate_cmd, ledger_cmd, watch_cmd
-from advisor.cli.options import EXIT_INPUT_ERROR
+from advisor.cli.options import EXIT_INPUT_ERROR, QuietOpt, VerboseOpt
 from advisor.cli.profile_cmds import diagnose, facts, suggest
 from advisor.cli.report_cmds import report_cmd
 from advisor.cli.rules_cmds import rules_graph, rules_lint, rules_list, rules_show
+from advisor.inputs import progress
 from advisor.model import AdvisorError
 
 app = typer.Typer(
@@ -60,14 +67,29 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """advisor: profile in, one validated change out."""
 
 
+def command() -> typer.core.TyperGroup:
+    """The click command tree of the app, with linter-style help (cli.help_text)."""
+    group = typer.main.get_command(app)
+    return polish(group)  # type: ignore[no-any-return]
+
+
 def main() -> None:
+    started = time.monotonic()
     try:
         # without standalone mode click returns a command's exit code instead of exiting
-        code = app(standalone_mode=False)
+        with (
+            progress.reporting(console.TerminalProgress())
+            if console.stderr_is_terminal()
+            else nullcontext()
+        ):
+            code = command().main(prog_name="advisor", standalone_mode=False)
+        console.detail(f"done in {time.monotonic() - started:.2f} s")
         if isinstance(code, int) and code:
             sys.exit(code)
     except AdvisorError as exc:
@@ -82,6 +104,9 @@ def main() -> None:
         code = getattr(exc, "exit_code", None)
         show = getattr(exc, "show", None)
         if code is not None and callable(show):
+            message = getattr(exc, "message", None)
+            if isinstance(message, str):
+                exc.message = usage_message(message)  # type: ignore[attr-defined]
             show()
             sys.exit(code)
         raise

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.options import CheckFormat, Level, RulesDirOpt, SettingsOpt, rule_options
+from advisor.cli import console
+from advisor.cli.options import (
+    CheckFormat,
+    Level,
+    QuietOpt,
+    RulesDirOpt,
+    SettingsOpt,
+    VerboseOpt,
+    rule_options,
+)
 from advisor.model import DataError, Severity
 
 
@@ -21,7 +30,15 @@ def check_cmd(
     launch: Annotated[
         list[Path] | None, typer.Option("--launch", help="Launch scripts (repeatable).")
     ] = None,
-    output_format: Annotated[CheckFormat, typer.Option("--format", "-f")] = CheckFormat.text,
+    output_format: Annotated[
+        CheckFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (file:line:col), the advisor/findings@1 JSON, SARIF 2.1.0 (code "
+            "scanning), GitHub workflow annotations, or a GitLab Code Quality report.",
+        ),
+    ] = CheckFormat.text,
     fail_on: Annotated[
         Level,
         typer.Option("--fail-on", help="Exit 1 when a finding at or above this level remains."),
@@ -45,6 +62,8 @@ def check_cmd(
     ] = "stdin.yaml",
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Policy checks for training configs and launch scripts (for code review and CI)."""
     from advisor.app.check import finding_changes, run_check, safe_fix_changes, write_baseline
@@ -76,9 +95,7 @@ def check_cmd(
         if baseline is None:
             raise DataError("--update-baseline needs --baseline FILE")
         write_baseline(baseline, result.findings)
-        typer.echo(
-            f"advisor: wrote {baseline} ({len(result.findings)} findings accepted)", err=True
-        )
+        console.note(f"wrote {baseline} ({len(result.findings)} findings accepted)")
         return
     names = [str(d.path) for d in result.documents]
     if fix:

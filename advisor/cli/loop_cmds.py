@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.options import FactsFormat, ReportFormat, RulesDirOpt
+from advisor.cli import console
+from advisor.cli.options import FactsFormat, QuietOpt, ReportFormat, RulesDirOpt, VerboseOpt
 from advisor.model import DataError
 
 
@@ -18,10 +19,28 @@ def compare_cmd(
     candidate: Annotated[
         Path | None, typer.Argument(help="Candidate: a profile folder or a training log.")
     ] = None,
-    baseline_log: Annotated[Path | None, typer.Option("--baseline-log")] = None,
-    candidate_log: Annotated[Path | None, typer.Option("--candidate-log")] = None,
-    baseline_config: Annotated[Path | None, typer.Option("--baseline-config")] = None,
-    candidate_config: Annotated[Path | None, typer.Option("--candidate-config")] = None,
+    baseline_log: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline-log", help="The baseline run's training log (with or without a profile)."
+        ),
+    ] = None,
+    candidate_log: Annotated[
+        Path | None,
+        typer.Option("--candidate-log", help="The candidate run's training log."),
+    ] = None,
+    baseline_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline-config",
+            help="The config the baseline ran with (default: the ledger's record of it): "
+            "tells which settings changed.",
+        ),
+    ] = None,
+    candidate_config: Annotated[
+        Path | None,
+        typer.Option("--candidate-config", help="The config the candidate ran with."),
+    ] = None,
     ledger: Annotated[
         Path | None, typer.Option("--ledger", help="Mark the latest suggestion kept or reverted.")
     ] = None,
@@ -33,6 +52,8 @@ def compare_cmd(
             help="text, the advisor/comparison@1 JSON, or markdown (a PR comment).",
         ),
     ] = ReportFormat.text,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Keep, revert or inconclusive: compare a candidate run with its baseline."""
     from advisor.app.compare import Side, run_compare
@@ -43,7 +64,11 @@ def compare_cmd(
         Side(path=candidate, log=candidate_log, config=candidate_config),
         ledger_path=ledger,
     )
-    typer.echo(FORMATS[output_format.value](CompareReport(result, note)), nl=False)
+    rendered = FORMATS[output_format.value](CompareReport(result, note))
+    if output_format is ReportFormat.text:
+        console.emit(rendered)
+    else:
+        typer.echo(rendered, nl=False)
     # a CI can gate on the verdict: 0 keep, 1 revert, 3 inconclusive (2: usage or input error)
     if result.verdict != "keep":
         raise typer.Exit(1 if result.verdict == "revert" else 3)
@@ -74,6 +99,8 @@ def estimate_cmd(
         float | None, typer.Option("--peak-tflops", help="Override the device's peak TFLOPS.")
     ] = None,
     output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs."""
     from advisor.app.pipeline import log_facts

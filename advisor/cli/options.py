@@ -38,6 +38,7 @@ class CheckFormat(StrEnum):
     json = "json"
     sarif = "sarif"
     github = "github"
+    gitlab = "gitlab"  # GitLab Code Quality (Code Climate JSON)
 
 
 class Level(StrEnum):
@@ -117,3 +118,38 @@ def job_options(
         model_config=model_config,
         skip_bad_files=skip_bad_files,
     )
+
+
+def _quiet(value: bool) -> bool:
+    from advisor.cli.console import set_quiet
+
+    set_quiet(value)
+    return value
+
+
+def _verbose(value: bool) -> bool:
+    from advisor.cli.console import set_verbose
+
+    set_verbose(value)
+    return value
+
+
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        callback=_quiet,
+        is_eager=True,
+        help="Print the result only: no warnings, notes or progress bars on stderr.",
+    ),
+]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        callback=_verbose,
+        help="Also print the files read and the time each phase took (stderr).",
+    ),
+]

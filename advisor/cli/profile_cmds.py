@@ -7,16 +7,19 @@ from typing import Annotated
 
 import typer
 
+from advisor.cli import console
 from advisor.cli.options import (
     FactsFormat,
     LogOpt,
     ModelConfigOpt,
     ProfileArg,
+    QuietOpt,
     ReportFormat,
     RulesDirOpt,
     SettingsOpt,
     SkipBadOpt,
     SuggestFormat,
+    VerboseOpt,
     job_options,
     rule_options,
 )
@@ -39,6 +42,8 @@ def facts(
         bool, typer.Option("--notes", help="Text: show how each fact was computed.")
     ] = False,
     skip_bad_files: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Derive the diagnosis facts of a profile and/or training logs."""
     from advisor.app.pipeline import collect_facts
@@ -47,10 +52,11 @@ def facts(
     if path is None and not log:
         raise DataError("give a profile folder, --log train.log, or both")
     result = collect_facts(path, log, skip_bad_files=skip_bad_files)
+    console.inputs_read(result.inputs)
     if output_format is not FactsFormat.json:
         # the text report shows warnings on stderr; the JSON carries them in its contract
         for warning in result.warnings:
-            typer.echo(f"advisor: warning: {warning}", err=True)
+            console.warn(warning)
         result.warnings = []
     typer.echo(FORMATS[output_format.value](FactsReport(result, show_notes=notes)), nl=False)
 
@@ -74,6 +80,8 @@ def diagnose(
     skip_bad_files: SkipBadOpt = False,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
     from advisor.app.diagnose import run_diagnose
@@ -83,9 +91,14 @@ def diagnose(
         job_options(path, config, launch, log, model_config, skip_bad_files),
         rule_options(settings, rules_dir),
     )
+    console.inputs_read(run.facts.inputs)
     for warning in run.facts.warnings:
-        typer.echo(f"advisor: warning: {warning}", err=True)
-    typer.echo(FORMATS[output_format.value](run.diagnosis), nl=False)
+        console.warn(warning)
+    rendered = FORMATS[output_format.value](run.diagnosis)
+    if output_format is ReportFormat.text:
+        console.emit(rendered)
+    else:
+        typer.echo(rendered, nl=False)
 
 
 def suggest(
@@ -125,6 +138,8 @@ def suggest(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     skip_bad_files: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Propose the ONE next change for the main bottleneck, as a validated patch."""
     from advisor.app.suggest import SuggestOptions, run_suggest
@@ -135,14 +150,19 @@ def suggest(
         rule_options(settings, rules_dir),
         SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),
     )
+    console.inputs_read(run.facts.inputs)
     for warning in run.facts.warnings:
-        typer.echo(f"advisor: warning: {warning}", err=True)
+        console.warn(warning)
     suggestion = run.suggestion
-    typer.echo(FORMATS[output_format.value](SuggestionReport(suggestion, run.notes)), nl=False)
+    rendered = FORMATS[output_format.value](SuggestionReport(suggestion, run.notes))
+    if output_format is SuggestFormat.text:
+        console.emit(rendered)
+    else:
+        typer.echo(rendered, nl=False)
     if run.write_error is not None:
         raise run.write_error
     if write:
         if not run.written:
-            typer.echo("advisor: nothing to write", err=True)
+            console.note("nothing to write")
             return
-        typer.echo(f"advisor: wrote {', '.join(run.written)}", err=True)
+        console.note(f"wrote {', '.join(run.written)}")

@@ -9,13 +9,16 @@ from typing import Annotated
 
 import typer
 
+from advisor.cli import console
 from advisor.cli.options import (
     LogOpt,
     ModelConfigOpt,
     ProfileArg,
+    QuietOpt,
     RulesDirOpt,
     SettingsOpt,
     SkipBadOpt,
+    VerboseOpt,
     job_options,
     rule_options,
 )
@@ -96,9 +99,13 @@ def report_cmd(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     skip_bad_files: SkipBadOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
-    """Write one self-contained HTML report: step breakdown, bottlenecks, ranks, operators, the
-    next change, the comparison and the history. Nothing else is written."""
+    """Write one self-contained HTML page: where the step goes, bottlenecks, ranks, operators.
+
+    With a config the page shows the next change and its diff; --baseline adds the comparison, --ledger the history. Nothing else is written.
+    """
     from advisor.app.report import ReportOptions, run_report
     from advisor.render.report_html import report_html
 
@@ -107,11 +114,12 @@ def report_cmd(
         rule_options(settings, rules_dir),
         ReportOptions(baseline=baseline, ledger=ledger),
     )
+    console.inputs_read(data.facts.inputs)
     for warning in data.facts.warnings:
-        typer.echo(f"advisor: warning: {warning}", err=True)
+        console.warn(warning)
     page = report_html(data)
     if output is None:
         typer.echo(page, nl=False)
         return
     _write_report(output, page)
-    typer.echo(f"advisor: wrote {output}", err=True)
+    console.note(f"wrote {output}")

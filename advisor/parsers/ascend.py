@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
@@ -269,14 +270,16 @@ def read_profile(
     warnings: list[str] = []
     rank_dirs, cluster_file = locate(path)
     ranks = []
-    for directory in rank_dirs:
-        try:
-            ranks.append(read_rank(directory, taxonomy, skip_bad, warnings))
-        except InputError as exc:
-            # a rank nothing can be read from is left out, when asked, if others remain
-            if not skip_bad or len(rank_dirs) == 1:
-                raise
-            warnings.append(f"{exc} (rank directory skipped)")
+    with progress.task("reading rank directories", len(rank_dirs), "ranks") as bar:
+        for directory in rank_dirs:
+            try:
+                ranks.append(read_rank(directory, taxonomy, skip_bad, warnings))
+            except InputError as exc:
+                # a rank nothing can be read from is left out, when asked, if others remain
+                if not skip_bad or len(rank_dirs) == 1:
+                    raise
+                warnings.append(f"{exc} (rank directory skipped)")
+            bar.advance()
     if rank_dirs and not ranks:
         raise InputError(str(path), "no rank directory could be read")
     data = ProfileData(root=path, ranks=ranks)

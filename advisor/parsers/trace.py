@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
-from advisor.inputs import limits
+from advisor.inputs import limits, progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
+
+MIB = 1024 * 1024
 
 BLOCK_BYTES = 32 * 1024 * 1024
 # A block boundary must fall between two top-level events; retrying a few blocks covers an event
@@ -273,7 +276,13 @@ def _decode_error(path: Path, exc: Exception, offset: int, complete: int) -> Inp
     return InputError(str(path), f"{where}; {complete} events were read before it ({text})")
 
 
-def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: _Readable) -> None:
+def _stream_array(
+    path: Path,
+    acc: _Accumulator,
+    head: bytes,
+    handle: _Readable,
+    tick: Callable[[int], None] | None = None,
+) -> None:
     """Decode the array block by block; each block is cut after the last complete event.
 
     One buffer is reused for every block: allocating a fresh 32 MiB buffer per block costs more
@@ -294,6 +303,8 @@ def _stream_array(path: Path, acc: _Accumulator, head: bytes, handle: _Readable)
         if not got:
             _finish(path, acc, carry, offset)
             return
+        if tick is not None:
+            tick(got)
         size = 1 + len(carry) + got
         cut = _find_cut(buf, size)
         if cut <= 0:
@@ -362,7 +373,9 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
                 raise InputError(str(path), "empty file")
             if stripped.startswith(b"["):
                 handle.seek(len(head) - len(stripped) + 1)
-                _stream_array(path, acc, b"", handle)
+                mib = path.stat().st_size / MIB
+                with progress.task(f"decoding {path.name}", round(mib), "MiB") as bar:
+                    _stream_array(path, acc, b"", handle, lambda n: bar.advance(n / MIB))
             elif stripped.startswith(b"{"):
                 data = head + handle.read()
                 try:

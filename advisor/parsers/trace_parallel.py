@@ -10,10 +10,11 @@ import multiprocessing
 import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace import (
@@ -150,6 +151,9 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
 
     def collect() -> TraceData:
         try:
+            with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
+                for _ in as_completed(futures):
+                    bar.advance()
             parts = [f.result() for f in futures]
         except (InputError, OSError, BrokenProcessPool):
             return read_trace(path, taxonomy)

@@ -108,12 +108,16 @@ def findings_json(
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
-def _uri(path: str) -> str:
-    p = Path(path)
+def _relative(path: str) -> str | None:
+    """The path relative to the working folder (a repository's root in CI), if it lies below."""
     try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
-        return p.resolve().as_uri()
+        return None
+
+
+def _uri(path: str) -> str:
+    return _relative(path) or Path(path).resolve().as_uri()
 
 
 def _replacements(change: FileChange) -> list[dict[str, Any]]:
@@ -212,6 +216,30 @@ def findings_github(findings: list[Finding]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+# GitLab's Code Quality severities (the Code Climate format it reads)
+GITLAB_SEVERITY = {"error": "critical", "warning": "major", "note": "info"}
+
+
+def findings_gitlab(findings: list[Finding]) -> str:
+    """GitLab Code Quality report: a JSON array of issues (waived and baselined ones left out,
+    as the merge request widget shows what still needs doing)."""
+    issues = [
+        {
+            "description": f.message,
+            "check_name": f.rule_id,
+            "fingerprint": f.fingerprint,
+            "severity": GITLAB_SEVERITY[f.severity],
+            "location": {
+                "path": _relative(f.file) or Path(f.file).as_posix(),
+                "lines": {"begin": f.line},
+            },
+        }
+        for f in findings
+        if f.counts
+    ]
+    return json.dumps(issues, indent=2, ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class CheckReport:
     findings: list[Finding]
@@ -227,4 +255,5 @@ FORMATS: dict[str, Callable[[CheckReport], str]] = {
     "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped) + "\n",
     "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes()) + "\n",
     "github": lambda r: findings_github(r.findings),
+    "gitlab": lambda r: findings_gitlab(r.findings) + "\n",
 }
