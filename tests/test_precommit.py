@@ -34,6 +34,7 @@ repos:
 """
 MEGATRON_SCRIPT = """\
 #!/bin/bash
+export CUDA_DEVICE_MAX_CONNECTIONS=1
 GPUS_PER_NODE=8
 NNODES=1
 TP=2

@@ -60,15 +60,21 @@ def load_documents(
 ) -> tuple[list[Document], list[tuple[str, str]]]:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
     repository's CI or tool YAML, a sourced env file) with the reason when they were named."""
-    documents, skipped = [], []
+    documents: list[Document] = []
+    unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
     for path in files:
         kind = document_kind(path)
         if kind is None:
             if path not in found:
-                skipped.append((str(path), _NOT_TRAINING))
+                unread.append(path)
             continue
         documents.append(load_document(path, kind))
+    # a file a checked script sources is checked through it (its exports, on its own lines)
+    sourced = {
+        p.resolve() for doc in documents if doc.script is not None for p in doc.script.texts
+    }
+    skipped = [(str(p), _NOT_TRAINING) for p in unread if p.resolve() not in sourced]
     return documents, skipped
 
 

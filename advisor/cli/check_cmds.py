@@ -111,7 +111,8 @@ def check_cmd(
         policies,
         lambda: finding_changes(result),
         result.dialects,
-        result.skipped,
+        # -q: findings only (the pre-commit hooks pass every YAML and shell file)
+        None if console.VERBOSITY.quiet else result.skipped,
     )
     typer.echo(FORMATS[output_format.value](report), nl=False)
     if fails(result.findings, Severity(fail_on.value)):
