@@ -137,7 +137,10 @@ def waivers(doc: Document) -> dict[int, tuple[set[str], str]]:
 
 
 def _file_waivers(doc: Document, path: Path) -> dict[int, tuple[set[str], str]]:
-    text = doc.script.texts.get(path) if doc.script else None
+    # the script's texts are keyed by resolved paths; a finding names the file as given
+    wanted = path.resolve()
+    texts = doc.script.texts if doc.script else {}
+    text = next((t for p, t in texts.items() if p.resolve() == wanted), None)
     if text is None:
         return {}
     return waivers(dataclasses.replace(doc, lines=text.replace("\r\n", "\n").split("\n")))
