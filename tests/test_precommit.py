@@ -93,11 +93,11 @@ def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def _try_repo(repo: Path, home: Path, hook: str) -> subprocess.CompletedProcess[str]:
+def _pre_commit(repo: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
     env.pop("VIRTUAL_ENV", None)
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), hook, "--all-files"],
+        [sys.executable, "-m", "pre_commit", *args],
         cwd=repo,
         env=env,
         capture_output=True,
@@ -106,30 +106,56 @@ def _try_repo(repo: Path, home: Path, hook: str) -> subprocess.CompletedProcess[
     )
 
 
-def test_hooks_pass_a_clean_project_and_fail_a_broken_one(scratch: Path, pre_commit_home: Path):
-    clean = _try_repo(scratch, pre_commit_home, "advisor-check")
+def _head() -> str:
+    proc = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.skip("the checkout is not a git repository: pre-commit needs a revision")
+    return proc.stdout.strip()
+
+
+def test_try_repo_passes_a_clean_project(scratch: Path, pre_commit_home: Path):
+    """`pre-commit try-repo`, as a user tries the hook first (the checkout as it is now)."""
+    clean = _pre_commit(
+        scratch, pre_commit_home, "try-repo", str(ROOT), "advisor-check", "--all-files"
+    )
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert re.search(
         r"advisor check \(training configs and launch scripts\)\.+Passed", clean.stdout
     )
-    launch_only = _try_repo(scratch, pre_commit_home, "advisor-check-launch")
-    assert launch_only.returncode == 0, launch_only.stdout + launch_only.stderr
+    assert "skipped" not in clean.stdout
 
-    # a real problem in the sourced env file: the finding sits on its line, the hooks fail
+
+def test_hooks_in_a_project_config(scratch: Path, pre_commit_home: Path):
+    """The README's `.pre-commit-config.yaml` form, pinned to this revision; the project's own
+    CI and pre-commit YAML pass through the hooks without a word."""
+    config = scratch / ".pre-commit-config.yaml"
+    original_config = config.read_text(encoding="utf-8")
+    config.write_text(
+        f"repos:\n  - repo: {ROOT}\n    rev: {_head()}\n"
+        "    hooks: [{id: advisor-check}, {id: advisor-check-launch}]\n",
+        encoding="utf-8",
+    )
     env_file = scratch / "scripts" / "env.sh"
     original = env_file.read_text(encoding="utf-8")
-    env_file.write_text(original + "export ASCEND_LAUNCH_BLOCKING=1\n", encoding="utf-8")
     _git(scratch, "add", "-A")
     try:
-        broken = _try_repo(scratch, pre_commit_home, "advisor-check")
+        clean = _pre_commit(scratch, pre_commit_home, "run", "--all-files")
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        assert clean.stdout.count("Passed") == 2
+
+        # a real problem in the sourced env file: the finding sits on its line, both hooks fail
+        env_file.write_text(original + "export ASCEND_LAUNCH_BLOCKING=1\n", encoding="utf-8")
+        _git(scratch, "add", "-A")
+        broken = _pre_commit(scratch, pre_commit_home, "run", "--all-files")
         line = len(original.splitlines()) + 1
         assert broken.returncode == 1, broken.stdout + broken.stderr
-        assert f"scripts/env.sh:{line}:" in broken.stdout
-        assert "policy.launch-blocking" in broken.stdout
+        finding = f"scripts/env.sh:{line}:1: error [policy.launch-blocking]"
+        assert broken.stdout.count(finding) == 2, broken.stdout
         assert "unknown section" not in broken.stdout  # CI and pre-commit YAML never read
+        assert "skipped" not in broken.stdout
         assert "Traceback" not in broken.stdout + broken.stderr
-        launch = _try_repo(scratch, pre_commit_home, "advisor-check-launch")
-        assert launch.returncode == 1 and f"scripts/env.sh:{line}:" in launch.stdout
 
         # a waiver on that line, with its reason, lets the commit through
         env_file.write_text(
@@ -138,10 +164,11 @@ def test_hooks_pass_a_clean_project_and_fail_a_broken_one(scratch: Path, pre_com
             encoding="utf-8",
         )
         _git(scratch, "add", "-A")
-        waived = _try_repo(scratch, pre_commit_home, "advisor-check")
+        waived = _pre_commit(scratch, pre_commit_home, "run", "--all-files")
         assert waived.returncode == 0, waived.stdout + waived.stderr
     finally:
         env_file.write_text(original, encoding="utf-8")
+        config.write_text(original_config, encoding="utf-8")
         _git(scratch, "add", "-A")
 
 

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import shutil
 import subprocess
-import sys
 from collections import Counter
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from advisor.app.pipeline import profile_facts
+from tests.cli_run import run_cli
 from tests.conftest import REAL
 from tests.synth.kineto_file import write_kineto
 
@@ -39,35 +36,6 @@ CHROMIUM_FLAGS = (
     "--enable-logging=stderr",
     "--v=0",
 )
-
-
-@dataclass
-class Ran:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
-def run_cli(*args: str) -> Ran:
-    """The real entry point (exit codes, one-line errors) in this process."""
-    from advisor.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.argv
-    sys.argv = ["advisor", *args]
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.argv = saved
-    return Ran(code, out.getvalue(), err.getvalue())
 
 
 class _Tags(HTMLParser):

@@ -24,6 +24,11 @@ class CheckResult:
     documents: list[Document]
     findings: list[Finding]
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
+    # the document each finding came from (a sourced file's finding: the script that sources it)
+    origins: list[Document] = dataclasses.field(default_factory=list)
+
+    def origin(self, index: int) -> Document:
+        return self.origins[index]
 
     @property
     def dialects(self) -> dict[str, str]:
@@ -71,9 +76,7 @@ def load_documents(
             continue
         documents.append(load_document(path, kind))
     # a file a checked script sources is checked through it (its exports, on its own lines)
-    sourced = {
-        p.resolve() for doc in documents if doc.script is not None for p in doc.script.texts
-    }
+    sourced = {p.resolve() for doc in documents if doc.script is not None for p in doc.script.texts}
     skipped = [(str(p), _NOT_TRAINING) for p in unread if p.resolve() not in sourced]
     return documents, skipped
 
@@ -112,11 +115,13 @@ def run_check(
     documents, skipped = load_documents(configs, launches)
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
+    origins = []
     for doc in documents:
         for finding in check_document(doc, rules):
             in_baseline = finding.fingerprint in accepted
             findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
-    return CheckResult(documents, findings, skipped)
+            origins.append(doc)
+    return CheckResult(documents, findings, skipped, origins)
 
 
 def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
@@ -133,15 +138,14 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
     """`check --fix`: every safe fix of each document, applied in order."""
     changes: list[FileChange] = []
     for doc in result.documents:
-        mine = [f for f in result.findings if f.file == str(doc.path)]
+        mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
         changes.extend(document_changes(doc, _fixes(mine, safe_only=True)))
     return changes
 
 
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
     """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
-    docs = {str(d.path): d for d in result.documents}
     return [
-        document_changes(docs[f.file], _fixes([f], safe_only=False)) if f.patch else []
-        for f in result.findings
+        document_changes(result.origin(i), _fixes([f], safe_only=False)) if f.patch else []
+        for i, f in enumerate(result.findings)
     ]

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import sys
 import time
+import traceback
 from contextlib import nullcontext
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, NoReturn
 
 import typer
 import typer.core
@@ -81,6 +83,7 @@ def command() -> typer.core.TyperGroup:
 
 def main() -> None:
     started = time.monotonic()
+    console.reset()
     try:
         # without standalone mode click returns a command's exit code instead of exiting
         with (
@@ -109,4 +112,23 @@ def main() -> None:
                 exc.message = usage_message(message)  # type: ignore[attr-defined]
             show()
             sys.exit(code)
-        raise
+        _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> NoReturn:
+    """A bug, not bad input: one line (the traceback with -v) and exit 2, so a CI recipe that
+    keeps its report on findings (exit 1) never mistakes a crash for findings."""
+    if console.VERBOSITY.verbose:
+        traceback.print_exception(exc)
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
+    print(
+        f"advisor: internal error: {type(exc).__name__}: {exc}{where} — a bug in advisor; "
+        "-v shows the traceback",
+        file=sys.stderr,
+    )
+    sys.exit(EXIT_INPUT_ERROR)

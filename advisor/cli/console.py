@@ -29,6 +29,11 @@ class _Verbosity:
 VERBOSITY = _Verbosity()
 
 
+def reset() -> None:
+    """Each run starts at normal verbosity (the options of this run set it)."""
+    VERBOSITY.quiet = VERBOSITY.verbose = False
+
+
 def set_quiet(value: bool) -> None:
     if value:
         VERBOSITY.quiet, VERBOSITY.verbose = True, False

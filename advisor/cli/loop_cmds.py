@@ -98,7 +98,10 @@ def estimate_cmd(
     peak: Annotated[
         float | None, typer.Option("--peak-tflops", help="Override the device's peak TFLOPS.")
     ] = None,
-    output_format: Annotated[FactsFormat, typer.Option("--format", "-f")] = FactsFormat.text,
+    output_format: Annotated[
+        FactsFormat,
+        typer.Option("--format", "-f", help="text table or the advisor/facts@1 JSON."),
+    ] = FactsFormat.text,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:

@@ -85,7 +85,10 @@ def rules_lint(
 
 
 def rules_graph(
-    output_format: Annotated[GraphFormat, typer.Option("--format", "-f")] = GraphFormat.mermaid,
+    output_format: Annotated[
+        GraphFormat,
+        typer.Option("--format", "-f", help="Mermaid (renders on GitHub) or Graphviz dot."),
+    ] = GraphFormat.mermaid,
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
