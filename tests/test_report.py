@@ -286,3 +286,33 @@ def test_bundled_example_report_is_current(tmp_path):
         "advisor report examples/profiles/comm-bound examples/fsdp2/config.yaml "
         "--launch examples/fsdp2/run.sh -o examples/report.html"
     )
+
+
+def test_large_cluster_gets_a_heat_map_and_the_outliers():
+    from advisor.engine.diagnose import Diagnosis
+    from advisor.model import Fact, FactSet, rank_scope
+    from advisor.render.report_html import report_html
+
+    facts = FactSet()
+    facts.facts.append(Fact("ranks.slowest", 97, "", "job", "x", ""))
+    for rank in range(200):
+        ms = 100.0 + (30.0 if rank == 97 else rank % 3)
+        facts.facts.append(Fact("step.time_ms", ms, "ms", rank_scope(rank), "x", ""))
+
+    class View:
+        title = "big"
+        diagnosis = Diagnosis()
+        suggestion = None
+        notes: list[str] = []
+        comparison = None
+        baseline = None
+        ledger = None
+
+    view = View()
+    view.facts = facts  # type: ignore[attr-defined]
+    page = report_html(view)  # type: ignore[arg-type]
+    _well_formed(page)
+    assert page.count("<rect") >= 200  # one square per rank
+    assert 'stroke="#000"' in page  # the slowest rank outlined
+    rows = re.findall(r'<tr(?: class="slow")?><td data-v="(\d+)"', page)
+    assert len(rows) == 32 and "97" in rows  # the ranks furthest from the median, 97 first of all
