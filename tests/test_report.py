@@ -299,18 +299,9 @@ def test_large_cluster_gets_a_heat_map_and_the_outliers():
         ms = 100.0 + (30.0 if rank == 97 else rank % 3)
         facts.facts.append(Fact("step.time_ms", ms, "ms", rank_scope(rank), "x", ""))
 
-    class View:
-        title = "big"
-        diagnosis = Diagnosis()
-        suggestion = None
-        notes: list[str] = []
-        comparison = None
-        baseline = None
-        ledger = None
+    from advisor.app.report import ReportData
 
-    view = View()
-    view.facts = facts  # type: ignore[attr-defined]
-    page = report_html(view)  # type: ignore[arg-type]
+    page = report_html(ReportData("big", facts, Diagnosis()))
     _well_formed(page)
     assert page.count("<rect") >= 200  # one square per rank
     assert 'stroke="#000"' in page  # the slowest rank outlined
