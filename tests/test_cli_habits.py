@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from advisor.app.pipeline import profile_facts
+from advisor.app.read_ranks import ReadOptions
 from advisor.cli import command
 from advisor.cli.console import wrap_for_terminal
 from advisor.inputs import progress
-from advisor.inputs.taxonomy import default_taxonomy
-from advisor.parsers.ascend import read_profile
 from tests.cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +126,7 @@ class _Recorder:
 def test_cluster_reads_report_ranks_done():
     recorder = _Recorder()
     with progress.reporting(recorder):
-        read_profile(EXAMPLES / "profiles" / "slow-rank", default_taxonomy())
+        profile_facts(EXAMPLES / "profiles" / "slow-rank", reading=ReadOptions(jobs=1))
     ranks = [t for t in recorder.tasks if t.unit == "ranks"]
     assert ranks and ranks[0].total == ranks[0].done >= 2
     traces = [t for t in recorder.tasks if t.unit == "MiB"]

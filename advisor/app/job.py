@@ -3,10 +3,11 @@ and the context conditions are evaluated in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.app.pipeline import add_estimates, collect_facts
+from advisor.app.read_ranks import ReadOptions
 from advisor.engine.conditions import Context
 from advisor.facts.catalogue import ENV_PREFIX
 from advisor.inputs import dialect
@@ -25,6 +26,8 @@ class JobOptions:
     logs: tuple[Path, ...] = ()
     model_config: Path | None = None
     skip_bad_files: bool = False
+    # how the ranks are read: where, and how deep
+    reading: ReadOptions = field(default_factory=ReadOptions)
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ def load_job(options: JobOptions) -> Job:
         list(options.logs),
         skip_bad_files=options.skip_bad_files,
         config=effective,
+        reading=options.reading,
         config_source=options.config.name if options.config else "",
     )
     if options.model_config is not None:

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
+from advisor.app.executors import choose_executor
+from advisor.app.ranks import ASCEND, KINETO, RankTask
+from advisor.app.read_ranks import ReadOptions, read_ranks
 from advisor.facts import derive_facts
 from advisor.facts.base import Recorder
 from advisor.facts.layout import complete_layout
 from advisor.facts.log import derive as log_derive
+from advisor.facts.rank import RankSummary
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, FactSet, InputError
-from advisor.parsers.ascend import read_profile
-from advisor.parsers.kineto import is_kineto_file, kineto_files, read_kineto
+from advisor.parsers.ascend import cluster_is_empty, locate, read_cluster_output
+from advisor.parsers.db_cluster import CLUSTER_DB
+from advisor.parsers.kineto import is_kineto_file, kineto_files
 from advisor.parsers.profile_data import ProfileData
 from advisor.parsers.trainlog import read_logs
 
@@ -35,34 +41,67 @@ def collect_facts(
     skip_bad_files: bool = False,
     config: Mapping[str, object] | None = None,
     config_source: str = "",
+    reading: ReadOptions | None = None,
 ) -> FactSet:
     """Facts of a profile, of training logs, or of both; the job's layout from them and, when
     given, the config (after the launch command's overrides)."""
-    result = profile_facts(profile, skip_bad_files) if profile is not None else FactSet()
+    result = profile_facts(profile, skip_bad_files, reading) if profile is not None else FactSet()
     if logs:
         log_facts(logs, result)
     complete_layout(result, config, config_source, default_taxonomy())
     return result
 
 
-def profile_facts(path: Path, skip_bad_files: bool = False) -> FactSet:
-    """Read a profile folder (one rank or a cluster) and derive its facts."""
+def profile_facts(
+    path: Path, skip_bad_files: bool = False, reading: ReadOptions | None = None
+) -> FactSet:
+    """Read a profile (one rank or a cluster; rank directories or PyTorch profiler traces),
+    each rank by the pure extract_rank on an executor, and derive the job's facts."""
+    reading = reading or ReadOptions()
     taxonomy = default_taxonomy()
     kineto = [path] if is_kineto_file(path) else kineto_files(path) if path.is_dir() else []
     if kineto and not (path.is_dir() and any(path.glob("*_ascend_*"))):
-        data = ProfileData(
-            root=path, ranks=[read_kineto(p, taxonomy, skip_bad_files) for p in kineto]
-        )
-        data.ranks.sort(key=lambda r: (r.rank is None, r.rank or 0))
-        warnings: list[str] = []
+        tasks = [RankTask(p, KINETO, skip_bad_files) for p in kineto]
+        data, warnings = ProfileData(root=path), list[str]()
     else:
-        data, warnings = read_profile(path, taxonomy, skip_bad=skip_bad_files)
-    warnings.extend(w for rank in data.ranks for w in rank.warnings)
-    inputs = [p for rank in data.ranks for p in rank.inputs]
+        rank_dirs, cluster_file = locate(path)
+        tasks = [RankTask(d, ASCEND, skip_bad_files) for d in rank_dirs]
+        data, warnings = read_cluster_output(path, cluster_file, taxonomy, skip_bad_files)
+        if cluster_file is not None and not rank_dirs and cluster_is_empty(data):
+            raise InputError(
+                str(cluster_file),
+                f"no cluster_step_trace_time.csv, cluster_communication.json or {CLUSTER_DB}",
+            )
+    if len(tasks) == 1:  # one rank alone may split a large trace between processes
+        tasks = [replace(tasks[0], split_trace=True)]
+    summaries: list[RankSummary] = []
+    coverage = ""
+    if tasks:
+        executor = choose_executor(reading.jobs, reading.scheduler, len(tasks))
+        try:
+            ranks = read_ranks(tasks, executor, reading, taxonomy, skip_bad_files)
+        finally:
+            executor.close()
+        summaries, coverage = ranks.summaries, ranks.coverage
+        warnings = ranks.warnings + warnings
+        _check_unique(summaries)
+    inputs = [p for rank in summaries for p in rank.inputs]
     inputs.extend(p for p in (data.cluster_source, data.cluster_comm_source) if p is not None)
-    facts = derive_facts(data, taxonomy, inputs)
+    facts = derive_facts(data, summaries, taxonomy, inputs, coverage)
     facts.warnings.extend(warnings)
     return facts
+
+
+def _check_unique(summaries: list[RankSummary]) -> None:
+    seen: dict[int, Path] = {}
+    for rank in summaries:
+        if rank.rank is None:
+            continue
+        if rank.rank in seen:
+            raise InputError(
+                str(rank.path), f"rank {rank.rank} appears twice (also in {seen[rank.rank]})"
+            )
+        seen[rank.rank] = rank.path
 
 
 def side_facts(path: Path | None, log: Path | None) -> FactSet:

@@ -10,6 +10,7 @@ import typer
 
 if TYPE_CHECKING:
     from advisor.app.job import JobOptions
+    from advisor.app.read_ranks import ReadOptions
     from advisor.engine.settings import RuleOptions
 
 EXIT_INPUT_ERROR = 2
@@ -107,8 +108,10 @@ def job_options(
     log: list[Path] | None,
     model_config: Path | None,
     skip_bad_files: bool,
+    reading: ReadOptions | None = None,
 ) -> JobOptions:
     from advisor.app.job import JobOptions
+    from advisor.app.read_ranks import ReadOptions
 
     return JobOptions(
         profile=path,
@@ -117,7 +120,41 @@ def job_options(
         logs=tuple(log or ()),
         model_config=model_config,
         skip_bad_files=skip_bad_files,
+        reading=reading or ReadOptions(),
     )
+
+
+def read_options(jobs: int | None, scheduler: str | None, deep: str) -> ReadOptions:
+    from advisor.app.read_ranks import ReadOptions, parse_deep
+
+    parse_deep(deep)  # a bad value is refused before anything is read
+    return ReadOptions(jobs=jobs, scheduler=scheduler, deep=deep)
+
+
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        help="Worker processes reading the ranks of a cluster (default: every core).",
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Read the ranks on an existing Dask cluster (tcp://HOST:PORT; or ADVISOR_SCHEDULER); "
+        "its workers must see the profile's paths. Needs pip install 'advisor[dask]'.",
+    ),
+]
+DeepOpt = Annotated[
+    str,
+    typer.Option(
+        "--deep",
+        help="Ranks read in full: all, auto (all up to 64 ranks; above, the step model of every "
+        "rank and in full the slowest and fastest of each stage plus a sample) or a number.",
+    ),
+]
 
 
 def _quiet(value: bool) -> bool:

@@ -9,18 +9,22 @@ import typer
 
 from advisor.cli import console
 from advisor.cli.options import (
+    DeepOpt,
     FactsFormat,
+    JobsOpt,
     LogOpt,
     ModelConfigOpt,
     ProfileArg,
     QuietOpt,
     ReportFormat,
     RulesDirOpt,
+    SchedulerOpt,
     SettingsOpt,
     SkipBadOpt,
     SuggestFormat,
     VerboseOpt,
     job_options,
+    read_options,
     rule_options,
 )
 from advisor.model import DataError
@@ -42,6 +46,9 @@ def facts(
         bool, typer.Option("--notes", help="Text: show how each fact was computed.")
     ] = False,
     skip_bad_files: SkipBadOpt = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    deep: DeepOpt = "auto",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -51,7 +58,9 @@ def facts(
 
     if path is None and not log:
         raise DataError("give a profile folder, --log train.log, or both")
-    result = collect_facts(path, log, skip_bad_files=skip_bad_files)
+    result = collect_facts(
+        path, log, skip_bad_files=skip_bad_files, reading=read_options(jobs, scheduler, deep)
+    )
     console.inputs_read(result.inputs)
     if output_format is not FactsFormat.json:
         # the text report shows warnings on stderr; the JSON carries them in its contract
@@ -80,6 +89,9 @@ def diagnose(
     skip_bad_files: SkipBadOpt = False,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    deep: DeepOpt = "auto",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -88,7 +100,15 @@ def diagnose(
     from advisor.render.diagnosis import FORMATS
 
     run = run_diagnose(
-        job_options(path, config, launch, log, model_config, skip_bad_files),
+        job_options(
+            path,
+            config,
+            launch,
+            log,
+            model_config,
+            skip_bad_files,
+            read_options(jobs, scheduler, deep),
+        ),
         rule_options(settings, rules_dir),
     )
     console.inputs_read(run.facts.inputs)
@@ -138,6 +158,9 @@ def suggest(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     skip_bad_files: SkipBadOpt = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    deep: DeepOpt = "auto",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -146,7 +169,15 @@ def suggest(
     from advisor.render.suggestion import FORMATS, SuggestionReport
 
     run = run_suggest(
-        job_options(path, config, launch, log, model_config, skip_bad_files),
+        job_options(
+            path,
+            config,
+            launch,
+            log,
+            model_config,
+            skip_bad_files,
+            read_options(jobs, scheduler, deep),
+        ),
         rule_options(settings, rules_dir),
         SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),
     )

@@ -11,15 +11,19 @@ import typer
 
 from advisor.cli import console
 from advisor.cli.options import (
+    DeepOpt,
+    JobsOpt,
     LogOpt,
     ModelConfigOpt,
     ProfileArg,
     QuietOpt,
     RulesDirOpt,
+    SchedulerOpt,
     SettingsOpt,
     SkipBadOpt,
     VerboseOpt,
     job_options,
+    read_options,
     rule_options,
 )
 from advisor.model import InputError
@@ -99,6 +103,9 @@ def report_cmd(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     skip_bad_files: SkipBadOpt = False,
+    jobs: JobsOpt = None,
+    scheduler: SchedulerOpt = None,
+    deep: DeepOpt = "auto",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -110,7 +117,15 @@ def report_cmd(
     from advisor.render.report_html import report_html
 
     data = run_report(
-        job_options(path, config, launch, log, model_config, skip_bad_files),
+        job_options(
+            path,
+            config,
+            launch,
+            log,
+            model_config,
+            skip_bad_files,
+            read_options(jobs, scheduler, deep),
+        ),
         rule_options(settings, rules_dir),
         ReportOptions(baseline=baseline, ledger=ledger),
     )

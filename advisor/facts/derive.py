@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from advisor.facts import attrib, cluster, comm, groups, host, links, memory, ops, stages, steps
-from advisor.facts import profile as profile_facts
+from advisor.facts import cluster, comm, groups, links, stages, steps
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
+from advisor.facts.rank import RankSummary, rename_sources
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
 from advisor.parsers.db_cluster import CLUSTER_DB
@@ -25,64 +24,7 @@ CLUSTER_FACTS = (
 )
 
 
-def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
-    out = Recorder(scope)
-    profile_facts.derive(rank, out, taxonomy)
-    steps.derive(rank, taxonomy, out)
-    rows, steady, source = steps.steady_rows(rank, taxonomy)
-    attrib.derive(rank, rows, source, out)
-    ops.derive(rank, steady, taxonomy, out)
-    host.derive(rank, taxonomy, out)
-    comm.derive(
-        rank,
-        steady,
-        out,
-        taxonomy,
-        source=rank.path.name if rank.framework == "pytorch" else comm.COMM,
-    )
-    memory.derive(rank, out)
-    if rank.sources:
-        _rename_sources(out, rank.sources)
-    if rank.stepless:
-        _withhold_step_claims(out)
-    for name, count in rank.dropped.items():
-        for fact_id, fact in list(out.facts.items()):
-            if name in fact.source:
-                note = (
-                    f"{fact.note}; {count} row(s) of {name} dropped (values that cannot be right)"
-                )
-                out.facts[fact_id] = replace(fact, note=note.lstrip("; "))
-    return out
-
-
-# Facts that claim something per step or about the step's length; a trace without step markers
-# has one window of arbitrary length, so they are withheld (ratios over the window remain).
-_STEP_CLAIMS = ("step.time_ms", "step.time_mad_ms", "step.steady_steps", "attrib.")
-
-
-def _withhold_step_claims(out: Recorder) -> None:
-    for fact_id in list(out.facts):
-        if fact_id.endswith("_per_step") or fact_id.startswith(_STEP_CLAIMS):
-            if fact_id.endswith("_ratio") or fact_id == "attrib.comm_exposed_by_kind_ms":
-                continue
-            del out.facts[fact_id]
-            out.miss(
-                fact_id,
-                "the trace has no ProfilerStep#N markers: one window of arbitrary length, no "
-                "per-step value (profile with torch.profiler.schedule and call prof.step())",
-            )
-
-
-def _rename_sources(out: Recorder, sources: dict[str, str]) -> None:
-    """Facts name the text export's files; say which table a database export's value came from."""
-    for fact_id, fact in list(out.facts.items()):
-        for name, replacement in sources.items():
-            if name in fact.source:
-                fact = replace(fact, source=fact.source.replace(name, replacement))
-        out.facts[fact_id] = fact
-
-
-def _label(rank: RankProfile, index: int) -> str:
+def _label(rank: RankSummary, index: int) -> str:
     return str(rank.rank) if rank.rank is not None else f"#{index}"
 
 
@@ -299,20 +241,20 @@ def _cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Reco
         if rank.comm is not None:
             _, steady, _ = steps.steady_rows(rank, taxonomy)
             comm.derive(rank, steady, out, taxonomy, source=comm_source)
-        _rename_sources(out, {"step_trace_time.csv": step_source})
+        rename_sources(out, {"step_trace_time.csv": step_source})
         recorders.append((str(rank_id), out))
     return recorders
 
 
-def _ranks_note(data: ProfileData, count: int) -> str:
-    if not data.ranks:
-        return "ranks in the cluster analysis output"
-    if count > len(data.ranks):
+def _ranks_note(ranks: list[RankSummary], count: int, coverage: str) -> str:
+    if not ranks:
+        return "ranks in the cluster analysis output" + coverage
+    if count > len(ranks):
         return (
-            f"{count} ranks: {len(data.ranks)} rank directories (full detail) and the others "
-            "from the cluster analysis output (step model and communication only)"
+            f"{count} ranks: {len(ranks)} rank directories (full detail) and the others "
+            "from the cluster analysis output (step model and communication only)" + coverage
         )
-    return "rank directories read"
+    return "rank directories read" + coverage
 
 
 def _cluster_files(data: ProfileData) -> str:
@@ -325,20 +267,26 @@ def _ordered(facts: Iterable[Fact]) -> list[Fact]:
     return sorted(facts, key=lambda f: (order.get(f.id, len(order)), f.id))
 
 
-def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> FactSet:
+def derive_facts(
+    data: ProfileData,
+    ranks: list[RankSummary],
+    taxonomy: Taxonomy,
+    inputs: list[Path],
+    coverage: str = "",
+) -> FactSet:
+    """Job-level facts from the ranks' summaries (and msprof-analyze's cluster output).
+    `coverage` is appended to profile.ranks' note: which ranks were read how, which failed."""
     result = FactSet(inputs=[str(p) for p in inputs])
-    if data.ranks:
-        multi = len(data.ranks) > 1
+    if ranks:
+        multi = len(ranks) > 1
         recorders = [
             (
                 _label(rank, i),
-                derive_rank(
-                    rank,
-                    taxonomy,
-                    rank_scope(rank.rank if rank.rank is not None else i) if multi else JOB_SCOPE,
+                rank.recorder(
+                    rank_scope(rank.rank if rank.rank is not None else i) if multi else JOB_SCOPE
                 ),
             )
-            for i, rank in enumerate(data.ranks)
+            for i, rank in enumerate(ranks)
         ]
         source = "rank directories"
         if data.cluster_rows or data.cluster_comm:
@@ -347,9 +295,9 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
             )
             if extra:
                 if not multi:  # the one rank directory is a rank among the cluster's
-                    single = data.ranks[0]
+                    single = ranks[0]
                     scope = rank_scope(single.rank if single.rank is not None else 0)
-                    recorders = [(_label(single, 0), derive_rank(single, taxonomy, scope))]
+                    recorders = [(_label(single, 0), single.recorder(scope))]
                 recorders = recorders + extra
                 multi = True
                 source = f"rank directories + {_cluster_files(data)}"
@@ -361,11 +309,8 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
         groups_known = cluster.stage_groups(data.cluster_stages, [label for label, _ in recorders])
         job = _job_from_ranks(recorders, source, taxonomy, groups_known)
         cluster.stage_bubbles(data, recorders, job)
-        if data.ranks:
-            dir_recorders = recorders[: len(data.ranks)]
-            by_label = {
-                label: rank for (label, _), rank in zip(dir_recorders, data.ranks, strict=True)
-            }
+        if ranks:
+            by_label = {label: rank for (label, _), rank in zip(recorders, ranks, strict=False)}
             groups.job_groups(
                 by_label,
                 {
@@ -375,20 +320,20 @@ def derive_facts(data: ProfileData, taxonomy: Taxonomy, inputs: list[Path]) -> F
                 },
                 job,
             )
-        links.job_links(data, job, taxonomy)
+        links.job_links(data, ranks, job, taxonomy)
         job.add(
             "profile.ranks",
             len(recorders),
             str(data.root),
-            _ranks_note(data, len(recorders)),
+            _ranks_note(ranks, len(recorders), coverage),
         )
         scoped = [f for _, rec in recorders for f in rec.facts.values()]
         result.facts = _ordered(job.facts.values()) + _ordered(scoped)
         result.missing = list(job.missing.values())
     else:
         only = recorders[0][1]
-        links.job_links(data, only, taxonomy)
-        only.add("profile.ranks", 1, str(data.root), f"single rank ({data.ranks[0].label})")
+        links.job_links(data, ranks, only, taxonomy)
+        only.add("profile.ranks", 1, str(data.root), f"single rank ({ranks[0].label}){coverage}")
         only.add("ranks.count", 1, str(data.root), "single-rank profile")
         for fact_id in CLUSTER_FACTS[1:]:
             only.miss(fact_id, "single-rank profile: profile several ranks to compare them")

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import median
+from typing import TYPE_CHECKING
 
 from advisor.facts.base import Recorder
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.profile_data import CommStep, ProcessGroup, RankProfile
+
+if TYPE_CHECKING:  # facts.rank imports this module (through comm)
+    from advisor.facts.rank import RankSummary
 
 GROUP_FACT = "comm.groups"
 LAYOUT_FACT = "job.parallel_sizes"
@@ -71,7 +75,7 @@ def _tp_share(rows: list[dict[str, object]], out: Recorder, source: str) -> None
 
 
 def job_groups(
-    ranks: Mapping[str, RankProfile], per_rank: Mapping[str, object], job: Recorder
+    ranks: Mapping[str, RankSummary], per_rank: Mapping[str, object], job: Recorder
 ) -> None:
     """Job level: each group with its members and the names the framework gave it.
 

@@ -8,11 +8,16 @@ data are latency-bound and not compared.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import median
+from typing import TYPE_CHECKING
 
 from advisor.facts.base import Recorder
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import LinkStat, ProfileData
+
+if TYPE_CHECKING:  # facts.rank imports this package's modules
+    from advisor.facts.rank import RankSummary
 
 LINK_FACTS = ("comm.links_compared", "comm.slowest_link", "comm.slow_link_ratio")
 # a median needs peers: fewer links of a transport than this are not compared
@@ -79,14 +84,16 @@ def derive(links: list[LinkStat] | None, out: Recorder, source: str, taxonomy: T
     )
 
 
-def job_links(data: ProfileData, out: Recorder, taxonomy: Taxonomy) -> None:
+def job_links(
+    data: ProfileData, ranks: Sequence[RankSummary], out: Recorder, taxonomy: Taxonomy
+) -> None:
     """The slowest link, from the cluster's matrix or else the ranks' own matrices."""
     if data.cluster_links is not None and data.cluster_links_source is not None:
         derive(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
         return
     merged: dict[tuple[int, int, str], LinkStat] = {}
     source = "communication_matrix.json"
-    for rank in data.ranks:
+    for rank in ranks:
         if rank.links is not None:
             source = rank.sources.get(source, source)
         for stat in rank.links or []:

@@ -44,6 +44,12 @@ def stages(ranks: Mapping[str, RankFacts], gap: float) -> list[list[str]] | None
         f.get("job.pipeline_parallel") and f["job.pipeline_parallel"].value for f in ranks.values()
     ):
         return None
+    return compute_groups(ranks, gap)
+
+
+def compute_groups(ranks: Mapping[str, RankFacts], gap: float) -> list[list[str]] | None:
+    """Ranks grouped by device compute per step: sorted, a relative jump above `gap` starts a
+    new group (the stages of a pipeline; a straggler apart from its peers)."""
     timed = {label: compute_ms(f) for label, f in ranks.items()}
     if any(value is None for value in timed.values()):
         return None

@@ -44,6 +44,8 @@ class Taxonomy:
     compute_well_used_ratio: float
     min_trusted_step_ms: float
     link_min_mb: float
+    deep_all_max_ranks: int
+    deep_sample_ranks: int
     p2p_kinds: frozenset[str]
     tp_group_names: frozenset[str]
     # short name (tp, pp...) -> where it is stated: argument names, config keys
@@ -108,6 +110,8 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
         min_trusted_step_ms=float(measurement["min_trusted_step_ms"]),
         link_min_mb=float(measurement["link_min_mb"]),
+        deep_all_max_ranks=int(measurement["deep_all_max_ranks"]),
+        deep_sample_ranks=int(measurement["deep_sample_ranks"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
         tp_group_names=frozenset(str(k) for k in raw.get("tp_group_names", [])),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
@@ -128,8 +127,16 @@ class _Reader:
 
 
 def read_rank(
-    directory: Path, taxonomy: Taxonomy, skip_bad: bool, warnings: list[str]
+    directory: Path,
+    taxonomy: Taxonomy,
+    skip_bad: bool,
+    warnings: list[str],
+    shallow: bool = False,
+    split_trace: bool = True,
 ) -> RankProfile:
+    """One rank directory. `shallow` reads the header and the step model only (the cheap tier
+    of a large cluster); `split_trace` lets a large trace be decoded by worker processes (off
+    inside a worker that reads one rank of many)."""
     output = directory / OUTPUT_DIR if (directory / OUTPUT_DIR).is_dir() else None
     if output is None and is_output_dir(directory):
         output = directory
@@ -171,11 +178,21 @@ def read_rank(
     def out(name: str) -> Path:
         return output / name
 
-    # Large traces are decoded by worker processes while the CSV files are read here.
     trace_path = out("trace_view.json")
-    pending = start_trace(trace_path, taxonomy) if trace_path.is_file() else None
-
     bad = BadValues(skip=skip_bad)
+    if shallow and out("step_trace_time.csv").is_file():
+        rank.step_rows = reader.read(
+            out("step_trace_time.csv"),
+            "step_trace_time.csv",
+            lambda p: files.read_step_trace(p, bad),
+        )
+        if rank.step_rows is not None:
+            warnings.extend(bad.warnings())
+            rank.dropped.update(bad.by_name())
+            return rank
+    # (without a step model the rank is read in full: its trace holds the steps)
+    # Large traces are decoded by worker processes while the CSV files are read here.
+    pending = start_trace(trace_path, taxonomy) if trace_path.is_file() and split_trace else None
     rank.step_rows = reader.read(
         out("step_trace_time.csv"), "step_trace_time.csv", lambda p: files.read_step_trace(p, bad)
     )
@@ -264,60 +281,38 @@ def _infer_level(rank: RankProfile) -> None:
         rank.level, rank.level_source = "Level0", "inferred: no communication files, no PMU columns"
 
 
-def read_profile(
-    path: Path, taxonomy: Taxonomy, skip_bad: bool = False
+def read_cluster_output(
+    path: Path, cluster_file: Path | None, taxonomy: Taxonomy, skip_bad: bool = False
 ) -> tuple[ProfileData, list[str]]:
+    """msprof-analyze's cluster output (when the profile folder has one); the rank
+    directories are read one by one elsewhere."""
     warnings: list[str] = []
-    rank_dirs, cluster_file = locate(path)
-    ranks = []
-    with progress.task("reading rank directories", len(rank_dirs), "ranks") as bar:
-        for directory in rank_dirs:
-            try:
-                ranks.append(read_rank(directory, taxonomy, skip_bad, warnings))
-            except InputError as exc:
-                # a rank nothing can be read from is left out, when asked, if others remain
-                if not skip_bad or len(rank_dirs) == 1:
-                    raise
-                warnings.append(f"{exc} (rank directory skipped)")
-            bar.advance()
-    if rank_dirs and not ranks:
-        raise InputError(str(path), "no rank directory could be read")
-    data = ProfileData(root=path, ranks=ranks)
-    if cluster_file is not None:
-        step_trace = cluster_file / CLUSTER_STEP_TRACE.name
-        comm = cluster_file / CLUSTER_COMMUNICATION.name
-        bad = BadValues(skip=skip_bad)
-        if step_trace.is_file():
-            data.cluster_rows, data.cluster_stages = files.read_cluster_step_trace(step_trace, bad)
-            data.cluster_source = step_trace
-        if comm.is_file():
-            data.cluster_comm = files.read_cluster_communication(comm, taxonomy, bad)
-            data.cluster_comm_source = comm
-        warnings.extend(bad.warnings())
-        matrix = cluster_file / CLUSTER_MATRIX
-        if matrix.is_file():
-            data.cluster_links, data.cluster_links_source = read_comm_matrix(matrix), matrix
-        database = cluster_file / CLUSTER_DB
-        if database.is_file() and (data.cluster_rows is None or data.cluster_comm is None):
-            rows, stages, by_rank = read_cluster_db(database, taxonomy)
-            if data.cluster_rows is None and rows is not None:
-                data.cluster_rows, data.cluster_stages = rows, stages
-                data.cluster_source = database
-            if data.cluster_comm is None and by_rank is not None:
-                data.cluster_comm, data.cluster_comm_source = by_rank, database
-        if not ranks and data.cluster_rows is None and data.cluster_comm is None:
-            raise InputError(
-                str(cluster_file),
-                f"no cluster_step_trace_time.csv, cluster_communication.json or {CLUSTER_DB}",
-            )
-    seen: dict[int, Path] = {}
-    for rank in ranks:
-        if rank.rank is None:
-            continue
-        if rank.rank in seen:
-            raise InputError(
-                str(rank.path), f"rank {rank.rank} appears twice (also in {seen[rank.rank]})"
-            )
-        seen[rank.rank] = rank.path
-    ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, str(r.path)))
+    data = ProfileData(root=path)
+    if cluster_file is None:
+        return data, warnings
+    step_trace = cluster_file / CLUSTER_STEP_TRACE.name
+    comm = cluster_file / CLUSTER_COMMUNICATION.name
+    bad = BadValues(skip=skip_bad)
+    if step_trace.is_file():
+        data.cluster_rows, data.cluster_stages = files.read_cluster_step_trace(step_trace, bad)
+        data.cluster_source = step_trace
+    if comm.is_file():
+        data.cluster_comm = files.read_cluster_communication(comm, taxonomy, bad)
+        data.cluster_comm_source = comm
+    warnings.extend(bad.warnings())
+    matrix = cluster_file / CLUSTER_MATRIX
+    if matrix.is_file():
+        data.cluster_links, data.cluster_links_source = read_comm_matrix(matrix), matrix
+    database = cluster_file / CLUSTER_DB
+    if database.is_file() and (data.cluster_rows is None or data.cluster_comm is None):
+        rows, stages, by_rank = read_cluster_db(database, taxonomy)
+        if data.cluster_rows is None and rows is not None:
+            data.cluster_rows, data.cluster_stages = rows, stages
+            data.cluster_source = database
+        if data.cluster_comm is None and by_rank is not None:
+            data.cluster_comm, data.cluster_comm_source = by_rank, database
     return data, warnings
+
+
+def cluster_is_empty(data: ProfileData) -> bool:
+    return data.cluster_rows is None and data.cluster_comm is None

@@ -193,8 +193,9 @@ class ClusterStage:
 
 @dataclass
 class ProfileData:
+    """msprof-analyze's cluster output of a profile folder (the ranks are read one by one)."""
+
     root: Path
-    ranks: list[RankProfile]
     cluster_rows: list[ClusterStepRow] | None = None
     cluster_stages: list[ClusterStage] | None = None
     cluster_source: Path | None = None

@@ -1,0 +1,142 @@
+"""Clusters read in parallel: a pure per-rank function on a local process pool or a Dask
+cluster gives the sequential facts; a bad rank is skipped or named; large clusters in two tiers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.app.executors import choose_executor
+from advisor.app.pipeline import profile_facts
+from advisor.app.read_ranks import ReadOptions
+from advisor.model import FactSet, InputError
+from advisor.render.facts import facts_json
+from tests.cli_run import run_cli
+from tests.synth import PRESETS
+from tests.synth.writer import write_cluster, write_pipeline
+
+
+def _json(facts: FactSet) -> str:
+    return facts_json(facts)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    parent = tmp_path_factory.mktemp("cluster")
+    write_cluster(parent, PRESETS["healthy"].with_(steps=3), ranks=6, slow_rank=4)
+    return parent
+
+
+def test_a_process_pool_gives_the_sequential_facts(cluster: Path):
+    sequential = profile_facts(cluster, reading=ReadOptions(jobs=1))
+    pooled = profile_facts(cluster, reading=ReadOptions(jobs=3))
+    assert _json(pooled) == _json(sequential)
+    assert sequential.value("ranks.slowest") == 4
+    assert sequential.value("profile.ranks") == 6
+
+
+def test_jobs_below_one_is_refused():
+    with pytest.raises(InputError, match="at least 1"):
+        choose_executor(0, None, 4)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_scheduler_is_one_line_within_the_timeout(
+    cluster: Path, monkeypatch: pytest.MonkeyPatch
+):
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    monkeypatch.setenv("ADVISOR_SCHEDULER_TIMEOUT", "2")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    started = time.monotonic()
+    result = run_cli("facts", str(cluster), "--scheduler", address)
+    assert time.monotonic() - started < 15
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler within 2 s" in lines[0]
+
+
+def test_a_dask_cluster_gives_the_local_facts(cluster: Path):
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    local = profile_facts(cluster, reading=ReadOptions(jobs=2))
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=50,
+    ) as dask_cluster:
+        remote = profile_facts(
+            cluster, reading=ReadOptions(scheduler=dask_cluster.scheduler_address)
+        )
+    assert _json(remote) == _json(local)
+
+
+def _break_rank(cluster: Path, copy_to: Path, index: int) -> Path:
+    shutil.copytree(cluster, copy_to)
+    rank_dir = sorted(p for p in copy_to.iterdir() if p.is_dir())[index]
+    step_trace = rank_dir / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+    step_trace.write_text("Step,Computing\n1,not-a-number\n", encoding="utf-8")
+    (rank_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("[{", encoding="utf-8")
+    return rank_dir
+
+
+def test_a_failed_rank_is_named_or_skipped_with_the_coverage(cluster: Path, tmp_path: Path):
+    broken = _break_rank(cluster, tmp_path / "job", 2)
+    strict = run_cli("facts", str(tmp_path / "job"), "-j", "2")
+    assert strict.exit_code == 2
+    assert broken.name in strict.stderr and "--skip-bad-files" in strict.stderr
+    assert len(strict.stderr.strip().splitlines()) == 1
+    facts = profile_facts(tmp_path / "job", skip_bad_files=True, reading=ReadOptions(jobs=2))
+    assert facts.value("profile.ranks") == 5
+    note = facts.get("profile.ranks").note
+    assert f"5 of 6 ranks: 1 could not be read ({broken.name})" in note
+    assert any(broken.name in w and "rank directory skipped" in w for w in facts.warnings)
+    assert facts.value("ranks.slowest") == 4  # the others still find the slow rank
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    parent = tmp_path_factory.mktemp("pipeline")
+    write_pipeline(parent, PRESETS["healthy"].with_(steps=3), stages=2, ranks_per_stage=4)
+    return parent
+
+
+def test_two_tiers_read_every_step_model_and_the_ranks_that_matter_in_full(pipeline: Path):
+    full = profile_facts(pipeline, reading=ReadOptions(deep="all", jobs=2))
+    tiered = profile_facts(pipeline, reading=ReadOptions(deep="3", jobs=2))
+    # the slow-rank, stage and bubble facts use every rank
+    for fact_id in ("ranks.count", "pipeline.stages", "pipeline.stage_ranks", "ranks.slowest"):
+        assert tiered.value(fact_id) == full.value(fact_id), fact_id
+    assert tiered.value("step.time_ms") == pytest.approx(full.value("step.time_ms"))
+    # attribution rests on the ranks read in full: present, and the same job (identical ranks)
+    assert tiered.value("attrib.step_ms") == pytest.approx(full.value("attrib.step_ms"), rel=0.02)
+    assert tiered.value("ops.kernels_per_step") == full.value("ops.kernels_per_step")
+    note = tiered.get("profile.ranks").note
+    assert "two tiers: the step model of all 8 ranks, the full profile of 4" in note
+    deep_scopes = {f.scope for f in tiered.facts if f.id == "ops.kernels_per_step"}
+    assert len(deep_scopes - {"job"}) == 4  # two stages x (slowest, fastest)
+    assert not [m for m in tiered.missing if m.id.startswith("ops.")]
+
+
+def test_auto_reads_small_clusters_in_full(pipeline: Path):
+    facts = profile_facts(pipeline, reading=ReadOptions(jobs=2))
+    assert "two tiers" not in facts.get("profile.ranks").note
+    assert len({f.scope for f in facts.facts if f.id == "ops.kernels_per_step"} - {"job"}) == 8
+
+
+def test_a_single_rank_is_read_in_this_process(tmp_path: Path):
+    write_cluster(tmp_path, PRESETS["healthy"].with_(steps=3), ranks=1)
+    facts = profile_facts(tmp_path, reading=ReadOptions(jobs=4))
+    assert facts.value("profile.ranks") == 1
+    assert json.loads(_json(facts))["schema"] == "advisor/facts@1"
