@@ -282,6 +282,7 @@ def _stream_array(
     head: bytes,
     handle: _Readable,
     tick: Callable[[int], None] | None = None,
+    block: int = BLOCK_BYTES,
 ) -> None:
     """Decode the array block by block; each block is cut after the last complete event.
 
@@ -291,9 +292,9 @@ def _stream_array(
     carry = bytes(head)  # starts right after the opening '['
     offset = 0  # file offset of carry[0], for messages
     pending_blocks = 0
-    buf = bytearray(1 + BLOCK_BYTES + len(carry))
+    buf = bytearray(1 + block + len(carry))
     while True:
-        need = 1 + len(carry) + BLOCK_BYTES
+        need = 1 + len(carry) + block
         if len(buf) < need:
             buf = bytearray(need)  # only when an event larger than a block is carried over
         buf[0] = ord("[")
@@ -373,9 +374,14 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
                 raise InputError(str(path), "empty file")
             if stripped.startswith(b"["):
                 handle.seek(len(head) - len(stripped) + 1)
-                mib = path.stat().st_size / MIB
-                with progress.task(f"decoding {path.name}", round(mib), "MiB") as bar:
-                    _stream_array(path, acc, b"", handle, lambda n: bar.advance(n / MIB))
+                size = path.stat().st_size
+                # a small trace gets a buffer of its own size: zeroing 32 MiB for a 6 MB rank
+                # of a large cluster costs more than decoding it
+                block = max(65536, min(BLOCK_BYTES, size + 1))
+                with progress.task(f"decoding {path.name}", round(size / MIB), "MiB") as bar:
+                    _stream_array(
+                        path, acc, b"", handle, lambda n: bar.advance(n / MIB), block=block
+                    )
             elif stripped.startswith(b"{"):
                 data = head + handle.read()
                 try:
