@@ -12,7 +12,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.db_checks import valid_interval
 from advisor.parsers.sqlite_db import Database
 from advisor.parsers.trace import OVERLAP_LANES
-from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
+from advisor.parsers.trace_steps import FlowTable, StepWindow, TraceData, reduce_steps
 
 DEVICE_LANE_KEY = "device"
 
@@ -34,8 +34,7 @@ class DbTrace:
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
-    flow_start: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
-    flow_finish: dict[str, dict[int | str, str | float]] = field(default_factory=dict)
+    flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)
 

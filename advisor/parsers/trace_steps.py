@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -70,8 +71,7 @@ class RawTrace(Protocol):
     free: array[float]
     loader_start: array[float]
     loader_end: array[float]
-    flow_start: dict[str, dict[int | str, str | float]]
-    flow_finish: dict[str, dict[int | str, str | float]]
+    flows: dict[str, FlowTable]
     collectives: dict[str, list[array[float]]]
     # device task start -> host launch time, when the source pairs them itself (a database
     # export joins them by connection id); empty: pair the flow events
@@ -79,6 +79,65 @@ class RawTrace(Protocol):
 
     @property
     def ts(self) -> Callable[[str | float], float]: ...
+
+
+_INT64 = 1 << 63
+
+
+def flow_key(value: int | str) -> int:
+    """A flow id as a signed 64-bit integer: numbers as they are, other ids by a stable hash
+    (the same in every worker process, unlike str hashes)."""
+    if isinstance(value, int) and -_INT64 <= value < _INT64:
+        return value
+    text = str(value)
+    if text.isdigit() and len(text) <= 18:
+        return int(text)
+    digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+class FlowTable:
+    """One flow category's ends: the start (host launch) and finish (device task) of each
+    flow as id and time arrays; paired only when the reduction asks."""
+
+    __slots__ = ("finish_ids", "finish_ts", "start_ids", "start_ts")
+
+    def __init__(self) -> None:
+        self.start_ids: array[int] = array("q")
+        self.start_ts: array[float] = array("d")
+        self.finish_ids: array[int] = array("q")
+        self.finish_ts: array[float] = array("d")
+
+    def add(self, start: bool, key: int, at: float) -> None:
+        if start:
+            self.start_ids.append(key)
+            self.start_ts.append(at)
+        else:
+            self.finish_ids.append(key)
+            self.finish_ts.append(at)
+
+    def extend(self, other: FlowTable) -> None:
+        self.start_ids.extend(other.start_ids)
+        self.start_ts.extend(other.start_ts)
+        self.finish_ids.extend(other.finish_ids)
+        self.finish_ts.extend(other.finish_ts)
+
+    def pairs(self) -> dict[float, float]:
+        """Device task start -> host launch time, for the flows with both ends."""
+        launched = dict(zip(self.start_ids, self.start_ts, strict=True))
+        return {
+            at: launched[key]
+            for key, at in zip(self.finish_ids, self.finish_ts, strict=True)
+            if key in launched
+        }
+
+    def __getstate__(self) -> tuple[array[int], array[float], array[int], array[float]]:
+        return (self.start_ids, self.start_ts, self.finish_ids, self.finish_ts)
+
+    def __setstate__(
+        self, state: tuple[array[int], array[float], array[int], array[float]]
+    ) -> None:
+        self.start_ids, self.start_ts, self.finish_ids, self.finish_ts = state
 
 
 def sorted_intervals(starts: Sequence[float], ends: Sequence[float]) -> list[tuple[float, float]]:
@@ -118,10 +177,8 @@ def _launch_map(raw: RawTrace) -> tuple[str | None, dict[float, float]]:
     if raw.launch_pairs:
         return FLOW_PREFERENCE[0], raw.launch_pairs
     for cat in FLOW_PREFERENCE:
-        starts = raw.flow_start.get(cat, {})
-        finishes = raw.flow_finish.get(cat, {})
-        parse = raw.ts
-        pairs = {parse(finishes[k]): parse(v) for k, v in starts.items() if k in finishes}
+        table = raw.flows.get(cat)
+        pairs = table.pairs() if table is not None else {}
         if pairs:
             return cat, pairs
     return None, {}
