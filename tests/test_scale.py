@@ -140,3 +140,11 @@ def test_a_single_rank_is_read_in_this_process(tmp_path: Path):
     facts = profile_facts(tmp_path, reading=ReadOptions(jobs=4))
     assert facts.value("profile.ranks") == 1
     assert json.loads(_json(facts))["schema"] == "advisor/facts@1"
+
+
+def test_a_small_profile_is_read_in_this_process_unless_jobs_are_asked_for():
+    from advisor.app.executors import InProcess, LocalPool
+
+    assert isinstance(choose_executor(None, None, 4, size_bytes=1_000_000), InProcess)
+    assert isinstance(choose_executor(None, None, 4, size_bytes=10**9), LocalPool)
+    assert isinstance(choose_executor(2, None, 4, size_bytes=1_000_000), LocalPool)

@@ -118,9 +118,17 @@ class DaskCluster:
         self.client.close()
 
 
-def choose_executor(jobs: int | None, scheduler: str | None, tasks: int) -> Executor:
+# Below this much profile data a process pool costs more (forking, sending summaries back) than
+# it saves; an explicit --jobs N uses the pool regardless.
+POOL_MIN_BYTES = 16 * 1024 * 1024
+
+
+def choose_executor(
+    jobs: int | None, scheduler: str | None, tasks: int, size_bytes: int | None = None
+) -> Executor:
     """--scheduler (or ADVISOR_SCHEDULER) -> Dask; else a local pool of --jobs processes (all
-    cores by default) when there is more than one rank to read; else this process."""
+    cores by default) when there is more than one rank and enough data to share out; else this
+    process."""
     address = scheduler or os.environ.get(SCHEDULER_ENV) or None
     if address:
         return DaskCluster(address)
@@ -129,4 +137,27 @@ def choose_executor(jobs: int | None, scheduler: str | None, tasks: int) -> Exec
     workers = jobs or os.cpu_count() or 1
     if tasks <= 1 or workers <= 1:
         return InProcess()
+    if jobs is None and size_bytes is not None and size_bytes < POOL_MIN_BYTES:
+        return InProcess()
     return LocalPool(workers)
+
+
+def folder_bytes(paths: Sequence[os.PathLike[str]], stop_at: int = POOL_MIN_BYTES) -> int:
+    """Bytes of the files under `paths`, counted until `stop_at` is reached (a large cluster
+    is not walked whole just to learn that it is large)."""
+    total = 0
+    for root in paths:
+        if os.path.isfile(root):  # a PyTorch profiler trace
+            total += os.stat(root).st_size
+            if total >= stop_at:
+                return total
+            continue
+        for folder, _, names in os.walk(root):
+            for name in names:
+                try:
+                    total += os.stat(os.path.join(folder, name)).st_size
+                except OSError:
+                    continue
+                if total >= stop_at:
+                    return total
+    return total

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from advisor.app.executors import choose_executor
+from advisor.app.executors import choose_executor, folder_bytes
 from advisor.app.ranks import ASCEND, KINETO, RankTask
 from advisor.app.read_ranks import ReadOptions, read_ranks
 from advisor.facts import derive_facts
@@ -77,7 +77,9 @@ def profile_facts(
     summaries: list[RankSummary] = []
     coverage = ""
     if tasks:
-        executor = choose_executor(reading.jobs, reading.scheduler, len(tasks))
+        executor = choose_executor(
+            reading.jobs, reading.scheduler, len(tasks), folder_bytes([t.path for t in tasks])
+        )
         try:
             ranks = read_ranks(tasks, executor, reading, taxonomy, skip_bad_files)
         finally:
