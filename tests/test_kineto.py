@@ -188,3 +188,47 @@ def test_diagnose_a_gpu_trace(real_kineto: Path):
     run = run_diagnose(JobOptions(profile=real_kineto / NCCL))
     assert run.diagnosis.main is not None
     assert run.diagnosis.main.id == "bottleneck.host-dispatch"  # 73% of the step the GPUs are idle
+
+
+def test_a_trace_read_in_small_blocks_gives_the_facts_of_one_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """PyTorch's own layout ("},\\n  {" between events, keys after traceEvents), gzipped, read
+    a few kilobytes at a time: the same facts as one block, the trailing keys still read."""
+    import gzip
+    import json
+
+    from advisor.app.pipeline import profile_facts
+    from advisor.parsers import kineto_stream
+    from advisor.render.facts import facts_json
+    from tests.synth.kineto_file import kineto_trace
+
+    data = kineto_trace(steps=5, kernels_per_step=30)
+    events = data.pop("traceEvents")
+    text = json.dumps({**data, "traceEvents": events}, indent=2)
+    # the device's name after the events, as some exporters write it
+    text = (
+        text[: text.rindex("}")] + ',\n  "deviceProperties": [{"name": "AMD Instinct MI300X"}]\n}'
+    )
+    path = tmp_path / "rank0.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    whole = facts_json(profile_facts(path))
+    monkeypatch.setattr(kineto_stream, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(kineto_stream, "TAIL_BYTES", 512)
+    pieces = facts_json(profile_facts(path))
+    assert pieces == whole
+    assert json.loads(pieces)["facts"][0]["id"] == "profile.framework"
+    platform = [f for f in json.loads(pieces)["facts"] if f["id"] == "profile.platform"]
+    assert platform[0]["value"] == "rocm"  # the key after the events was read
+
+
+def test_a_trace_cut_short_is_one_line(tmp_path: Path):
+    from advisor.app.pipeline import profile_facts
+    from advisor.model import InputError
+    from tests.synth.kineto_file import write_kineto
+
+    path = write_kineto(tmp_path / "rank0.pt.trace.json", steps=3)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(InputError, match="rank0.pt.trace.json"):
+        profile_facts(path)

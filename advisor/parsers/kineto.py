@@ -31,9 +31,9 @@ from advisor.parsers.kineto_events import (
     HostWindow,
     KinetoEvents,
     extract,
-    load,
     short_name,
 )
+from advisor.parsers.kineto_stream import KinetoStream
 from advisor.parsers.profile_data import (
     CommStep,
     KernelGroup,
@@ -91,10 +91,10 @@ class DeviceWindow:
 
 
 def read_kineto(path: Path, taxonomy: Taxonomy, skip_bad: bool = False) -> RankProfile:
-    data = load(path)
+    stream = KinetoStream(path)
     bad = BadValues(skip=skip_bad)
-    events = extract(data, taxonomy, path, bad)
-    rank = _rank_header(path, data)
+    events = extract(stream.blocks(), taxonomy, path, bad)
+    rank = _rank_header(path, stream.header)
     rank.warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
     for key, (name, ranks) in events.kernel_groups.items():

@@ -9,18 +9,17 @@ dropped and counted; the caller reports how many.
 
 from __future__ import annotations
 
-import gzip
-import json
+import functools
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs import limits
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
+from advisor.parsers.kineto_stream import UNSET, KinetoArgs, KinetoEvent
 
 COMPUTE, COMMUNICATION, MEMORY = "compute", "communication", "memory"
 # a profiling session lasts minutes: an event a day away from the others is corruption
@@ -66,69 +65,7 @@ class KinetoEvents:
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
 
 
-def load(path: Path) -> dict[str, Any]:
-    """The trace's top-level object (a bare event list is wrapped as traceEvents)."""
-    try:
-        raw = _read_limited(path)
-        data = json.loads(raw)
-    except OSError as exc:
-        raise InputError(
-            str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
-    except (EOFError, gzip.BadGzipFile) as exc:
-        raise InputError(str(path), f"truncated or damaged gzip file ({exc})") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        where = (
-            f"at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            if isinstance(exc, json.JSONDecodeError)
-            else f"({exc})"
-        )
-        raise InputError(str(path), f"invalid JSON {where}") from None
-    except RecursionError:
-        raise InputError(str(path), "JSON nested too deeply") from None
-    if isinstance(data, list):
-        data = {"traceEvents": data}
-    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
-        raise InputError(
-            str(path),
-            "expected a profile directory or a PyTorch profiler trace (this JSON has no traceEvents)",
-        )
-    return data
-
-
-def _read_limited(path: Path) -> bytes:
-    """The trace's bytes, decompressed when gzipped, refused beyond the size limit as soon as
-    it is crossed (never after expanding a bomb)."""
-    limit = limits.trace_max_bytes()
-    if not path.name.endswith(".gz"):
-        if path.stat().st_size > limit:
-            raise InputError(str(path), _too_large(limit))
-        return path.read_bytes()
-    ratio_cap = max(64 * 1024**2, limits.gzip_max_ratio() * path.stat().st_size)
-    chunks: list[bytes] = []
-    total = 0
-    with gzip.open(path, "rb") as handle:
-        while chunk := handle.read(1 << 24):
-            total += len(chunk)
-            if total > limit:
-                raise InputError(str(path), _too_large(limit))
-            if total > ratio_cap:
-                raise InputError(
-                    str(path),
-                    f"expands more than {limits.gzip_max_ratio()}x (ADVISOR_MAX_GZIP_RATIO): "
-                    "a gzip bomb?",
-                )
-            chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _too_large(limit: int) -> str:
-    return (
-        f"decodes to more than {limit:,} bytes (ADVISOR_MAX_TRACE_BYTES): a gzip bomb, or a "
-        "trace to cut with a shorter profiler schedule"
-    )
-
-
+@functools.lru_cache(maxsize=65536)
 def short_name(kernel: str) -> str:
     """`void at::native::vectorized_elementwise_kernel<4, ...>(...)` -> the kernel's own name."""
     text = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").strip()
@@ -156,11 +93,16 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _times(event: dict[str, Any], center: float) -> tuple[float, float] | None:
+def _times(event: Any, center: float) -> tuple[float, float] | None:
     """(start, end) in microseconds, or None when the event cannot be placed on the timeline:
     not a number, a negative or over-long duration, a timestamp far outside the trace."""
-    start = _number(event.get("ts"))
-    duration = _number(event.get("dur", 0.0))
+    if event.__class__ is KinetoEvent:
+        ts, dur = event.ts, event.dur
+        start = ts if ts.__class__ is float else _number(None if ts is UNSET else ts)
+        duration = dur if dur.__class__ is float else 0.0 if dur is UNSET else _number(dur)
+    else:
+        start = _number(event.get("ts"))
+        duration = _number(event.get("dur", 0.0))
     if start is None or duration is None or not 0.0 <= duration <= MAX_DURATION_US:
         return None
     if abs(start - center) > MAX_SPAN_US:
@@ -169,76 +111,110 @@ def _times(event: dict[str, Any], center: float) -> tuple[float, float] | None:
 
 
 def _center(events: list[Any]) -> float:
-    """The median timestamp of a sample of the events: every real event lies near it."""
+    """The median timestamp of a sample of the events (the first block's, when the trace is
+    read in blocks): every real event lies near it."""
     sample = [
         t
         for e in events[:: max(1, len(events) // 1000)]
-        if isinstance(e, dict) and (t := _number(e.get("ts"))) is not None
+        if isinstance(e, dict | KinetoEvent) and (t := _number(e.get("ts"))) is not None
     ]
     sample.sort()
     return sample[len(sample) // 2] if sample else 0.0
 
 
 def extract(
-    data: dict[str, Any], taxonomy: Taxonomy, path: Path, bad: BadValues | None = None
+    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, bad: BadValues | None = None
 ) -> KinetoEvents:
+    """The events the facts need, from the trace's event blocks (kineto_stream)."""
     bad = bad or BadValues()
     out = KinetoEvents()
     roles = taxonomy.kineto_roles
-    comm_re = taxonomy.operator_classes["communication"]
-    step_re = taxonomy.step
-    center = _center(data["traceEvents"])
-    for index, event in enumerate(data["traceEvents"]):
-        if not isinstance(event, dict) or event.get("ph") != "X":
-            continue
-        out.events += 1
-        role = roles.get(str(event.get("cat")))
-        if role is None:
-            continue
-        times = _times(event, center)
-        if times is None:
-            name = event.get("name")
-            bad.reject(
-                path,
-                f"event #{index} ({str(name)[:60]!r})",
-                f"ts={event.get('ts')!r}, dur={event.get('dur')!r}",
-                "not a place on the timeline (finite, non-negative, within a day of the trace)",
-            )
-            out.dropped += 1
-            continue
-        start, end = times
-        name = str(event.get("name", ""))
-        args = event.get("args")
-        args = args if isinstance(args, dict) else {}
-        if role in ("kernel", "memory"):
-            _add_device_op(out, event, args, name, start, end, role, comm_re)
-        elif role == "runtime":
-            correlation = args.get("correlation")
-            if isinstance(correlation, int | str) and not isinstance(correlation, bool):
-                out.launches[correlation] = start
-            if taxonomy.sync_calls.fullmatch(name):
-                out.sync.append((start, end))
-            elif taxonomy.malloc_calls.fullmatch(name):
-                out.malloc.append((start, end))
-            elif taxonomy.free_calls.fullmatch(name):
-                out.free.append(start)
-        elif role == "sync":
-            out.sync.append((start, end))
-        else:  # annotation
-            m = step_re.fullmatch(name)
-            if m:
-                out.steps.append(HostWindow(int(m.group(1)), start, end))
-            elif taxonomy.dataloader.fullmatch(name):
-                out.loader.append((start, end))
+    center: float | None = None
+    index = -1
+    for block in blocks:
+        if center is None:
+            center = _center(block)
+        for event in block:
+            index += 1
+            # the typed events of a block read by attribute; odd ones (plain JSON) by .get
+            if event.__class__ is KinetoEvent:
+                if event.ph != "X":
+                    continue
+                cat = event.cat
+            elif isinstance(event, dict):
+                if event.get("ph") != "X":
+                    continue
+                cat = event.get("cat")
+            else:
+                continue
+            out.events += 1
+            role = roles.get(cat if cat.__class__ is str else str(cat))
+            if role is not None:
+                _take(out, event, role, index, center, taxonomy, path, bad)
     out.ops.sort(key=lambda op: (op.start, op.end))
     out.steps = _distinct_steps(out.steps)
     return out
 
 
+def _take(
+    out: KinetoEvents,
+    event: Any,
+    role: str,
+    index: int,
+    center: float,
+    taxonomy: Taxonomy,
+    path: Path,
+    bad: BadValues,
+) -> None:
+    """One event of a known role into what the facts need (kernels, launches, host calls,
+    step markers)."""
+    times = _times(event, center)
+    if times is None:
+        name = event.get("name")
+        bad.reject(
+            path,
+            f"event #{index} ({str(name)[:60]!r})",
+            f"ts={event.get('ts')!r}, dur={event.get('dur')!r}",
+            "not a place on the timeline (finite, non-negative, within a day of the trace)",
+        )
+        out.dropped += 1
+        return
+    start, end = times
+    raw_name = event.get("name", "")
+    name = raw_name if raw_name.__class__ is str else str(raw_name)
+    if role == "annotation":
+        m = taxonomy.step.fullmatch(name)
+        if m:
+            out.steps.append(HostWindow(int(m.group(1)), start, end))
+        elif taxonomy.dataloader.fullmatch(name):
+            out.loader.append((start, end))
+    elif role in ("kernel", "memory"):
+        comm_re = taxonomy.operator_classes["communication"]
+        _add_device_op(out, event, _args(event), name, start, end, role, comm_re)
+    elif role == "runtime":
+        correlation = _args(event).get("correlation")
+        if isinstance(correlation, int | str) and not isinstance(correlation, bool):
+            out.launches[correlation] = start
+        if taxonomy.sync_calls.fullmatch(name):
+            out.sync.append((start, end))
+        elif taxonomy.malloc_calls.fullmatch(name):
+            out.malloc.append((start, end))
+        elif taxonomy.free_calls.fullmatch(name):
+            out.free.append(start)
+    elif role == "sync":
+        out.sync.append((start, end))
+
+
+def _args(event: Any) -> Any:
+    """The event's args: a dict, the typed KinetoArgs, or an empty dict (both have .get)."""
+    args = event.get("args")
+    return args if isinstance(args, dict | KinetoArgs) else {}
+
+
 def _add_device_op(
     out: KinetoEvents,
-    event: dict[str, Any],
-    args: dict[str, Any],
+    event: Any,
+    args: Any,
     name: str,
     start: float,
     end: float,

@@ -22,6 +22,8 @@ class Database:
             self.tables = {str(name) for (name,) in rows}
         except sqlite3.Error as exc:
             raise InputError(str(path), f"not a readable SQLite database ({exc})") from None
+        except UnicodeDecodeError:
+            raise InputError(str(path), "damaged: a table name is not UTF-8 text") from None
         self._columns: dict[str, set[str]] = {}
 
     def close(self) -> None:
@@ -42,6 +44,10 @@ class Database:
                 info = self._conn.execute(f'PRAGMA table_info("{table}")').fetchall()
             except sqlite3.Error as exc:
                 raise InputError(str(self.path), f"table {table}: {exc}") from None
+            except UnicodeDecodeError:
+                raise InputError(
+                    str(self.path), f"table {table}: a column name is not UTF-8"
+                ) from None
             self._columns[table] = {str(row[1]) for row in info}
         return self._columns[table]
 
@@ -65,6 +71,10 @@ class Database:
                 yield from batch
         except sqlite3.Error as exc:
             raise InputError(str(self.path), f"table {table}: {exc}") from None
+        except UnicodeDecodeError:
+            raise InputError(
+                str(self.path), f"table {table}: text that is not UTF-8 (damaged)"
+            ) from None
 
     def temp_table(self, name: str, columns: list[str], index: str) -> None:
         """A scratch table beside the (read-only) export, e.g. step windows to join against."""

@@ -1,0 +1,294 @@
+"""PyTorch profiler traces read in blocks, never whole: the keys before `traceEvents`, then the
+events a block at a time (cut at event boundaries, decoded into light structs that hold only
+the fields the facts read, `args` left undecoded until asked for), then the keys after them.
+
+Memory is the block and what the reader keeps of each event, whatever the trace's size; a
+gzipped trace is decompressed as it is read, under the same size and expansion limits as a
+whole read. A block the typed decoder cannot take (an event that is not an object...) is
+decoded as plain JSON values, so odd events are judged one by one as before.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from advisor.inputs import limits
+from advisor.model import InputError
+from advisor.parsers.trace import _check_event_size
+
+BLOCK_BYTES = 16 * 1024 * 1024
+TAIL_BYTES = 1 << 20  # where the last event boundary of a block is looked for first
+MAX_CARRIED_BLOCKS = 4  # a cut inside an event (nested objects) is retried with more data
+# between two events: '}' ',' '{' with any white space (PyTorch writes "},\n  {")
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+HEAD_BYTES = 4 * 1024 * 1024  # the keys before traceEvents must lie within this
+_KEY = b'"traceEvents"'
+
+
+class KinetoArgs(msgspec.Struct, gc=False):
+    """The few `args` the facts read; the decoder skips every other key."""
+
+    correlation: Any = msgspec.UNSET
+    collective: Any = msgspec.field(default=msgspec.UNSET, name="Collective name")
+    group: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Name")
+    group_ranks: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Ranks")
+    group_description: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Description")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, _ARG_FIELDS.get(key, "-"), msgspec.UNSET)
+        return default if value is msgspec.UNSET else value
+
+
+_ARG_FIELDS = {
+    "correlation": "correlation",
+    "Collective name": "collective",
+    "Process Group Name": "group",
+    "Process Group Ranks": "group_ranks",
+    "Process Group Description": "group_description",
+}
+
+
+class KinetoEvent(msgspec.Struct, gc=False):
+    """One trace event; a key the trace leaves out is UNSET (not null)."""
+
+    ph: Any = msgspec.UNSET
+    cat: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    pid: Any = msgspec.UNSET
+    tid: Any = msgspec.UNSET
+    ts: Any = msgspec.UNSET
+    dur: Any = msgspec.UNSET
+    # args that are not an object (a list...) fail the typed decoder: that block is read as
+    # plain JSON and the event judged as before
+    args: KinetoArgs | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """dict.get for the fields the extractor reads."""
+        value = getattr(self, key, msgspec.UNSET)
+        return default if value is msgspec.UNSET else value
+
+
+UNSET = msgspec.UNSET  # a key the event leaves out
+_ANY = msgspec.json.Decoder()
+_EVENTS = msgspec.json.Decoder(list[KinetoEvent])
+
+
+class _Source(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Limited:
+    """A binary stream counting what it yields: refused beyond the trace size limit, and a
+    gzip stream beyond its expansion ratio (a bomb is stopped as it inflates)."""
+
+    def __init__(self, path: Path, handle: _Source, gzipped: bool) -> None:
+        self.path, self.handle = path, handle
+        self.limit = limits.trace_max_bytes()
+        self.ratio_cap = (
+            max(64 * 1024**2, limits.gzip_max_ratio() * path.stat().st_size) if gzipped else None
+        )
+        self.total = 0
+
+    def read(self, size: int) -> bytes:
+        data = self.handle.read(size)
+        self.total += len(data)
+        if self.total > self.limit:
+            raise InputError(
+                str(self.path),
+                f"decodes to more than {self.limit:,} bytes (ADVISOR_MAX_TRACE_BYTES): a gzip "
+                "bomb, or a trace to cut with a shorter profiler schedule",
+            )
+        if self.ratio_cap is not None and self.total > self.ratio_cap:
+            raise InputError(
+                str(self.path),
+                f"expands more than {limits.gzip_max_ratio()}x (ADVISOR_MAX_GZIP_RATIO): "
+                "a gzip bomb?",
+            )
+        return data
+
+
+def _decode_error(path: Path, exc: Exception, offset: int) -> InputError:
+    return InputError(str(path), f"invalid JSON after byte {offset}: {exc}")
+
+
+def _find_boundary(data: bytes) -> int:
+    """Index of the ',' of the last event boundary in `data` (the tail first), or -1."""
+    lo = max(0, len(data) - TAIL_BYTES)
+    while True:
+        last = -1
+        for match in _BOUNDARY.finditer(data, lo):
+            last = match.start()
+        if last >= 0:
+            return data.index(b",", last)
+        if lo == 0:
+            return -1
+        lo = max(0, lo - TAIL_BYTES * 4)
+
+
+def _decode_block(path: Path, data: bytes, offset: int) -> list[Any]:
+    """The events of one piece. Typed first; an event that is not an object sends the piece to
+    the plain decoder, and NaN or Infinity literals (Python's json writes them) to Python's json.
+    msgspec.DecodeError propagates when none can read it (the caller may carry on with more)."""
+    try:
+        try:
+            return _EVENTS.decode(data)
+        except msgspec.ValidationError:
+            values = _ANY.decode(data)
+        except msgspec.DecodeError:
+            try:
+                values = json.loads(data)
+            except (ValueError, UnicodeDecodeError):
+                raise msgspec.DecodeError("invalid JSON") from None
+    except RecursionError:
+        raise InputError(str(path), f"JSON nested too deeply after byte {offset}") from None
+    return values if isinstance(values, list) else []
+
+
+def _header(path: Path, before: bytes) -> dict[str, Any]:
+    """The top-level keys before traceEvents, as an object."""
+    text = before.rstrip()
+    text = text[:-1] if text.endswith(b",") else text
+    try:
+        value = _ANY.decode(text + b"}")
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _decode_error(path, exc, 0) from None
+    return value if isinstance(value, dict) else {}
+
+
+def _array_end(path: Path, carry: bytes, offset: int) -> tuple[int, list[Any]]:
+    """The ']' closing the events array in the file's last piece and the events before it:
+    the first ']' after which the remaining events decode as an array (-1 when none does)."""
+    start = 0
+    while True:
+        at = carry.find(b"]", start)
+        if at < 0:
+            return -1, []
+        before = carry[:at].rstrip().rstrip(b",")
+        if not before.strip():
+            return at, []
+        if before.endswith(b"}") or before.endswith(b"]"):
+            try:
+                return at, _decode_block(path, b"[" + before + b"]", offset)
+            except msgspec.DecodeError:
+                pass
+        start = at + 1
+
+
+class KinetoStream:
+    """Iterate the event blocks; `header` holds every top-level key but traceEvents once the
+    events are consumed (the keys after the events are read last)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header: dict[str, Any] = {}
+        self.events = 0
+
+    def blocks(self) -> Iterator[list[Any]]:
+        gzipped = self.path.name.endswith(".gz")
+        try:
+            opener = gzip.open if gzipped else open
+            with opener(self.path, "rb") as raw:
+                yield from self._blocks(_Limited(self.path, raw, gzipped))
+        except OSError as exc:
+            if isinstance(exc, gzip.BadGzipFile):
+                raise InputError(
+                    str(self.path), f"truncated or damaged gzip file ({exc})"
+                ) from None
+            raise InputError(
+                str(self.path), f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
+        except EOFError as exc:
+            raise InputError(str(self.path), f"truncated or damaged gzip file ({exc})") from None
+
+    def _blocks(self, stream: _Limited) -> Iterator[list[Any]]:
+        head = stream.read(HEAD_BYTES)
+        stripped = head.lstrip()
+        if stripped.startswith(b"["):
+            rest, bare = stripped[1:], True
+        elif stripped.startswith(b"{"):
+            key = stripped.find(_KEY)
+            colon = stripped.find(b":", key + len(_KEY)) if key >= 0 else -1
+            bracket = stripped.find(b"[", colon) if colon >= 0 else -1
+            if key < 0 or bracket < 0 or stripped[colon + 1 : bracket].strip():
+                raise InputError(
+                    str(self.path),
+                    "expected a profile directory or a PyTorch profiler trace (this JSON has no "
+                    "traceEvents)",
+                )
+            self.header = _header(self.path, stripped[:key])
+            rest, bare = stripped[bracket + 1 :], False
+        elif not stripped:
+            raise InputError(str(self.path), "empty file")
+        else:
+            raise InputError(str(self.path), "invalid JSON at line 1, column 1")
+        offset = len(head) - len(rest)
+        carry = bytes(rest)
+        carried = 0
+        while True:
+            data = stream.read(BLOCK_BYTES)
+            if not data:
+                yield from self._last(carry, offset, bare)
+                return
+            carry += data
+            if carry.isspace():  # white space between events is no event: nothing to carry
+                offset += len(carry)
+                carry = b""
+                continue
+            cut = _find_boundary(carry)
+            if cut <= 0:
+                _check_event_size(self.path, carry, offset)
+                continue
+            try:
+                batch = _decode_block(self.path, b"[" + carry[:cut] + b"]", offset)
+            except msgspec.DecodeError as exc:
+                carried += 1  # the boundary was inside an event: read on
+                if carried > MAX_CARRIED_BLOCKS:
+                    raise _decode_error(self.path, exc, offset) from None
+                _check_event_size(self.path, carry, offset)
+                continue
+            carried = 0
+            self.events += len(batch)
+            yield batch
+            rest = carry[cut + 1 :].lstrip()
+            offset += len(carry) - len(rest)
+            carry = rest
+
+    def _last(self, carry: bytes, offset: int, bare: bool) -> Iterator[list[Any]]:
+        end, batch = _array_end(self.path, carry, offset)
+        if end < 0:
+            try:  # say where the JSON breaks, as a whole read would
+                json.loads(b"[" + carry)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    str(self.path), f"invalid JSON after byte {offset}: {exc.msg}"
+                ) from None
+            except (ValueError, RecursionError):
+                pass
+            raise InputError(
+                str(self.path),
+                f"the file ends without closing the events array (truncated after byte "
+                f"{offset + len(carry)})",
+            )
+        if batch:
+            self.events += len(batch)
+            yield batch
+        tail = carry[end + 1 :].strip()
+        if bare:
+            if tail:
+                raise _decode_error(self.path, ValueError("data after the events"), offset + end)
+            return
+        # `, "key": value ... }` after the events: the rest of the top-level object
+        body = tail[1:] if tail.startswith(b",") else tail
+        try:
+            after = _ANY.decode(b"{" + body) if body.strip() != b"}" else {}
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise _decode_error(self.path, exc, offset + end) from None
+        if isinstance(after, dict):
+            self.header.update(after)
