@@ -180,8 +180,9 @@ def _take(
         out.dropped += 1
         return
     start, end = times
-    raw_name = event.get("name", "")
-    name = raw_name if raw_name.__class__ is str else str(raw_name)
+    typed = event.__class__ is KinetoEvent
+    raw_name = event.name if typed else event.get("name", "")
+    name = raw_name if raw_name.__class__ is str else "" if raw_name is UNSET else str(raw_name)
     if role == "annotation":
         m = taxonomy.step.fullmatch(name)
         if m:
@@ -192,7 +193,8 @@ def _take(
         comm_re = taxonomy.operator_classes["communication"]
         _add_device_op(out, event, _args(event), name, start, end, role, comm_re)
     elif role == "runtime":
-        correlation = _args(event).get("correlation")
+        args = _args(event)
+        correlation = args.correlation if args.__class__ is KinetoArgs else args.get("correlation")
         if isinstance(correlation, int | str) and not isinstance(correlation, bool):
             out.launches[correlation] = start
         if taxonomy.sync_calls.fullmatch(name):
@@ -205,10 +207,15 @@ def _take(
         out.sync.append((start, end))
 
 
+_NO_ARGS = KinetoArgs()
+
+
 def _args(event: Any) -> Any:
-    """The event's args: a dict, the typed KinetoArgs, or an empty dict (both have .get)."""
+    """The event's args: a dict or the typed KinetoArgs (both have .get; no args: empty)."""
+    if event.__class__ is KinetoEvent:
+        return event.args if event.args is not None else _NO_ARGS
     args = event.get("args")
-    return args if isinstance(args, dict | KinetoArgs) else {}
+    return args if isinstance(args, dict) else {}
 
 
 def _add_device_op(
@@ -226,7 +233,7 @@ def _add_device_op(
     collective = ""
     if role == "memory":
         kind = MEMORY
-    elif comm_re.fullmatch(kernel):
+    elif _is_communication(comm_re, kernel):
         kind = COMMUNICATION
         named = args.get("Collective name")
         collective = str(named) if isinstance(named, str) and named else collective_name(kernel)
@@ -242,11 +249,22 @@ def _add_device_op(
                     out.kernel_groups[group] = (description, ranks)
     else:
         kind = COMPUTE
-    correlation = args.get("correlation")
+    typed = args.__class__ is KinetoArgs
+    correlation = args.correlation if typed else args.get("correlation")
     if not isinstance(correlation, int | str) or isinstance(correlation, bool):
         correlation = None
-    stream = f"{event.get('pid')}:{event.get('tid')}"
+    if event.__class__ is KinetoEvent:
+        pid = None if event.pid is UNSET else event.pid
+        tid = None if event.tid is UNSET else event.tid
+        stream = f"{pid}:{tid}"
+    else:
+        stream = f"{event.get('pid')}:{event.get('tid')}"
     out.ops.append(DeviceOp(start, end, kernel, kind, stream, correlation, group, collective))
+
+
+@functools.lru_cache(maxsize=65536)
+def _is_communication(pattern: re.Pattern[str], kernel: str) -> bool:
+    return pattern.fullmatch(kernel) is not None
 
 
 def _distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
