@@ -12,6 +12,7 @@ text export's trace_view.json, or the database export's ascend_pytorch_profiler_
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import subprocess
@@ -22,10 +23,54 @@ from pathlib import Path
 from tests.synth import PRESETS, write_profile
 from tests.synth.db_file import write_profile_db
 
-MAIN_FILE = {"text": "trace_view.json", "db": "ascend_pytorch_profiler_0.db"}
+MAIN_FILE = {
+    "text": "trace_view.json",
+    "db": "ascend_pytorch_profiler_0.db",
+    "kineto": "rank0.pt.trace.json",
+}
+
+
+def _generate_kineto(out: Path, size_mb: float) -> Path:
+    """A PyTorch profiler trace (the synthetic Kineto writer), written a piece at a time."""
+    from tests.synth.kineto_file import kineto_trace
+
+    probe = json.dumps(kineto_trace(steps=4, kernels_per_step=200)["traceEvents"])
+    per_step = len(probe) / 4
+    steps = max(2, round(size_mb * 1024 * 1024 / per_step))
+    folder = out / "profile"
+    folder.mkdir(parents=True)
+    started = time.perf_counter()
+    with (folder / MAIN_FILE["kineto"]).open("w", encoding="utf-8") as handle:
+        handle.write('{"schemaVersion": 1, "traceEvents": [')
+        written = 0
+        end = 0.0
+        while written < steps:
+            chunk = min(200, steps - written)
+            events = kineto_trace(steps=chunk, kernels_per_step=200)["traceEvents"]
+            # each piece follows the last on the timeline, with its own correlation ids
+            first = min(e["ts"] for e in events if "ts" in e)
+            shift = end - first + 1000.0 if written else 0.0
+            for event in events:
+                if "ts" in event:
+                    event["ts"] += shift
+                    end = max(end, event["ts"] + event.get("dur", 0.0))
+                args = event.get("args")
+                if isinstance(args, dict) and "correlation" in args:
+                    args["correlation"] += written * 1_000_000
+                if event.get("name", "").startswith("ProfilerStep#"):
+                    number = int(event["name"].split("#")[1]) + written
+                    event["name"] = f"ProfilerStep#{number}"
+            text = json.dumps(events)[1:-1]
+            handle.write(("," if written else "") + text)
+            written += chunk
+        handle.write("]}")
+    print(f"generated {steps} steps in {time.perf_counter() - started:.1f} s")
+    return folder
 
 
 def _generate(out: Path, size_mb: float, export: str) -> Path:
+    if export == "kineto":
+        return _generate_kineto(out, size_mb)
     base = PRESETS["healthy"].with_(name="benchmark", layers=64, host_ops_per_kernel=8)
     write = write_profile if export == "text" else write_profile_db
     probe = out / "probe"
@@ -70,7 +115,7 @@ def main() -> None:
     if args.out.exists():
         shutil.rmtree(args.out)
     directory = _generate(args.out, args.size_mb, args.export)
-    output = directory / "ASCEND_PROFILER_OUTPUT"
+    output = directory / "ASCEND_PROFILER_OUTPUT" if args.export != "kineto" else directory
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli", "facts", str(directory), "--format", "json"],

@@ -162,23 +162,45 @@ def _header(path: Path, before: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _array_end(path: Path, carry: bytes, offset: int) -> tuple[int, list[Any]]:
-    """The ']' closing the events array in the file's last piece and the events before it:
-    the first ']' after which the remaining events decode as an array (-1 when none does)."""
-    start = 0
-    while True:
-        at = carry.find(b"]", start)
+MAX_TAIL_CANDIDATES = 64  # ']' tried from the end of the file for the close of the events
+
+
+def _tail_ok(tail: bytes, bare: bool) -> bool:
+    """What follows the events array: nothing (a bare list) or the rest of the object."""
+    tail = tail.strip()
+    if bare:
+        return not tail
+    if tail == b"}":
+        return True
+    if not tail.startswith(b","):
+        return False
+    try:
+        return isinstance(_ANY.decode(b"{" + tail[1:]), dict)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+
+
+def _array_end(path: Path, carry: bytes, offset: int, bare: bool) -> tuple[int, list[Any]]:
+    """The ']' closing the events array in the file's last piece, and the events before it.
+
+    Tried from the end: the keys after the events are few, so a ']' whose tail is not the
+    rest of the object is passed over cheaply, and only a plausible one decodes the events.
+    Returns (-1, []) when none fits (a truncated or damaged file)."""
+    at = len(carry)
+    for _ in range(MAX_TAIL_CANDIDATES):
+        at = carry.rfind(b"]", 0, at)
         if at < 0:
             return -1, []
+        if not _tail_ok(carry[at + 1 :], bare):
+            continue
         before = carry[:at].rstrip().rstrip(b",")
         if not before.strip():
             return at, []
-        if before.endswith(b"}") or before.endswith(b"]"):
-            try:
-                return at, _decode_block(path, b"[" + before + b"]", offset)
-            except msgspec.DecodeError:
-                pass
-        start = at + 1
+        try:
+            return at, _decode_block(path, b"[" + before + b"]", offset)
+        except msgspec.DecodeError:
+            continue
+    return -1, []
 
 
 class KinetoStream:
@@ -261,7 +283,7 @@ class KinetoStream:
             carry = rest
 
     def _last(self, carry: bytes, offset: int, bare: bool) -> Iterator[list[Any]]:
-        end, batch = _array_end(self.path, carry, offset)
+        end, batch = _array_end(self.path, carry, offset, bare)
         if end < 0:
             try:  # say where the JSON breaks, as a whole read would
                 json.loads(b"[" + carry)
