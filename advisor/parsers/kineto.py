@@ -255,7 +255,8 @@ def _fill(
     comm_iv = merged_intervals(by_kind[COMMUNICATION])
     ck_iv = merged_intervals(sorted(compute_iv + comm_iv))
     all_iv = merged_intervals([(op.start, op.end) for op in ops])
-    intervals = [(op.start, op.end) for op in ops]
+    op_starts = [op.start for op in ops]  # ops are sorted by start
+    op_ends = [op.end for op in ops]
     launch_of = {
         op.start: events.launches[op.correlation]
         for op in ops
@@ -301,7 +302,7 @@ def _fill(
                 memory=busy - compute_or_comm,
             )
         )
-        gaps = idle_gaps(intervals, lo, hi, launch_of) if launch_of else None
+        gaps = idle_gaps(op_starts, op_ends, lo, hi, launch_of) if launch_of else None
         prep = preparation(lo, first, loader_iv, malloc_iv, sync_iv)
         step_ops = per_step.get(w.number)
         steps.append(

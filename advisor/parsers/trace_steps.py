@@ -194,17 +194,23 @@ class Gaps:
 
 
 def idle_gaps(
-    kernels: list[tuple[float, float]], lo: float, hi: float, launches: dict[float, float]
+    starts: Sequence[float],
+    ends: Sequence[float],
+    lo: float,
+    hi: float,
+    launches: dict[float, float],
 ) -> Gaps:
-    """Idle gaps between the kernels of [lo, hi), attributed by the next kernel's launch time.
+    """Idle gaps between the kernels of [lo, hi) (parallel start/end sequences sorted by
+    start), attributed by the next kernel's launch time.
 
     Gaps before the step's first kernel belong to the step's preparation, not to dispatch.
     """
-    i = bisect_left(kernels, (lo, lo))
+    i = bisect_left(starts, lo)
     busy_until: float | None = None
     host = dependency = unlinked = 0.0
-    while i < len(kernels) and kernels[i][0] < hi:
-        start, end = kernels[i]
+    n = len(starts)
+    while i < n and starts[i] < hi:
+        start, end = starts[i], ends[i]
         if busy_until is not None and start > busy_until:
             launch = launches.get(start)
             if launch is None:
@@ -218,17 +224,18 @@ def idle_gaps(
     return Gaps(host, dependency, unlinked)
 
 
-def launch_gap(
-    kernels: list[tuple[float, float]], lo: float, hi: float, launches: dict[float, float]
-) -> float:
-    """Device idle time between kernels of [lo, hi) where the next kernel was launched late:
-    the device was waiting for the host."""
-    return idle_gaps(kernels, lo, hi, launches).host
+def first_start(starts: Sequence[float], lo: float, hi: float) -> float | None:
+    i = bisect_left(starts, lo)
+    return starts[i] if i < len(starts) and starts[i] < hi else None
 
 
-def first_start(kernels: list[tuple[float, float]], lo: float, hi: float) -> float | None:
-    i = bisect_left(kernels, (lo, lo))
-    return kernels[i][0] if i < len(kernels) and kernels[i][0] < hi else None
+def sorted_by_start(
+    starts: Sequence[float], ends: Sequence[float]
+) -> tuple[array[float], array[float]]:
+    """Two flat arrays sorted by start (ties in any order: no measure depends on it); a list
+    of (start, end) tuples costs about eight times the memory."""
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    return array("d", (starts[i] for i in order)), array("d", (ends[i] for i in order))
 
 
 def overlap_sum(
@@ -283,12 +290,13 @@ def preparation(
 
 def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     device_pids = [pid for pid, name in raw.process_names.items() if name == DEVICE_LANE]
-    starts: list[float] = []
-    ends: list[float] = []
+    starts: array[float] = array("d")
+    ends: array[float] = array("d")
     for pid in device_pids:
-        starts.extend(raw.starts.get(pid, ()))
-        ends.extend(raw.ends.get(pid, ()))
-    kernels = sorted_intervals(starts, ends)
+        starts.extend(raw.starts.get(pid, array("d")))
+        ends.extend(raw.ends.get(pid, array("d")))
+    kernel_starts, kernel_ends = sorted_by_start(starts, ends)
+    del starts, ends
     overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
     flow_category, launches = _launch_map(raw)
     sync = sorted(raw.sync)
@@ -311,16 +319,20 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     steps: list[TraceStep] = []
     for number in sorted(windows):
         w = windows[number]
-        gaps = idle_gaps(kernels, w.start, w.end, launches) if flow_category and kernels else None
-        first = first_start(kernels, w.start, w.end)
+        gaps = (
+            idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launches)
+            if flow_category and kernel_starts
+            else None
+        )
+        first = first_start(kernel_starts, w.start, w.end)
         prep = preparation(w.start, first or w.end, loader, malloc_iv, sync_iv)
         steps.append(
             TraceStep(
                 number=number,
                 duration_us=w.end - w.start,
                 overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in overlap.items()},
-                kernel_count=bisect_left(kernels, (w.end, w.end))
-                - bisect_left(kernels, (w.start, w.start)),
+                kernel_count=bisect_left(kernel_starts, w.end)
+                - bisect_left(kernel_starts, w.start),
                 launch_gap_us=gaps.host if gaps else None,
                 sync_calls=count_in(sync, w.start, w.end),
                 malloc_calls=count_in(malloc, w.start, w.end),
@@ -343,6 +355,6 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
         steps=steps,
         overlap_lanes=sorted(overlap),
         flow_category=flow_category,
-        has_device_lane=bool(kernels),
+        has_device_lane=bool(kernel_starts),
         lanes=sorted(set(raw.process_names.values())),
     )
