@@ -104,10 +104,18 @@ def wrap_for_terminal(text: str, width: int) -> str:
     return "\n".join(out)
 
 
-def emit(text: str) -> None:
-    """A command's result on stdout: wrapped on a terminal, whole lines when piped."""
-    width = _terminal_width(sys.stdout)
+def emit(text: str, prose: bool = True) -> None:
+    """A command's result on stdout: prose wrapped on a terminal, whole lines when piped;
+    machine formats (JSON, diffs, markdown) always as they are."""
+    width = _terminal_width(sys.stdout) if prose else None
     typer.echo(wrap_for_terminal(text, width) if width else text, nl=False)
+
+
+def read_report(inputs: list[str], warnings: list[str]) -> None:
+    """After a profile is read: the files (-v) and the warnings (unless -q)."""
+    inputs_read(inputs)
+    for warning in warnings:
+        warn(warning)
 
 
 class _BarTask:

@@ -65,10 +65,7 @@ def compare_cmd(
         ledger_path=ledger,
     )
     rendered = FORMATS[output_format.value](CompareReport(result, note))
-    if output_format is ReportFormat.text:
-        console.emit(rendered)
-    else:
-        typer.echo(rendered, nl=False)
+    console.emit(rendered, prose=output_format is ReportFormat.text)
     # a CI can gate on the verdict: 0 keep, 1 revert, 3 inconclusive (2: usage or input error)
     if result.verdict != "keep":
         raise typer.Exit(1 if result.verdict == "revert" else 3)

@@ -111,14 +111,9 @@ def diagnose(
         ),
         rule_options(settings, rules_dir),
     )
-    console.inputs_read(run.facts.inputs)
-    for warning in run.facts.warnings:
-        console.warn(warning)
+    console.read_report(run.facts.inputs, run.facts.warnings)
     rendered = FORMATS[output_format.value](run.diagnosis)
-    if output_format is ReportFormat.text:
-        console.emit(rendered)
-    else:
-        typer.echo(rendered, nl=False)
+    console.emit(rendered, prose=output_format is ReportFormat.text)
 
 
 def suggest(
@@ -181,15 +176,10 @@ def suggest(
         rule_options(settings, rules_dir),
         SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),
     )
-    console.inputs_read(run.facts.inputs)
-    for warning in run.facts.warnings:
-        console.warn(warning)
+    console.read_report(run.facts.inputs, run.facts.warnings)
     suggestion = run.suggestion
     rendered = FORMATS[output_format.value](SuggestionReport(suggestion, run.notes))
-    if output_format is SuggestFormat.text:
-        console.emit(rendered)
-    else:
-        typer.echo(rendered, nl=False)
+    console.emit(rendered, prose=output_format is SuggestFormat.text)
     if run.write_error is not None:
         raise run.write_error
     if write:

@@ -129,9 +129,7 @@ def report_cmd(
         rule_options(settings, rules_dir),
         ReportOptions(baseline=baseline, ledger=ledger),
     )
-    console.inputs_read(data.facts.inputs)
-    for warning in data.facts.warnings:
-        console.warn(warning)
+    console.read_report(data.facts.inputs, data.facts.warnings)
     page = report_html(data)
     if output is None:
         typer.echo(page, nl=False)
