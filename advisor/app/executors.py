@@ -4,7 +4,6 @@ cluster. Each maps the same pure function over the ranks and yields results as t
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -12,6 +11,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, TypeVar
 
 from advisor.model import InputError
+from advisor.parsers.trace_parallel import pool_context
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -63,9 +63,8 @@ class LocalPool:
         self.pool: ProcessPoolExecutor | None = None
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        self.pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=context)
+        workers = min(self.jobs, len(items))
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context())
         futures = [self.pool.submit(fn, item) for item in items]
         try:
             for future in as_completed(futures):

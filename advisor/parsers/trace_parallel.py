@@ -134,6 +134,12 @@ def _plan_jobs(
     return jobs
 
 
+def pool_context() -> multiprocessing.context.BaseContext:
+    """fork where the platform has it: workers start without importing the package again."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
 def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     """Start reading a trace in worker processes (large files) and return the collector.
 
@@ -144,9 +150,7 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     jobs = _plan_jobs(path, taxonomy)
     if not jobs:
         return lambda: read_trace(path, taxonomy)
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
     futures = [pool.submit(_read_range, job) for job in jobs]
 
     def collect() -> TraceData:
