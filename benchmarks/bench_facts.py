@@ -41,7 +41,10 @@ def _generate_kineto(out: Path, size_mb: float) -> Path:
     folder.mkdir(parents=True)
     started = time.perf_counter()
     with (folder / MAIN_FILE["kineto"]).open("w", encoding="utf-8") as handle:
-        handle.write('{"schemaVersion": 1, "traceEvents": [')
+        handle.write(
+            '{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0, '
+            '"world_size": 1}, "traceEvents": ['
+        )
         written = 0
         end = 0.0
         while written < steps:

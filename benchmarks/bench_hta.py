@@ -12,7 +12,11 @@ step facts use a different window (device-paced steady steps, the warm-up step a
 step left out, the host preparation before the first kernel counted); they are printed beside
 for reference, with the reason they differ. Usage:
 
-    python benchmarks/bench_hta.py [--venv bench-out/hta-venv] [--tolerance-pp 1.5]
+    python -m benchmarks.bench_hta [--venv bench-out/hta-venv] [--tolerance-pp 1.5]
+
+With `--size-mb N` it instead generates a PyTorch profiler trace of N MiB (the same writer as
+bench_facts) and times HTA loading and analysing it against `advisor facts` on it, with the
+peak resident memory of each.
 """
 
 from __future__ import annotations
@@ -30,8 +34,11 @@ from pathlib import Path
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto_events import COMMUNICATION, COMPUTE, extract, load
-from advisor.parsers.trace_steps import merged_intervals, overlap_sum
+from advisor.parsers.intervals import Intervals, clipped_sum, merge_unsorted, overlap_sum
+from advisor.parsers.kineto_columns import COMMUNICATION, COMPUTE, MEMORY, LaunchIndex
+from advisor.parsers.kineto_events import extract
+from advisor.parsers.kineto_stream import KinetoStream
+from benchmarks.bench_facts import _generate_kineto, _tree_rss_kb
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
 HTA_SCRIPT = """
@@ -65,24 +72,31 @@ def _hta_python(where: Path) -> Path:
 
 def _advisor_same_window(path: Path) -> dict[str, float | None]:
     """HTA's selection and arithmetic, on the device operations advisor's reader extracts."""
-    events = extract(load(path), default_taxonomy(), path, BadValues(skip=True))
+    events = extract(KinetoStream(path).blocks(), default_taxonomy(), path, BadValues(skip=True))
     ops = events.ops
+    rows: list[int] = list(range(len(ops)))
     if len(events.steps) >= 2:
         last_start = events.steps[-1].start
-        ops = [
-            op
-            for op in ops
-            if op.correlation in events.launches and events.launches[op.correlation] < last_start
+        launches = LaunchIndex(events.launch_keys, events.launch_ts)
+        rows = [
+            i
+            for i in rows
+            if (launch := launches.get(ops.correlation[i])) is not None and launch < last_start
         ]
-    if not ops:
+    if not rows:
         return {"idle": None, "compute": None, "non_compute": None, "overlap": None}
-    span = max(op.end for op in ops) - min(op.start for op in ops)
-    everything = merged_intervals(sorted((op.start, op.end) for op in ops))
-    compute = merged_intervals(sorted((op.start, op.end) for op in ops if op.kind == COMPUTE))
-    comm = merged_intervals(sorted((op.start, op.end) for op in ops if op.kind == COMMUNICATION))
-    busy = sum(b - a for a, b in everything)
-    compute_us = sum(b - a for a, b in compute)
-    comm_us = sum(b - a for a, b in comm)
+
+    def union(kinds: tuple[int, ...]) -> Intervals:
+        chosen = [i for i in rows if ops.kind[i] in kinds]
+        return merge_unsorted([ops.start[i] for i in chosen], [ops.end[i] for i in chosen])
+
+    span = max(ops.end[i] for i in rows) - min(ops.start[i] for i in rows)
+    everything = union((COMPUTE, COMMUNICATION, MEMORY))
+    compute = union((COMPUTE,))
+    comm = union((COMMUNICATION,))
+    busy = clipped_sum(everything, float("-inf"), float("inf"))
+    compute_us = clipped_sum(compute, float("-inf"), float("inf"))
+    comm_us = clipped_sum(comm, float("-inf"), float("inf"))
     overlap = (
         100.0 * overlap_sum(comm, compute, float("-inf"), float("inf")) / comm_us
         if comm_us
@@ -94,6 +108,42 @@ def _advisor_same_window(path: Path) -> dict[str, float | None]:
         "non_compute": 100.0 * (busy - compute_us) / span,
         "overlap": overlap,
     }
+
+
+def _timed(command: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak resident MiB (the process and its children) and stdout."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak_kb = 0
+    while proc.poll() is None:
+        peak_kb = max(peak_kb, _tree_rss_kb(proc.pid))
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"{command[0]} failed: {err.strip().splitlines()[-1:]}")
+    return time.perf_counter() - started, peak_kb / 1024, out
+
+
+def _race(python: Path, size_mb: float, out: Path) -> int:
+    """HTA and advisor on the same generated trace: wall time and peak memory."""
+    if out.exists():
+        shutil.rmtree(out)
+    folder = _generate_kineto(out, size_mb)
+    trace = next(folder.iterdir())
+    print(f"trace {trace.name}: {trace.stat().st_size / 2**20:.0f} MiB")
+    hta_s, hta_mb, hta_out = _timed([str(python), "-c", HTA_SCRIPT, str(folder)])
+    ours_s, ours_mb, _ = _timed(
+        [sys.executable, "-m", "advisor.cli", "facts", str(trace), "--format", "json"]
+    )
+    hta = json.loads(hta_out.strip().splitlines()[-1])
+    print(f"{'':28} {'wall s':>8} {'peak MiB':>9}")
+    print(f"{'HTA (load + 2 analyses)':28} {hta_s:8.1f} {hta_mb:9.0f}")
+    print(f"{'advisor facts (every fact)':28} {ours_s:8.1f} {ours_mb:9.0f}")
+    print(
+        f"advisor is {hta_s / ours_s:.1f}x faster (HTA's own load + analysis: {hta['seconds']:.1f} s)"
+    )
+    shutil.rmtree(out)
+    return 0
 
 
 def _traces() -> list[Path]:
@@ -111,7 +161,15 @@ def main() -> int:
     )
     parser.add_argument("--venv", type=Path, default=Path("bench-out/hta-venv"))
     parser.add_argument("--tolerance-pp", type=float, default=1.5)
+    parser.add_argument(
+        "--size-mb",
+        type=float,
+        help="instead: time both on a generated trace of this size (speed and memory only)",
+    )
+    parser.add_argument("--out", type=Path, default=Path("bench-out/hta-trace"))
     args = parser.parse_args()
+    if args.size_mb:
+        return _race(_hta_python(args.venv.resolve()), args.size_mb, args.out)
     if not REAL.is_dir():
         print(f"{REAL} is absent: ../shared is not beside the checkout", file=sys.stderr)
         return 2

@@ -1,17 +1,22 @@
-"""Decode a PyTorch profiler (Kineto) trace into the few event lists the step model needs.
+"""Decode a PyTorch profiler (Kineto) trace into the few columns the step model needs.
 
 Every generation since PyTorch 1.8 is read: event categories are mapped to their role by the
 taxonomy (`kineto_categories`), so the legacy Operator / Runtime / Kernel / Memcpy / Memset
 names and the current cpu_op / cuda_runtime / kernel / gpu_memcpy / gpu_memset ones give the
-same lists. An event whose timestamp or duration is not a finite non-negative number is
+same columns. An event whose timestamp or duration is not a finite non-negative number is
 dropped and counted; the caller reports how many.
+
+A trace holds millions of kernels and launches: each is kept as one row of flat arrays (about
+45 bytes a kernel, 16 a launch), strings by their index in one table, never as an object.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,28 +24,24 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
+from advisor.parsers.kineto_columns import (
+    COMMUNICATION,
+    COMPUTE,
+    MEMORY,
+    NO_CORRELATION,
+    NO_GROUP,
+    DeviceOps,
+    Strings,
+)
 from advisor.parsers.kineto_stream import UNSET, KinetoArgs, KinetoEvent
 
-COMPUTE, COMMUNICATION, MEMORY = "compute", "communication", "memory"
 # a profiling session lasts minutes: an event a day away from the others is corruption
 MAX_SPAN_US = 86_400e6
+# correlation ids that are not small non-negative integers are numbered from here
+_INTERNED_CORRELATION = 1 << 62
 _COLLECTIVE_PREFIX = re.compile(r"^(nccl|rccl)(Dev)?Kernel_")
-
-
-@dataclass(frozen=True)
-class DeviceOp:
-    """One kernel, memcpy or memset on the device (times in microseconds)."""
-
-    start: float
-    end: float
-    name: str  # the kernel's short name
-    kind: str  # compute | communication | memory
-    stream: str
-    correlation: int | str | None
-    group: str | None  # the process group of a collective kernel
-    # what a collective does, for its kind: the trace's "Collective name" argument (PyTorch
-    # 2.x; ROCm's RCCL kernels are all ncclDevKernel_Generic) or the kernel name
-    collective: str = ""
+# runtime calls the host-side measures count, as stored per call name
+_LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
 
 
 @dataclass
@@ -50,19 +51,31 @@ class HostWindow:
     end: float
 
 
+def _floats() -> array[float]:
+    return array("d")
+
+
 @dataclass
 class KinetoEvents:
-    ops: list[DeviceOp] = field(default_factory=list)
-    launches: dict[int | str, float] = field(default_factory=dict)  # correlation -> host time
+    ops: DeviceOps = field(default_factory=DeviceOps)
+    strings: Strings = field(default_factory=Strings)
+    # host launches: correlation key and host time, in trace order
+    launch_keys: array[int] = field(default_factory=lambda: array("q"))
+    launch_ts: array[float] = field(default_factory=_floats)
     steps: list[HostWindow] = field(default_factory=list)
-    sync: list[tuple[float, float]] = field(default_factory=list)
-    malloc: list[tuple[float, float]] = field(default_factory=list)
-    free: list[float] = field(default_factory=list)
-    loader: list[tuple[float, float]] = field(default_factory=list)
+    sync_start: array[float] = field(default_factory=_floats)
+    sync_end: array[float] = field(default_factory=_floats)
+    malloc_start: array[float] = field(default_factory=_floats)
+    malloc_end: array[float] = field(default_factory=_floats)
+    free: array[float] = field(default_factory=_floats)
+    loader_start: array[float] = field(default_factory=_floats)
+    loader_end: array[float] = field(default_factory=_floats)
     events: int = 0
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    # correlation ids that are not plain non-negative integers, by their typed text
+    odd_correlations: dict[str, int] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -93,16 +106,13 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _times(event: Any, center: float) -> tuple[float, float] | None:
+def _times(ts: object, dur: object, center: float) -> tuple[float, float] | None:
     """(start, end) in microseconds, or None when the event cannot be placed on the timeline:
     not a number, a negative or over-long duration, a timestamp far outside the trace."""
-    if event.__class__ is KinetoEvent:
-        ts, dur = event.ts, event.dur
-        start = ts if ts.__class__ is float else _number(None if ts is UNSET else ts)
-        duration = dur if dur.__class__ is float else 0.0 if dur is UNSET else _number(dur)
-    else:
-        start = _number(event.get("ts"))
-        duration = _number(event.get("dur", 0.0))
+    start = (
+        ts if ts.__class__ is float and math.isfinite(ts) else _number(None if ts is UNSET else ts)
+    )
+    duration = dur if dur.__class__ is float else 0.0 if dur is UNSET else _number(dur)
     if start is None or duration is None or not 0.0 <= duration <= MAX_DURATION_US:
         return None
     if abs(start - center) > MAX_SPAN_US:
@@ -122,149 +132,253 @@ def _center(events: list[Any]) -> float:
     return sample[len(sample) // 2] if sample else 0.0
 
 
+def _plain(event: dict[str, Any]) -> KinetoEvent:
+    """A plain-JSON event (from a block the typed decoder refused) as the typed struct."""
+    raw_args = event.get("args")
+    args = None
+    if isinstance(raw_args, dict):
+        args = KinetoArgs(
+            **{
+                field_name: raw_args[key]
+                for key, field_name in (
+                    ("correlation", "correlation"),
+                    ("Collective name", "collective"),
+                    ("Process Group Name", "group"),
+                    ("Process Group Ranks", "group_ranks"),
+                    ("Process Group Description", "group_description"),
+                )
+                if key in raw_args
+            }
+        )
+    values = {k: event[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur") if k in event}
+    return KinetoEvent(**values, args=args)
+
+
+class _Extractor:
+    """Reduces events into KinetoEvents; per-name decisions are made once and remembered."""
+
+    def __init__(self, taxonomy: Taxonomy, path: Path, bad: BadValues) -> None:
+        self.out = KinetoEvents()
+        self.taxonomy = taxonomy
+        self.path = path
+        self.bad = bad
+        self.roles = taxonomy.kineto_roles
+        self.comm_re = taxonomy.operator_classes["communication"]
+        # by role, raw kernel name -> (short name id, kind, collective id from the name)
+        self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
+        self.runtime_calls: dict[str, int] = {}
+        self.streams: dict[tuple[Any, Any], int] = {}
+
+    def block(self, events: list[Any], center: float, index: int) -> int:
+        out = self.out
+        roles = self.roles
+        ops = out.ops
+        kernels = self.kernels
+        streams = self.streams
+        counted = 0
+        for event in events:
+            index += 1
+            if event.__class__ is not KinetoEvent:
+                if not isinstance(event, dict):
+                    continue
+                event = _plain(event)
+            if event.ph != "X":
+                continue
+            counted += 1
+            cat = event.cat
+            role = roles.get(cat if cat.__class__ is str else str(cat))
+            if role is None:
+                continue
+            ts, dur = event.ts, event.dur
+            if (
+                ts.__class__ is float
+                and dur.__class__ is float
+                and 0.0 <= dur <= MAX_DURATION_US
+                and abs(ts - center) <= MAX_SPAN_US
+            ):
+                start, end = ts, ts + dur
+            else:
+                times = _times(ts, dur, center)
+                if times is None:
+                    self._reject(event, index)
+                    continue
+                start, end = times
+            name = event.name
+            if name.__class__ is not str:
+                name = "" if name is UNSET else str(name)
+            if role == "kernel" or role == "memory":
+                info = kernels[role].get(name)
+                if info is None:
+                    info = kernels[role][name] = self._kernel(name, role)
+                name_id, kind, collective = info
+                if kind == COMMUNICATION:
+                    self._collective(event, name_id, collective, start, end)
+                    continue
+                args = event.args
+                key = NO_CORRELATION
+                if args is not None:
+                    corr = args.correlation
+                    if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
+                        key = corr
+                    else:
+                        key = self._correlation(corr)
+                pid, tid = event.pid, event.tid
+                try:
+                    stream = streams.get((pid, tid))
+                except TypeError:  # a list as pid or tid: by its text, in _stream
+                    stream = None
+                if stream is None:
+                    stream = self._stream(pid, tid)
+                ops.start.append(start)
+                ops.end.append(end)
+                ops.name.append(name_id)
+                ops.kind.append(kind)
+                ops.stream.append(stream)
+                ops.correlation.append(key)
+                ops.group.append(NO_GROUP)
+                ops.collective.append(collective)
+            elif role == "runtime":
+                args = event.args
+                if args is not None:
+                    corr = args.correlation
+                    if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
+                        key = corr
+                    else:
+                        key = self._correlation(corr)
+                    if key != NO_CORRELATION:
+                        out.launch_keys.append(key)
+                        out.launch_ts.append(start)
+                call = self.runtime_calls.get(name)
+                if call is None:
+                    call = self.runtime_calls[name] = self._runtime_call(name)
+                if call == _SYNC:
+                    out.sync_start.append(start)
+                    out.sync_end.append(end)
+                elif call == _MALLOC:
+                    out.malloc_start.append(start)
+                    out.malloc_end.append(end)
+                elif call == _FREE:
+                    out.free.append(start)
+            elif role == "annotation":
+                m = self.taxonomy.step.fullmatch(name)
+                if m:
+                    out.steps.append(HostWindow(int(m.group(1)), start, end))
+                elif self.taxonomy.dataloader.fullmatch(name):
+                    out.loader_start.append(start)
+                    out.loader_end.append(end)
+            elif role == "sync":
+                out.sync_start.append(start)
+                out.sync_end.append(end)
+        out.events += counted
+        return index
+
+    def _reject(self, event: KinetoEvent, index: int) -> None:
+        ts = None if event.ts is UNSET else event.ts
+        dur = None if event.dur is UNSET else event.dur
+        name = None if event.name is UNSET else event.name
+        self.bad.reject(
+            self.path,
+            f"event #{index} ({str(name)[:60]!r})",
+            f"ts={ts!r}, dur={dur!r}",
+            "not a place on the timeline (finite, non-negative, within a day of the trace)",
+        )
+        self.out.dropped += 1
+
+    def _runtime_call(self, name: str) -> int:
+        tax = self.taxonomy
+        if tax.sync_calls.fullmatch(name):
+            return _SYNC
+        if tax.malloc_calls.fullmatch(name):
+            return _MALLOC
+        if tax.free_calls.fullmatch(name):
+            return _FREE
+        return _LAUNCH_ONLY
+
+    def _correlation(self, value: Any) -> int:
+        """A correlation id as a 64-bit key: small non-negative integers as they are, other
+        integers and strings numbered apart (5 and "5" stay different ids)."""
+        if value.__class__ is int and 0 <= value < _INTERNED_CORRELATION:
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            return NO_CORRELATION
+        text = f"{type(value).__name__}:{value}"
+        odd = self.out.odd_correlations
+        known = odd.get(text)
+        if known is None:
+            known = odd[text] = _INTERNED_CORRELATION + len(odd)
+        return known
+
+    def _kernel(self, name: str, role: str) -> tuple[int, int, int]:
+        strings = self.out.strings
+        if role == "memory":
+            return strings.id(name), MEMORY, strings.id("")
+        kernel = short_name(name)
+        if self.comm_re.fullmatch(kernel) is None:
+            return strings.id(kernel), COMPUTE, strings.id("")
+        return strings.id(kernel), COMMUNICATION, strings.id(collective_name(kernel))
+
+    def _stream(self, pid: Any, tid: Any) -> int:
+        label = f"{None if pid is UNSET else pid}:{None if tid is UNSET else tid}"
+        stream = self.out.strings.id(label)
+        with contextlib.suppress(TypeError):  # unhashable: looked up by its text each time
+            self.streams[(pid, tid)] = stream
+        return stream
+
+    def _collective(
+        self, event: KinetoEvent, name_id: int, collective: int, start: float, end: float
+    ) -> None:
+        """A collective kernel: its kind and process group from its arguments when given."""
+        out = self.out
+        ops = out.ops
+        args = event.args
+        group = NO_GROUP
+        key = NO_CORRELATION
+        if args is not None:
+            named = args.collective
+            if isinstance(named, str) and named:
+                collective = out.strings.id(named)
+            if args.group is not UNSET and args.group is not None:
+                group = self._group(args)
+            key = self._correlation(args.correlation)
+        stream = self._stream(event.pid, event.tid)
+        ops.start.append(start)
+        ops.end.append(end)
+        ops.name.append(name_id)
+        ops.kind.append(COMMUNICATION)
+        ops.stream.append(stream)
+        ops.correlation.append(key)
+        ops.group.append(group)
+        ops.collective.append(collective)
+
+    def _group(self, args: KinetoArgs) -> int:
+        out = self.out
+        key = str(args.group)
+        if key not in out.kernel_groups:
+            raw_ranks = "" if args.group_ranks is UNSET else args.group_ranks
+            ranks = [int(r) for r in re.findall(r"-?\d+", str(raw_ranks))]
+            if ranks:
+                description = args.group_description
+                if description is UNSET or not description:
+                    description = key
+                out.kernel_groups[key] = (str(description), ranks)
+        return out.strings.id(key)
+
+
 def extract(
     blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, bad: BadValues | None = None
 ) -> KinetoEvents:
     """The events the facts need, from the trace's event blocks (kineto_stream)."""
-    bad = bad or BadValues()
-    out = KinetoEvents()
-    roles = taxonomy.kineto_roles
+    extractor = _Extractor(taxonomy, path, bad or BadValues())
     center: float | None = None
     index = -1
     for block in blocks:
         if center is None:
             center = _center(block)
-        for event in block:
-            index += 1
-            # the typed events of a block read by attribute; odd ones (plain JSON) by .get
-            if event.__class__ is KinetoEvent:
-                if event.ph != "X":
-                    continue
-                cat = event.cat
-            elif isinstance(event, dict):
-                if event.get("ph") != "X":
-                    continue
-                cat = event.get("cat")
-            else:
-                continue
-            out.events += 1
-            role = roles.get(cat if cat.__class__ is str else str(cat))
-            if role is not None:
-                _take(out, event, role, index, center, taxonomy, path, bad)
-    out.ops.sort(key=lambda op: (op.start, op.end))
+        index = extractor.block(block, center, index)
+    out = extractor.out
+    out.ops.sort()
     out.steps = _distinct_steps(out.steps)
     return out
-
-
-def _take(
-    out: KinetoEvents,
-    event: Any,
-    role: str,
-    index: int,
-    center: float,
-    taxonomy: Taxonomy,
-    path: Path,
-    bad: BadValues,
-) -> None:
-    """One event of a known role into what the facts need (kernels, launches, host calls,
-    step markers)."""
-    times = _times(event, center)
-    if times is None:
-        name = event.get("name")
-        bad.reject(
-            path,
-            f"event #{index} ({str(name)[:60]!r})",
-            f"ts={event.get('ts')!r}, dur={event.get('dur')!r}",
-            "not a place on the timeline (finite, non-negative, within a day of the trace)",
-        )
-        out.dropped += 1
-        return
-    start, end = times
-    typed = event.__class__ is KinetoEvent
-    raw_name = event.name if typed else event.get("name", "")
-    name = raw_name if raw_name.__class__ is str else "" if raw_name is UNSET else str(raw_name)
-    if role == "annotation":
-        m = taxonomy.step.fullmatch(name)
-        if m:
-            out.steps.append(HostWindow(int(m.group(1)), start, end))
-        elif taxonomy.dataloader.fullmatch(name):
-            out.loader.append((start, end))
-    elif role in ("kernel", "memory"):
-        comm_re = taxonomy.operator_classes["communication"]
-        _add_device_op(out, event, _args(event), name, start, end, role, comm_re)
-    elif role == "runtime":
-        args = _args(event)
-        correlation = args.correlation if args.__class__ is KinetoArgs else args.get("correlation")
-        if isinstance(correlation, int | str) and not isinstance(correlation, bool):
-            out.launches[correlation] = start
-        if taxonomy.sync_calls.fullmatch(name):
-            out.sync.append((start, end))
-        elif taxonomy.malloc_calls.fullmatch(name):
-            out.malloc.append((start, end))
-        elif taxonomy.free_calls.fullmatch(name):
-            out.free.append(start)
-    elif role == "sync":
-        out.sync.append((start, end))
-
-
-_NO_ARGS = KinetoArgs()
-
-
-def _args(event: Any) -> Any:
-    """The event's args: a dict or the typed KinetoArgs (both have .get; no args: empty)."""
-    if event.__class__ is KinetoEvent:
-        return event.args if event.args is not None else _NO_ARGS
-    args = event.get("args")
-    return args if isinstance(args, dict) else {}
-
-
-def _add_device_op(
-    out: KinetoEvents,
-    event: Any,
-    args: Any,
-    name: str,
-    start: float,
-    end: float,
-    role: str,
-    comm_re: re.Pattern[str],
-) -> None:
-    kernel = short_name(name) if role == "kernel" else name
-    group = None
-    collective = ""
-    if role == "memory":
-        kind = MEMORY
-    elif _is_communication(comm_re, kernel):
-        kind = COMMUNICATION
-        named = args.get("Collective name")
-        collective = str(named) if isinstance(named, str) and named else collective_name(kernel)
-        key = args.get("Process Group Name")
-        if key is not None:
-            group = str(key)
-            if group not in out.kernel_groups:
-                ranks = [
-                    int(r) for r in re.findall(r"-?\d+", str(args.get("Process Group Ranks", "")))
-                ]
-                if ranks:
-                    description = str(args.get("Process Group Description") or group)
-                    out.kernel_groups[group] = (description, ranks)
-    else:
-        kind = COMPUTE
-    typed = args.__class__ is KinetoArgs
-    correlation = args.correlation if typed else args.get("correlation")
-    if not isinstance(correlation, int | str) or isinstance(correlation, bool):
-        correlation = None
-    if event.__class__ is KinetoEvent:
-        pid = None if event.pid is UNSET else event.pid
-        tid = None if event.tid is UNSET else event.tid
-        stream = f"{pid}:{tid}"
-    else:
-        stream = f"{event.get('pid')}:{event.get('tid')}"
-    out.ops.append(DeviceOp(start, end, kernel, kind, stream, correlation, group, collective))
-
-
-@functools.lru_cache(maxsize=65536)
-def _is_communication(pattern: re.Pattern[str], kernel: str) -> bool:
-    return pattern.fullmatch(kernel) is not None
 
 
 def _distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:

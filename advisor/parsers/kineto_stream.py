@@ -23,9 +23,9 @@ from advisor.inputs import limits
 from advisor.model import InputError
 from advisor.parsers.trace import _check_event_size
 
-BLOCK_BYTES = 16 * 1024 * 1024
-TAIL_BYTES = 1 << 20  # where the last event boundary of a block is looked for first
-MAX_CARRIED_BLOCKS = 4  # a cut inside an event (nested objects) is retried with more data
+BLOCK_BYTES = 2 * 1024 * 1024
+TAIL_BYTES = 1 << 16  # where the last event boundary of a block is looked for first
+MAX_CARRIED_BLOCKS = 16  # a cut inside an event (nested objects) is retried with more data
 # between two events: '}' ',' '{' with any white space (PyTorch writes "},\n  {")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 HEAD_BYTES = 4 * 1024 * 1024  # the keys before traceEvents must lie within this

@@ -10,6 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from advisor.parsers.intervals import (
+    Intervals,
+    clipped_sum,
+    exposed_by_kind,
+    merge_unsorted,
+    merged_intervals,
+    overlap_sum,
+    sorted_intervals,
+    union,
+)
+
+NAN = float("nan")
+
 DEVICE_LANE = "Ascend Hardware"
 # Flow categories linking a host launch to its device kernel, best first: HostToDevice starts at
 # the runtime launch (closest to the device), async_npu at the Python operator.
@@ -140,34 +153,6 @@ class FlowTable:
         self.start_ids, self.start_ts, self.finish_ids, self.finish_ts = state
 
 
-def sorted_intervals(starts: Sequence[float], ends: Sequence[float]) -> list[tuple[float, float]]:
-    return sorted(zip(starts, ends, strict=True))
-
-
-def merged_intervals(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Union of sorted intervals (nested host events would otherwise count twice)."""
-    merged: list[tuple[float, float]] = []
-    for a, b in intervals:
-        if merged and a <= merged[-1][1]:
-            if b > merged[-1][1]:
-                merged[-1] = (merged[-1][0], b)
-        else:
-            merged.append((a, b))
-    return merged
-
-
-def clipped_sum(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
-    """Total length of the (non-overlapping) intervals inside [lo, hi)."""
-    total = 0.0
-    i = max(0, bisect_left(intervals, (lo, lo)) - 1)
-    while i < len(intervals) and intervals[i][0] < hi:
-        a, b = intervals[i]
-        if b > lo:
-            total += min(b, hi) - max(a, lo)
-        i += 1
-    return total
-
-
 def count_in(times: list[float], lo: float, hi: float) -> int:
     return bisect_left(times, hi) - bisect_left(times, lo)
 
@@ -198,10 +183,11 @@ def idle_gaps(
     ends: Sequence[float],
     lo: float,
     hi: float,
-    launches: dict[float, float],
+    launch_at: Sequence[float],
 ) -> Gaps:
     """Idle gaps between the kernels of [lo, hi) (parallel start/end sequences sorted by
-    start), attributed by the next kernel's launch time.
+    start), attributed by the next kernel's launch time (`launch_at`, aligned with the
+    kernels; NaN where the trace links no launch).
 
     Gaps before the step's first kernel belong to the step's preparation, not to dispatch.
     """
@@ -212,8 +198,8 @@ def idle_gaps(
     while i < n and starts[i] < hi:
         start, end = starts[i], ends[i]
         if busy_until is not None and start > busy_until:
-            launch = launches.get(start)
-            if launch is None:
+            launch = launch_at[i]
+            if launch != launch:  # NaN: no launch linked
                 unlinked += start - busy_until
             elif launch >= busy_until:
                 host += start - busy_until
@@ -238,52 +224,14 @@ def sorted_by_start(
     return array("d", (starts[i] for i in order)), array("d", (ends[i] for i in order))
 
 
-def overlap_sum(
-    a: list[tuple[float, float]], b: list[tuple[float, float]], lo: float, hi: float
-) -> float:
-    """Length of the intersection of two merged interval lists inside [lo, hi)."""
-    i = max(0, bisect_left(a, (lo, lo)) - 1)
-    j = max(0, bisect_left(b, (lo, lo)) - 1)
-    total = 0.0
-    while i < len(a) and j < len(b) and a[i][0] < hi and b[j][0] < hi:
-        start = max(a[i][0], b[j][0], lo)
-        end = min(a[i][1], b[j][1], hi)
-        if end > start:
-            total += end - start
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def exposed_by_kind(
-    collectives: dict[str, list[tuple[float, float]]],
-    computing: list[tuple[float, float]],
-    lo: float,
-    hi: float,
-) -> dict[str, float]:
-    """Per collective kind, its time in [lo, hi) that no compute overlaps."""
-    out = {}
-    for kind, intervals in sorted(collectives.items()):
-        total = clipped_sum(intervals, lo, hi)
-        if total > 0:
-            out[kind] = total - overlap_sum(intervals, computing, lo, hi)
-    return out
-
-
 def preparation(
-    lo: float,
-    first: float,
-    loader: list[tuple[float, float]],
-    allocator: list[tuple[float, float]],
-    sync: list[tuple[float, float]],
+    lo: float, first: float, loader: Intervals, allocator: Intervals, sync: Intervals
 ) -> tuple[float, float, float]:
     """Host time before the first device task in disjoint parts: data loading, then allocator
     calls outside it, then synchronisation outside both."""
     load = clipped_sum(loader, lo, first)
     alloc = clipped_sum(allocator, lo, first) - overlap_sum(allocator, loader, lo, first)
-    both = merged_intervals(sorted(loader + allocator))
+    both = union(loader, allocator)
     wait = clipped_sum(sync, lo, first) - overlap_sum(sync, both, lo, first)
     return load, max(0.0, alloc), max(0.0, wait)
 
@@ -299,12 +247,14 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     del starts, ends
     overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
     flow_category, launches = _launch_map(raw)
+    launch_at = array("d", (launches.get(s, NAN) for s in kernel_starts)) if launches else None
+    del launches
     sync = sorted(raw.sync)
     malloc = sorted(raw.malloc)
-    sync_iv = merged_intervals(sorted_intervals(raw.sync, raw.sync_end))
-    malloc_iv = merged_intervals(sorted_intervals(raw.malloc, raw.malloc_end))
+    sync_iv = merge_unsorted(raw.sync, raw.sync_end)
+    malloc_iv = merge_unsorted(raw.malloc, raw.malloc_end)
     free = sorted(raw.free)
-    loader = merged_intervals(sorted_intervals(raw.loader_start, raw.loader_end))
+    loader = merge_unsorted(raw.loader_start, raw.loader_end)
 
     windows: dict[int, StepWindow] = {}
     for window in raw.steps:
@@ -312,16 +262,15 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
         # Nested or repeated ProfilerStep markers: keep the widest window.
         if known is None or window.end - window.start > known.end - known.start:
             windows[window.number] = window
-    collectives = {
-        kind: merged_intervals(sorted_intervals(a, b)) for kind, (a, b) in raw.collectives.items()
-    }
-    computing = merged_intervals(overlap.get("Computing", []))
+    collectives = {kind: merge_unsorted(a, b) for kind, (a, b) in raw.collectives.items()}
+    lane = overlap.get("Computing")
+    computing = merged_intervals(lane.starts, lane.ends) if lane else Intervals()
     steps: list[TraceStep] = []
     for number in sorted(windows):
         w = windows[number]
         gaps = (
-            idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launches)
-            if flow_category and kernel_starts
+            idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launch_at)
+            if flow_category and kernel_starts and launch_at is not None
             else None
         )
         first = first_start(kernel_starts, w.start, w.end)

@@ -1,0 +1,119 @@
+"""The columns a PyTorch profiler trace is reduced to: device operations, interned strings,
+and launches by correlation id. One row of flat arrays per kernel (about 45 bytes) and per
+launch (16 bytes), never an object: a trace holds millions of each.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+
+from advisor.parsers.columns import nearly_sorted_order, permuted
+
+# a device operation's kind, as stored in DeviceOps.kind
+COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
+NO_CORRELATION = -1
+NAN = float("nan")
+# a direct table is used while the correlation ids span at most this many ids per launch
+DENSE_KEYS_PER_LAUNCH = 4
+NO_GROUP = -1
+
+
+class Strings:
+    """Each distinct string once; columns hold their index."""
+
+    __slots__ = ("ids", "values")
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self.ids: dict[str, int] = {}
+
+    def id(self, text: str) -> int:
+        known = self.ids.get(text)
+        if known is None:
+            known = self.ids[text] = len(self.values)
+            self.values.append(text)
+        return known
+
+
+class DeviceOps:
+    """Kernels, memcpys and memsets as columns (times in microseconds)."""
+
+    __slots__ = ("collective", "correlation", "end", "group", "kind", "name", "start", "stream")
+
+    def __init__(self) -> None:
+        self.start: array[float] = array("d")
+        self.end: array[float] = array("d")
+        self.name: array[int] = array("i")  # the kernel's short name (Strings id)
+        self.kind: bytearray = bytearray()  # COMPUTE | COMMUNICATION | MEMORY
+        self.stream: array[int] = array("i")  # "pid:tid" (Strings id)
+        self.correlation: array[int] = array("q")  # correlation key or NO_CORRELATION
+        self.group: array[int] = array("i")  # a collective's process group, or NO_GROUP
+        # what a collective does, for its kind: the trace's "Collective name" argument (PyTorch
+        # 2.x; ROCm's RCCL kernels are all ncclDevKernel_Generic) or the kernel name
+        self.collective: array[int] = array("i")
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def sort(self) -> None:
+        """Order every column by (start, end), stable."""
+        order = nearly_sorted_order(self.start, self.end)
+        if order is None:
+            return
+        for column in ("start", "end", "name", "stream", "correlation", "group", "collective"):
+            setattr(self, column, permuted(getattr(self, column), order))
+        kinds = self.kind
+        self.kind = bytearray(kinds[i] for i in order)
+
+
+class LaunchIndex:
+    """Correlation key -> host launch time. Correlation ids are mostly consecutive integers:
+    then a table indexed by key (8 bytes per id in the range); otherwise two arrays sorted by
+    key. A dict of millions of entries would cost six to ten times the memory. A key launched
+    twice keeps its last launch, as a dict would."""
+
+    __slots__ = ("base", "cursor", "keys", "table", "times")
+
+    def __init__(self, keys: array[int], times: array[float]) -> None:
+        self.base = 0
+        self.cursor = -1  # the last key found: lookups come mostly in key order
+        self.table: array[float] | None = None
+        self.keys: array[int] = array("q")
+        self.times: array[float] = array("d")
+        if not keys:
+            return
+        low, high = min(keys), max(keys)
+        if high - low < DENSE_KEYS_PER_LAUNCH * len(keys) + 1024:
+            self.base = low
+            table = array("d", [NAN]) * (high - low + 1)
+            for key, at in zip(keys, times, strict=True):
+                table[key - low] = at
+            self.table = table
+            return
+        order = nearly_sorted_order(keys)  # stable: trace order kept
+        for i in order if order is not None else range(len(keys)):
+            key = keys[i]
+            if self.keys and self.keys[-1] == key:
+                self.times[-1] = times[i]
+            else:
+                self.keys.append(key)
+                self.times.append(times[i])
+
+    def get(self, key: int) -> float | None:
+        """The launch time, or None for a key never launched."""
+        table = self.table
+        if table is not None:
+            offset = key - self.base
+            if 0 <= offset < len(table):
+                at = table[offset]
+                return None if at != at else at
+            return None
+        keys = self.keys
+        i = self.cursor + 1
+        if not (i < len(keys) and keys[i] == key):
+            i = bisect_left(keys, key)
+            if i >= len(keys) or keys[i] != key:
+                return None
+        self.cursor = i
+        return self.times[i]
