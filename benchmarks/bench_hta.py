@@ -112,16 +112,20 @@ def _advisor_same_window(path: Path) -> dict[str, float | None]:
 
 def _timed(command: list[str]) -> tuple[float, float, str]:
     """Wall seconds, peak resident MiB (the process and its children) and stdout."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak_kb = 0
-    while proc.poll() is None:
-        peak_kb = max(peak_kb, _tree_rss_kb(proc.pid))
-        time.sleep(0.05)
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise SystemExit(f"{command[0]} failed: {err.strip().splitlines()[-1:]}")
-    return time.perf_counter() - started, peak_kb / 1024, out
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        # files, not pipes: a child writing more than a pipe holds would block while polled
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        peak_kb = 0
+        while proc.poll() is None:
+            peak_kb = max(peak_kb, _tree_rss_kb(proc.pid))
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"{command[0]} failed: {err.read().strip().splitlines()[-1:]}")
+        return wall, peak_kb / 1024, out.read()
 
 
 def _race(python: Path, size_mb: float, out: Path) -> int:
