@@ -221,3 +221,21 @@ def test_a_layout_without_the_step_model_names_what_is_missing(tmp_path: Path):
     (raw / "PROF_000001_20260101").mkdir(parents=True)
     with pytest.raises(InputError, match=r"only raw data .*parse it first"):
         profile_facts(raw)
+
+
+def test_the_cheap_tier_reads_the_step_table_alone(tmp_path: Path):
+    from advisor.inputs.taxonomy import default_taxonomy
+    from advisor.parsers.ascend import read_rank
+
+    taxonomy = default_taxonomy()
+    written = write_profile_db(tmp_path / "with", PRESETS["comm-bound"])
+    full = read_rank(written.directory, taxonomy, False, [])
+    cheap = read_rank(written.directory, taxonomy, False, [], shallow=True)
+    assert cheap.step_rows == full.step_rows and cheap.step_rows
+    assert cheap.rank == full.rank
+    # no task table scanned: neither kernels nor the timeline
+    assert cheap.kernels is None and cheap.trace is None
+    # without msprof-analyze's step table the tasks hold the steps: read in full
+    bare = write_profile_db(tmp_path / "bare", PRESETS["comm-bound"], analysis=False)
+    fallback = read_rank(bare.directory, taxonomy, False, [], shallow=True)
+    assert fallback.trace is not None and fallback.trace.steps

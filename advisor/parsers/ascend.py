@@ -9,7 +9,13 @@ from typing import TypeVar
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers import ascend_files as files
-from advisor.parsers.ascend_db import DbProfile, analysis_db, profiler_db, read_database
+from advisor.parsers.ascend_db import (
+    DbProfile,
+    analysis_db,
+    profiler_db,
+    read_database,
+    read_step_model,
+)
 from advisor.parsers.ascend_meta import apply_info, apply_metadata, read_metadata
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.comm_matrix import read_comm_matrix
@@ -172,7 +178,7 @@ def read_rank(
 
     db_path = profiler_db(output)
     if db_path is not None and not is_text_output(output):
-        _read_db_rank(rank, db_path, taxonomy, reader)
+        _read_db_rank(rank, db_path, taxonomy, reader, shallow)
         return rank
 
     def out(name: str) -> Path:
@@ -238,8 +244,16 @@ def read_rank(
     return rank
 
 
-def _read_db_rank(rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Reader) -> None:
-    """The database export (export_type db): the same plain data from its tables."""
+def _read_db_rank(
+    rank: RankProfile, path: Path, taxonomy: Taxonomy, reader: _Reader, shallow: bool = False
+) -> None:
+    """The database export (export_type db): the same plain data from its tables (`shallow`:
+    the step model alone, when the analysis database has one)."""
+    if shallow:
+        steps = reader.read(path, path.name, read_step_model)
+        if steps is not None and steps.step_rows is not None:
+            _apply_db(rank, steps, path)
+            return
     bad = BadValues(skip=reader.skip_bad)
     content = reader.read(path, path.name, lambda p: read_database(p, taxonomy, bad))
     reader.warnings.extend(bad.warnings())

@@ -84,10 +84,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         origin = _origin(db)
         check_intervals(db, origin, bad)
         out.metadata = _metadata(db)
-        if db.has("RANK_DEVICE_MAP", "rankId"):
-            ranks = [r for (r,) in db.rows("RANK_DEVICE_MAP", "SELECT rankId FROM RANK_DEVICE_MAP")]
-            if ranks and isinstance(ranks[0], int) and ranks[0] >= 0:
-                out.rank = ranks[0]
+        out.rank = _rank(db)
         windows = _step_windows(db, origin)
         kernels = start_kernels(path, strings, origin, windows, taxonomy)
         out.sources["kernel_details.csv"] = f"{path.name}:TASK+COMPUTE_TASK_INFO"
@@ -117,6 +114,34 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
     else:
         out.absent["step_trace_time.csv"] = f"no {' or '.join(ANALYSIS_DBS)} beside {path.name}"
     return out
+
+
+def read_step_model(path: Path) -> DbProfile | None:
+    """The cheap tier of a large cluster: the export's header and the analysis database's
+    StepTraceTime rows, no task table scanned. None when there is no step table (the rank is
+    then read in full: its tasks hold the steps)."""
+    analysis = analysis_db(path.parent)
+    if analysis is None:
+        return None
+    out = DbProfile()
+    with Database(analysis) as db:
+        if not db.has("StepTraceTime"):
+            return None
+        out.step_rows = read_step_rows(db)
+        out.sources["step_trace_time.csv"] = f"{analysis.name}:StepTraceTime"
+    with Database(path) as db:
+        _check_schema(db)
+        out.metadata = _metadata(db)
+        out.rank = _rank(db)
+    return out
+
+
+def _rank(db: Database) -> int | None:
+    if db.has("RANK_DEVICE_MAP", "rankId"):
+        ranks = [r for (r,) in db.rows("RANK_DEVICE_MAP", "SELECT rankId FROM RANK_DEVICE_MAP")]
+        if ranks and isinstance(ranks[0], int) and ranks[0] >= 0:
+            return ranks[0]
+    return None
 
 
 def _check_schema(db: Database) -> None:
