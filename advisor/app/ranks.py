@@ -50,7 +50,7 @@ def extract_rank(task: RankTask) -> RankOutcome:
     warnings: list[str] = []
     try:
         if task.kind == KINETO:
-            profile = read_kineto(task.path, taxonomy, task.skip_bad)
+            profile = read_kineto(task.path, taxonomy, task.skip_bad, split=task.split_trace)
         else:
             profile = read_rank(
                 task.path,

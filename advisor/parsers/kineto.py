@@ -25,6 +25,7 @@ from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto_columns import MEMORY, NAN, NO_CORRELATION, DeviceOps, LaunchIndex
 from advisor.parsers.kineto_events import HostWindow, KinetoEvents, extract, short_name
+from advisor.parsers.kineto_parallel import extract_in_parallel
 from advisor.parsers.kineto_steps import NO_STEP, DeviceWindow, fill_rank
 from advisor.parsers.kineto_stream import KinetoStream
 from advisor.parsers.profile_data import (
@@ -63,11 +64,20 @@ def _begins_like_kineto(path: Path) -> bool:
     return b'"schemaVersion"' in head or (b'"traceEvents"' in head and b'"ph"' in head)
 
 
-def read_kineto(path: Path, taxonomy: Taxonomy, skip_bad: bool = False) -> RankProfile:
-    stream = KinetoStream(path)
+def read_kineto(
+    path: Path, taxonomy: Taxonomy, skip_bad: bool = False, split: bool = True
+) -> RankProfile:
+    """One rank's trace; `split` lets a large plain trace be decoded by worker processes (off
+    inside a worker that reads one rank of many)."""
     bad = BadValues(skip=skip_bad)
-    events = extract(stream.blocks(), taxonomy, path, bad)
-    rank = _rank_header(path, stream.header)
+    parallel = extract_in_parallel(path, taxonomy) if split else None
+    if parallel is not None:
+        events, header = parallel
+    else:
+        stream = KinetoStream(path)
+        events = extract(stream.blocks(), taxonomy, path, bad)
+        header = stream.header
+    rank = _rank_header(path, header)
     rank.warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
     for key, (name, ranks) in events.kernel_groups.items():

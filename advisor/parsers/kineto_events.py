@@ -120,7 +120,7 @@ def _times(ts: object, dur: object, center: float) -> tuple[float, float] | None
     return start, start + duration
 
 
-def _center(events: list[Any]) -> float:
+def center_of(events: list[Any]) -> float:
     """The median timestamp of a sample of the events (the first block's, when the trace is
     read in blocks): every real event lies near it."""
     sample = [
@@ -373,9 +373,25 @@ def extract(
     index = -1
     for block in blocks:
         if center is None:
-            center = _center(block)
+            center = center_of(block)
         index = extractor.block(block, center, index)
-    out = extractor.out
+    return finish(extractor.out)
+
+
+def extract_part(
+    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, center: float
+) -> KinetoEvents:
+    """One byte range's events (a worker's share), unsorted; rejected events are only counted
+    (the caller reads the trace again in order when there are any, for the exact message)."""
+    extractor = _Extractor(taxonomy, path, BadValues(skip=True))
+    index = -1
+    for block in blocks:
+        index = extractor.block(block, center, index)
+    return extractor.out
+
+
+def finish(out: KinetoEvents) -> KinetoEvents:
+    """Operations in time order, one window per step."""
     out.ops.sort()
     out.steps = _distinct_steps(out.steps)
     return out

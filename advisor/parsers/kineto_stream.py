@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ MAX_CARRIED_BLOCKS = 16  # a cut inside an event (nested objects) is retried wit
 # between two events: '}' ',' '{' with any white space (PyTorch writes "},\n  {")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 HEAD_BYTES = 4 * 1024 * 1024  # the keys before traceEvents must lie within this
+TAIL_SPAN_BYTES = 1 << 20  # the keys after traceEvents, when the events are split in ranges
 _KEY = b'"traceEvents"'
 
 
@@ -82,6 +83,37 @@ _EVENTS = msgspec.json.Decoder(list[KinetoEvent])
 
 class _Source(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Window:
+    """At most `left` bytes of an open file, from where it stands."""
+
+    def __init__(self, handle: _Source, left: int) -> None:
+        self.handle, self.left = handle, left
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.handle.read(min(size, self.left) if size >= 0 else self.left)
+        self.left -= len(data)
+        return data
+
+
+def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
+    """Offsets of the `{` starting an event near equal fractions of [begin, end); begin first."""
+    points = [begin]
+    with path.open("rb") as handle:
+        for k in range(1, parts):
+            at = begin + (end - begin) * k // parts
+            handle.seek(at)
+            window = handle.read(min(TAIL_BYTES * 16, end - at))
+            match = _BOUNDARY.search(window)
+            if match is None:
+                continue
+            point = at + match.end() - 1  # the '{'
+            if point > points[-1]:
+                points.append(point)
+    return points
 
 
 class _Limited:
@@ -212,7 +244,7 @@ class KinetoStream:
         self.header: dict[str, Any] = {}
         self.events = 0
 
-    def blocks(self) -> Iterator[list[Any]]:
+    def blocks(self) -> Generator[list[Any], None, None]:
         gzipped = self.path.name.endswith(".gz")
         try:
             opener = gzip.open if gzipped else open
@@ -250,13 +282,21 @@ class KinetoStream:
             raise InputError(str(self.path), "empty file")
         else:
             raise InputError(str(self.path), "invalid JSON at line 1, column 1")
-        offset = len(head) - len(rest)
-        carry = bytes(rest)
+        yield from self._events(stream, bytes(rest), len(head) - len(rest), bare)
+
+    def _events(
+        self, stream: _Limited | _Window, carry: bytes, offset: int, bare: bool | None
+    ) -> Iterator[list[Any]]:
+        """Blocks of events cut at boundaries; the last piece closes the array (`bare`: a
+        bare list, else an object) or, for a byte range (`bare` None), ends the range."""
         carried = 0
         while True:
             data = stream.read(BLOCK_BYTES)
             if not data:
-                yield from self._last(carry, offset, bare)
+                if bare is None:
+                    yield from self._range_end(carry, offset)
+                else:
+                    yield from self._last(carry, offset, bare)
                 return
             carry += data
             if carry.isspace():  # white space between events is no event: nothing to carry
@@ -281,6 +321,76 @@ class KinetoStream:
             rest = carry[cut + 1 :].lstrip()
             offset += len(carry) - len(rest)
             carry = rest
+
+    def _range_end(self, carry: bytes, offset: int) -> Iterator[list[Any]]:
+        piece = carry.strip().rstrip(b",").rstrip()
+        if piece:
+            try:
+                batch = _decode_block(self.path, b"[" + piece + b"]", offset)
+            except msgspec.DecodeError as exc:
+                raise _decode_error(self.path, exc, offset) from None
+            self.events += len(batch)
+            yield batch
+
+    def range_blocks(self, begin: int, end: int) -> Iterator[list[Any]]:
+        """The event blocks of bytes [begin, end) of a plain trace: whole events separated by
+        commas (see `events_span` and `split_points`)."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(begin)
+                yield from self._events(_Window(handle, end - begin), b"", begin, None)
+        except OSError as exc:
+            raise InputError(str(self.path), f"cannot read: {exc.strerror or exc}") from None
+
+    def events_span(self) -> tuple[int, int] | None:
+        """Where the events of a plain (not gzipped) trace object lie: the byte after the
+        `[` of traceEvents and the `]` closing it, with `header` filled from the keys before
+        and after. None when the file does not look like that (read it as a stream)."""
+        if self.path.name.endswith(".gz"):
+            return None
+        try:
+            size = self.path.stat().st_size
+            with self.path.open("rb") as handle:
+                head = handle.read(HEAD_BYTES)
+                handle.seek(max(0, size - TAIL_SPAN_BYTES))
+                tail = handle.read()
+        except OSError:
+            return None
+        stripped = head.lstrip()
+        key = stripped.find(_KEY)
+        colon = stripped.find(b":", key + len(_KEY)) if key >= 0 else -1
+        bracket = stripped.find(b"[", colon) if colon >= 0 else -1
+        if not stripped.startswith(b"{") or key < 0 or bracket < 0:
+            return None
+        if stripped[colon + 1 : bracket].strip():
+            return None
+        begin = len(head) - len(stripped) + bracket + 1
+        tail_start = max(0, size - TAIL_SPAN_BYTES)
+        # from an event boundary in the last bytes, the sequential reader's search for the
+        # ']' closing the events (a ']' in the keys after them is passed over)
+        first = _BOUNDARY.search(tail)
+        if first is None:
+            return None
+        piece = tail[first.end() - 1 :]
+        piece_start = tail_start + first.end() - 1
+        try:
+            at, _ = _array_end(self.path, piece, piece_start, False)
+        except InputError:
+            return None
+        if at < 0:
+            return None
+        after = piece[at + 1 :].strip()
+        try:
+            self.header = _header(self.path, stripped[:key])
+            body = after[1:] if after.startswith(b",") else after
+            if body.strip() != b"}":
+                extra = _ANY.decode(b"{" + body)
+                if isinstance(extra, dict):
+                    self.header.update(extra)
+        except (InputError, msgspec.DecodeError, RecursionError):
+            return None
+        end = piece_start + at
+        return (begin, end) if end > begin else None
 
     def _last(self, carry: bytes, offset: int, bare: bool) -> Iterator[list[Any]]:
         end, batch = _array_end(self.path, carry, offset, bare)
