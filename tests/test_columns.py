@@ -45,3 +45,24 @@ def test_integer_keys_sort_like_floats() -> None:
     order = nearly_sorted_order(keys)
     assert order is not None
     assert list(permuted(keys, order)) == sorted(keys)
+
+
+def test_flow_launch_times_pair_as_dictionaries_would() -> None:
+    from advisor.parsers.trace_steps import FlowTable
+
+    rng = random.Random(3)
+    for _ in range(200):
+        table = FlowTable()
+        for _ in range(rng.randint(0, 30)):
+            table.add(rng.random() < 0.5, rng.randint(0, 8), float(rng.randint(0, 15)))
+        launched = dict(zip(table.start_ids, table.start_ts, strict=True))
+        pairs = {
+            at: launched[key]
+            for key, at in zip(table.finish_ids, table.finish_ts, strict=True)
+            if key in launched
+        }
+        kernels = sorted(float(rng.randint(0, 15)) for _ in range(10))
+        got, paired = table.launch_times(kernels)
+        assert paired == bool(pairs)
+        expected = [pairs.get(s) for s in kernels]
+        assert [None if t != t else t for t in got] == expected

@@ -89,6 +89,7 @@ def read_kineto(
     events.launch_keys, events.launch_ts = array("q"), array("d")
     launch_at = _launch_times(ops, launches)
     del launches
+    ops.correlation = array("q")  # the launch times replace the ids from here on
     steps_of = _assign(events, launch_at)
     _drop_empty_steps(events, steps_of, rank)
     if events.steps:

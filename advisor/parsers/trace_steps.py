@@ -8,8 +8,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from advisor.parsers.columns import nearly_sorted_order
 from advisor.parsers.intervals import (
     Intervals,
     clipped_sum,
@@ -135,14 +136,32 @@ class FlowTable:
         self.finish_ids.extend(other.finish_ids)
         self.finish_ts.extend(other.finish_ts)
 
-    def pairs(self) -> dict[float, float]:
-        """Device task start -> host launch time, for the flows with both ends."""
-        launched = dict(zip(self.start_ids, self.start_ts, strict=True))
-        return {
-            at: launched[key]
-            for key, at in zip(self.finish_ids, self.finish_ts, strict=True)
-            if key in launched
-        }
+    def launch_times(self, kernel_starts: Sequence[float]) -> tuple[array[float], bool]:
+        """Each kernel's host launch time, aligned with `kernel_starts` (sorted; NaN: no flow
+        ends at it), and whether any flow has both ends. As dictionaries would pair them (an
+        id started twice keeps its last start; of two flows ending at one time, the last),
+        with sorted arrays: dictionaries of millions of flows cost ~10x the memory."""
+        ids, starts = last_per_key(self.start_ids, self.start_ts)
+        cursor = -1
+        ends: array[float] = array("d")
+        launches: array[float] = array("d")
+        for key, at in zip(self.finish_ids, self.finish_ts, strict=True):
+            i = cursor + 1  # flows mostly end in the order they started
+            if not (i < len(ids) and ids[i] == key):
+                i = bisect_left(ids, key)
+                if i >= len(ids) or ids[i] != key:
+                    continue
+            cursor = i
+            ends.append(at)
+            launches.append(starts[i])
+        ends, launches = last_per_key(ends, launches)
+        out: array[float] = array("d")
+        j, n = 0, len(ends)
+        for start in kernel_starts:
+            while j < n and ends[j] < start:
+                j += 1
+            out.append(launches[j] if j < n and ends[j] == start else NAN)
+        return out, bool(n)
 
     def __getstate__(self) -> tuple[array[int], array[float], array[int], array[float]]:
         return (self.start_ids, self.start_ts, self.finish_ids, self.finish_ts)
@@ -157,16 +176,38 @@ def count_in(times: list[float], lo: float, hi: float) -> int:
     return bisect_left(times, hi) - bisect_left(times, lo)
 
 
-def _launch_map(raw: RawTrace) -> tuple[str | None, dict[float, float]]:
-    """Kernel start -> host launch time, from the best available flow category."""
+def last_per_key(
+    keys: Sequence[int] | Sequence[float], values: Sequence[float]
+) -> tuple[array[Any], array[float]]:
+    """The distinct keys in order, each with the value it was given last."""
+    order = nearly_sorted_order(keys)
+    out_keys: array[Any] = array("q" if isinstance(keys, array) and keys.typecode == "q" else "d")
+    out_values: array[float] = array("d")
+    for i in order if order is not None else range(len(keys)):
+        key = keys[i]
+        if out_keys and out_keys[-1] == key:
+            out_values[-1] = values[i]
+        else:
+            out_keys.append(key)
+            out_values.append(values[i])
+    return out_keys, out_values
+
+
+def _launch_times(
+    raw: RawTrace, kernel_starts: Sequence[float]
+) -> tuple[str | None, array[float] | None]:
+    """Each kernel's host launch time (NaN: none), from the best available flow category."""
     if raw.launch_pairs:
-        return FLOW_PREFERENCE[0], raw.launch_pairs
+        pairs = raw.launch_pairs
+        return FLOW_PREFERENCE[0], array("d", (pairs.get(s, NAN) for s in kernel_starts))
     for cat in FLOW_PREFERENCE:
         table = raw.flows.get(cat)
-        pairs = table.pairs() if table is not None else {}
-        if pairs:
-            return cat, pairs
-    return None, {}
+        if table is None:
+            continue
+        launch_at, paired = table.launch_times(kernel_starts)
+        if paired:
+            return cat, launch_at
+    return None, None
 
 
 @dataclass(frozen=True)
@@ -246,9 +287,7 @@ def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
     kernel_starts, kernel_ends = sorted_by_start(starts, ends)
     del starts, ends
     overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
-    flow_category, launches = _launch_map(raw)
-    launch_at = array("d", (launches.get(s, NAN) for s in kernel_starts)) if launches else None
-    del launches
+    flow_category, launch_at = _launch_times(raw, kernel_starts)
     sync = sorted(raw.sync)
     malloc = sorted(raw.malloc)
     sync_iv = merge_unsorted(raw.sync, raw.sync_end)
