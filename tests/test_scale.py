@@ -129,6 +129,34 @@ def test_two_tiers_read_every_step_model_and_the_ranks_that_matter_in_full(pipel
     assert not [m for m in tiered.missing if m.id.startswith("ops.")]
 
 
+def test_deep_zero_reads_the_step_models_alone_and_says_so(pipeline: Path):
+    full = profile_facts(pipeline, reading=ReadOptions(deep="all", jobs=2))
+    scan = profile_facts(pipeline, reading=ReadOptions(deep="0", jobs=2))
+    assert scan.value("ranks.count") == full.value("ranks.count") == 8
+    assert scan.value("step.time_ms") == pytest.approx(full.value("step.time_ms"))
+    assert scan.value("ranks.step_time_spread_ratio") is not None
+    # stages rest on send/recv, which step models do not hold: missing, never "one stage"
+    assert full.value("pipeline.stages") == 2
+    stages = [m for m in scan.missing if m.id == "pipeline.stages"]
+    assert stages and "--deep 0" in stages[0].reason
+    assert scan.value("profile.ranks_in_full") == 0
+    assert "step models only (--deep 0)" in scan.get("profile.ranks").note
+    assert not [f for f in scan.facts if f.id.startswith(("ops.", "attrib."))]
+    assert "profile.ranks_in_full" not in {f.id for f in full.facts}
+    # what a full read would give is missing for that reason, not for want of a file
+    result = run_cli("diagnose", str(pipeline), "--deep", "0", "--format", "json")
+    unknown = json.loads(result.stdout)["unknown"]
+    hints = {u["how_to_collect"] for u in unknown if u["rule"].startswith("symptom.")}
+    assert hints and all("--deep auto or all" in h for h in hints)
+
+
+@pytest.mark.parametrize("value", ["-1", "some", ""])
+def test_a_bad_deep_value_is_one_line(pipeline: Path, value: str):
+    result = run_cli("facts", str(pipeline), "--deep", value)
+    assert result.exit_code == 2
+    assert "--deep: expected all, auto or a number of ranks >= 0" in result.stderr
+
+
 def test_auto_reads_small_clusters_in_full(pipeline: Path):
     facts = profile_facts(pipeline, reading=ReadOptions(jobs=2))
     assert "two tiers" not in facts.get("profile.ranks").note

@@ -3,7 +3,8 @@
 One tier: every rank read in full. Two tiers (large clusters, `--deep auto|N`): the step model
 of every rank first (cheap), then the full profile of the ranks that matter — the slowest and
 the fastest of each pipeline stage and an even sample — so the slow-rank, stage and bubble
-facts see every rank while attribution rests on the ranks read in full.
+facts see every rank while attribution rests on the ranks read in full. `--deep 0` stops after
+the first tier (a quick straggler and stage scan of a very large job).
 """
 
 from __future__ import annotations
@@ -37,14 +38,14 @@ class RankReading:
 
 
 def parse_deep(text: str) -> int | None:
-    """None for all; a count for N; raises on anything else."""
+    """None for all; -1 for auto; a count for N (0: step models only); raises otherwise."""
     if text == DEEP_ALL:
         return None
     if text == DEEP_AUTO:
         return -1
-    if text.isdigit() and int(text) >= 1:
+    if text.isdigit():
         return int(text)
-    raise InputError("--deep", f"expected all, auto or a number of ranks >= 1, got {text!r}")
+    raise InputError("--deep", f"expected all, auto or a number of ranks >= 0, got {text!r}")
 
 
 def _run(
@@ -114,7 +115,7 @@ def read_ranks(
         and tasks[0].kind != KINETO
         and deep is not None
         and (
-            (deep > 0 and deep < len(tasks))
+            (deep >= 0 and deep < len(tasks))
             or (deep < 0 and len(tasks) > taxonomy.deep_all_max_ranks)
         )
     )
@@ -124,6 +125,12 @@ def read_ranks(
     cheap, failed = _run(
         executor, [replace(t, deep=False) for t in tasks], "reading step models", skip_bad
     )
+    if deep == 0:
+        how = (
+            "; step models only (--deep 0): no rank read in full, so no attribution, "
+            "operator or communication detail"
+        )
+        return _result(cheap, failed, len(tasks), how)
     cheap.sort(key=_order)
     summaries = [o.summary for o in cheap if o.summary is not None]
     count = deep if deep is not None and deep > 0 else taxonomy.deep_sample_ranks

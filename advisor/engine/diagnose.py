@@ -78,12 +78,17 @@ class Diagnosis:
         return self.bottlenecks[0] if self.bottlenecks else None
 
 
-def _how_to_collect(missing: list[str], platform: object) -> str:
+def step_models_only(facts: Mapping[str, object]) -> bool:
+    """No rank was read in full (--deep 0): what a full read gives is missing, not absent."""
+    return facts.get("profile.ranks_in_full") == 0
+
+
+def _how_to_collect(missing: list[str], platform: object, shallow: bool = False) -> str:
     hints = []
     for item in missing:
         source, _, name = item.partition(":")
         if source == "fact" and is_known(name):
-            hint = collect_hint(name, platform)
+            hint = collect_hint(name, platform, shallow)
         elif source == "config":
             hint = f"pass --config with {name} set"
         elif source == "env":
@@ -95,9 +100,13 @@ def _how_to_collect(missing: list[str], platform: object) -> str:
     return "; ".join(hints)
 
 
-def _unknown(rule_id: str, missing: list[str], platform: object) -> Unknown:
+def _unknown(rule_id: str, missing: list[str], facts: Mapping[str, object]) -> Unknown:
     names = [m.partition(":")[2] or m for m in missing]
-    return Unknown(rule_id, names, _how_to_collect(missing, platform))
+    return Unknown(
+        rule_id,
+        names,
+        _how_to_collect(missing, facts.get("profile.platform"), step_models_only(facts)),
+    )
 
 
 def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | None:
@@ -105,12 +114,11 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     if gate.truth is Truth.FALSE:
         return None
     if gate.truth is Truth.UNKNOWN:
-        return _unknown(rule.id, list(gate.missing), ctx.facts.get("profile.platform"))
+        return _unknown(rule.id, list(gate.missing), ctx.facts)
     fact = rule.measure
     value = as_number(ctx.facts.get(fact))
     if value is None:
-        platform = ctx.facts.get("profile.platform")
-        return _unknown(rule.id, [f"fact:{fact}"], platform) if fact not in ctx.facts else None
+        return _unknown(rule.id, [f"fact:{fact}"], ctx.facts) if fact not in ctx.facts else None
     level = None
     threshold = 0.0
     for name, cut in rule.levels.items():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from advisor.engine import trust
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
-from advisor.engine.diagnose import Diagnosis, FactView
+from advisor.engine.diagnose import Diagnosis, FactView, step_models_only
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
@@ -178,8 +178,9 @@ def _collect_first(
     names = ", ".join(sorted(m.partition(":")[2] or m for m in missing))
     platform = ctx.facts.get("profile.platform")
     collector = _collector(graph, {m.partition(":")[2] for m in missing}, platform, ctx.dialect)
+    shallow = step_models_only(ctx.facts)
     hows = {
-        collect_hint(m.partition(":")[2], platform)
+        collect_hint(m.partition(":")[2], platform, shallow)
         for m in missing
         if is_known(m.partition(":")[2])
     }

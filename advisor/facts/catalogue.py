@@ -84,6 +84,15 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "",
     ),
     FactSpec(
+        "profile.ranks_in_full",
+        "count",
+        "profile",
+        "Ranks read in full when the profile was read in two tiers (the others: their step "
+        "model only; --deep). Absent when every rank was read in full.",
+        Combine.JOB,
+        "",
+    ),
+    FactSpec(
         "profile.device",
         "",
         "profile",
@@ -1028,9 +1037,15 @@ _GPU_COLLECT = {
 GPU_PLATFORMS = ("cuda", "rocm")
 
 
-def collect_hint(fact_id: str, platform: object) -> str:
-    """How to collect a missing fact on the profile's platform."""
+STEP_MODELS_ONLY = "read the ranks in full: --deep auto or all (--deep 0 read the step models only)"
+
+
+def collect_hint(fact_id: str, platform: object, step_models_only: bool = False) -> str:
+    """How to collect a missing fact on the profile's platform (`step_models_only`: no rank
+    was read in full, so the profile may well hold it)."""
     spec = spec_for(fact_id)
+    if step_models_only and spec.collect:
+        return STEP_MODELS_ONLY
     if platform in GPU_PLATFORMS:
         return _GPU_COLLECT.get(spec.collect) or "not recorded in PyTorch profiler traces"
     return spec.collect or f"a profile that yields {fact_id}"

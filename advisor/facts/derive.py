@@ -115,10 +115,11 @@ def _cluster_facts(
     job: Recorder,
     source: str,
     staged: tuple[list[list[str]] | None, str | None],
+    traffic_read: bool,
 ) -> None:
     timed = [(label, r.facts) for label, r in recorders if "step.time_ms" in r.facts]
     groups, how = staged
-    stages.pipeline_facts(dict(timed), groups, job, source, how)
+    stages.pipeline_facts(dict(timed), groups, job, source, how, traffic_read)
     if len(timed) < 2:
         for fact_id in CLUSTER_FACTS:
             job.miss(fact_id, "fewer than two ranks with step data")
@@ -165,7 +166,9 @@ def _job_from_ranks(
     source: str,
     taxonomy: Taxonomy,
     known_stages: list[list[str]] | None = None,
+    traffic_read: bool = True,
 ) -> Recorder:
+    """`traffic_read`: some rank was read in full, so the ranks' send/recv is known."""
     job = Recorder(JOB_SCOPE)
     staged = _stage_groups(recorders, taxonomy, known_stages)
     critical = _critical_stage(recorders, staged[0])
@@ -187,7 +190,7 @@ def _job_from_ranks(
             job.missing[fact_id] = MissingFact(
                 fact_id, JOB_SCOPE, f"{reasons[0].reason} (all ranks)"
             )
-    _cluster_facts(recorders, job, source, staged)
+    _cluster_facts(recorders, job, source, staged, traffic_read)
     return job
 
 
@@ -307,7 +310,8 @@ def derive_facts(
         source = _cluster_files(data)
     if multi:
         groups_known = cluster.stage_groups(data.cluster_stages, [label for label, _ in recorders])
-        job = _job_from_ranks(recorders, source, taxonomy, groups_known)
+        traffic_read = not ranks or any(r.deep for r in ranks)
+        job = _job_from_ranks(recorders, source, taxonomy, groups_known, traffic_read)
         cluster.stage_bubbles(data, recorders, job)
         if ranks:
             by_label = {label: rank for (label, _), rank in zip(recorders, ranks, strict=False)}
@@ -327,6 +331,7 @@ def derive_facts(
             str(data.root),
             _ranks_note(ranks, len(recorders), coverage),
         )
+        _ranks_in_full(ranks, str(data.root), job)
         scoped = [f for _, rec in recorders for f in rec.facts.values()]
         result.facts = _ordered(job.facts.values()) + _ordered(scoped)
         result.missing = list(job.missing.values())
@@ -335,8 +340,21 @@ def derive_facts(
         links.job_links(data, ranks, only, taxonomy)
         only.add("profile.ranks", 1, str(data.root), f"single rank ({ranks[0].label}){coverage}")
         only.add("ranks.count", 1, str(data.root), "single-rank profile")
+        _ranks_in_full(ranks, str(data.root), only)
         for fact_id in CLUSTER_FACTS[1:]:
             only.miss(fact_id, "single-rank profile: profile several ranks to compare them")
         result.facts = _ordered(only.facts.values())
         result.missing = list(only.missing.values())
     return result
+
+
+def _ranks_in_full(ranks: list[RankSummary], source: str, job: Recorder) -> None:
+    """How many ranks were read in full, when not all were (two tiers, --deep)."""
+    deep = sum(1 for r in ranks if r.deep)
+    if ranks and deep < len(ranks):
+        job.add(
+            "profile.ranks_in_full",
+            deep,
+            source,
+            f"{deep} of {len(ranks)} ranks read in full, the others' step model only (--deep)",
+        )

@@ -80,8 +80,10 @@ def pipeline_facts(
     job: Recorder,
     source: str,
     stated: str | None = None,
+    traffic_read: bool = True,
 ) -> None:
-    """`stated`: where the stages were read from when the profile states them (else inferred)."""
+    """`stated`: where the stages were read from when the profile states them (else inferred);
+    `traffic_read`: whether the ranks' send/recv was read (not with step models alone)."""
     ids = (
         "pipeline.stages",
         "pipeline.stage_ranks",
@@ -89,6 +91,14 @@ def pipeline_facts(
         "pipeline.stage_imbalance_ratio",
         "pipeline.slowest_stage_p2p_ratio",
     )
+    if groups is None and len(ranks) >= 2 and not _pipelined(ranks) and not traffic_read:
+        for fact_id in ids:
+            job.miss(
+                fact_id,
+                "step models only (--deep 0): whether ranks exchange activations (send/recv) "
+                "was not read",
+            )
+        return
     if groups is None and len(ranks) >= 2 and not _pipelined(ranks):
         groups = [sorted(ranks, key=_rank_order)]  # no send/recv: every rank in one stage
     if groups is None:

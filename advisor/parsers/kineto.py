@@ -24,10 +24,11 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto_columns import MEMORY, NAN, NO_CORRELATION, DeviceOps, LaunchIndex
-from advisor.parsers.kineto_events import HostWindow, KinetoEvents, extract, short_name
+from advisor.parsers.kineto_events import HostWindow, KinetoEvents, extract
 from advisor.parsers.kineto_parallel import extract_in_parallel
 from advisor.parsers.kineto_steps import NO_STEP, DeviceWindow, fill_rank
 from advisor.parsers.kineto_stream import KinetoStream
+from advisor.parsers.kineto_values import short_name
 from advisor.parsers.profile_data import (
     ProcessGroup,
     RankProfile,

@@ -19,9 +19,27 @@ from advisor.inputs import limits
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto_columns import NO_GROUP
-from advisor.parsers.kineto_events import KinetoEvents, center_of, extract_part, finish
-from advisor.parsers.kineto_stream import KinetoStream, split_points
+from advisor.parsers.kineto_events import KinetoEvents, extract_part, finish
+from advisor.parsers.kineto_stream import _BOUNDARY, TAIL_BYTES, KinetoStream, events_span
+from advisor.parsers.kineto_values import center_of
 from advisor.parsers.trace_parallel import MAX_WORKERS, PARALLEL_MIN_BYTES, pool_context
+
+
+def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
+    """Offsets of the `{` starting an event near equal fractions of [begin, end); begin first."""
+    points = [begin]
+    with path.open("rb") as handle:
+        for k in range(1, parts):
+            at = begin + (end - begin) * k // parts
+            handle.seek(at)
+            window = handle.read(min(TAIL_BYTES * 16, end - at))
+            match = _BOUNDARY.search(window)
+            if match is None:
+                continue
+            point = at + match.end() - 1  # the '{'
+            if point > points[-1]:
+                points.append(point)
+    return points
 
 
 def _read_range(job: tuple[Path, int, int, float, Taxonomy]) -> KinetoEvents | None:
@@ -42,11 +60,10 @@ def extract_in_parallel(
         return None
     if workers < 2 or size < PARALLEL_MIN_BYTES or size > limits.trace_max_bytes():
         return None
-    stream = KinetoStream(path)
-    span = stream.events_span()
+    span = events_span(path)
     if span is None:
         return None
-    begin, end = span
+    begin, end, header = span
     # the events' centre as the sequential reader takes it: from its first block
     with contextlib.closing(KinetoStream(path).blocks()) as blocks:
         center = center_of(next(blocks, []))
@@ -64,7 +81,7 @@ def extract_in_parallel(
         pool.shutdown(cancel_futures=True)
     if any(part is None for part in parts):
         return None
-    return finish(merge([p for p in parts if p is not None])), stream.header
+    return finish(merge([p for p in parts if p is not None])), header
 
 
 def merge(parts: list[KinetoEvents]) -> KinetoEvents:

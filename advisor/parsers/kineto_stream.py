@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from advisor.inputs import limits
 from advisor.model import InputError
+from advisor.parsers.kineto_io import Limited, Window
 from advisor.parsers.trace import _check_event_size
 
 BLOCK_BYTES = 2 * 1024 * 1024
@@ -83,67 +83,6 @@ _EVENTS = msgspec.json.Decoder(list[KinetoEvent])
 
 class _Source(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
-
-
-class _Window:
-    """At most `left` bytes of an open file, from where it stands."""
-
-    def __init__(self, handle: _Source, left: int) -> None:
-        self.handle, self.left = handle, left
-
-    def read(self, size: int = -1, /) -> bytes:
-        if self.left <= 0:
-            return b""
-        data = self.handle.read(min(size, self.left) if size >= 0 else self.left)
-        self.left -= len(data)
-        return data
-
-
-def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
-    """Offsets of the `{` starting an event near equal fractions of [begin, end); begin first."""
-    points = [begin]
-    with path.open("rb") as handle:
-        for k in range(1, parts):
-            at = begin + (end - begin) * k // parts
-            handle.seek(at)
-            window = handle.read(min(TAIL_BYTES * 16, end - at))
-            match = _BOUNDARY.search(window)
-            if match is None:
-                continue
-            point = at + match.end() - 1  # the '{'
-            if point > points[-1]:
-                points.append(point)
-    return points
-
-
-class _Limited:
-    """A binary stream counting what it yields: refused beyond the trace size limit, and a
-    gzip stream beyond its expansion ratio (a bomb is stopped as it inflates)."""
-
-    def __init__(self, path: Path, handle: _Source, gzipped: bool) -> None:
-        self.path, self.handle = path, handle
-        self.limit = limits.trace_max_bytes()
-        self.ratio_cap = (
-            max(64 * 1024**2, limits.gzip_max_ratio() * path.stat().st_size) if gzipped else None
-        )
-        self.total = 0
-
-    def read(self, size: int) -> bytes:
-        data = self.handle.read(size)
-        self.total += len(data)
-        if self.total > self.limit:
-            raise InputError(
-                str(self.path),
-                f"decodes to more than {self.limit:,} bytes (ADVISOR_MAX_TRACE_BYTES): a gzip "
-                "bomb, or a trace to cut with a shorter profiler schedule",
-            )
-        if self.ratio_cap is not None and self.total > self.ratio_cap:
-            raise InputError(
-                str(self.path),
-                f"expands more than {limits.gzip_max_ratio()}x (ADVISOR_MAX_GZIP_RATIO): "
-                "a gzip bomb?",
-            )
-        return data
 
 
 def _decode_error(path: Path, exc: Exception, offset: int) -> InputError:
@@ -249,7 +188,7 @@ class KinetoStream:
         try:
             opener = gzip.open if gzipped else open
             with opener(self.path, "rb") as raw:
-                yield from self._blocks(_Limited(self.path, raw, gzipped))
+                yield from self._blocks(Limited(self.path, raw, gzipped))
         except OSError as exc:
             if isinstance(exc, gzip.BadGzipFile):
                 raise InputError(
@@ -261,7 +200,7 @@ class KinetoStream:
         except EOFError as exc:
             raise InputError(str(self.path), f"truncated or damaged gzip file ({exc})") from None
 
-    def _blocks(self, stream: _Limited) -> Iterator[list[Any]]:
+    def _blocks(self, stream: Limited) -> Iterator[list[Any]]:
         head = stream.read(HEAD_BYTES)
         stripped = head.lstrip()
         if stripped.startswith(b"["):
@@ -285,7 +224,7 @@ class KinetoStream:
         yield from self._events(stream, bytes(rest), len(head) - len(rest), bare)
 
     def _events(
-        self, stream: _Limited | _Window, carry: bytes, offset: int, bare: bool | None
+        self, stream: Limited | Window, carry: bytes, offset: int, bare: bool | None
     ) -> Iterator[list[Any]]:
         """Blocks of events cut at boundaries; the last piece closes the array (`bare`: a
         bare list, else an object) or, for a byte range (`bare` None), ends the range."""
@@ -338,59 +277,9 @@ class KinetoStream:
         try:
             with self.path.open("rb") as handle:
                 handle.seek(begin)
-                yield from self._events(_Window(handle, end - begin), b"", begin, None)
+                yield from self._events(Window(handle, end - begin), b"", begin, None)
         except OSError as exc:
             raise InputError(str(self.path), f"cannot read: {exc.strerror or exc}") from None
-
-    def events_span(self) -> tuple[int, int] | None:
-        """Where the events of a plain (not gzipped) trace object lie: the byte after the
-        `[` of traceEvents and the `]` closing it, with `header` filled from the keys before
-        and after. None when the file does not look like that (read it as a stream)."""
-        if self.path.name.endswith(".gz"):
-            return None
-        try:
-            size = self.path.stat().st_size
-            with self.path.open("rb") as handle:
-                head = handle.read(HEAD_BYTES)
-                handle.seek(max(0, size - TAIL_SPAN_BYTES))
-                tail = handle.read()
-        except OSError:
-            return None
-        stripped = head.lstrip()
-        key = stripped.find(_KEY)
-        colon = stripped.find(b":", key + len(_KEY)) if key >= 0 else -1
-        bracket = stripped.find(b"[", colon) if colon >= 0 else -1
-        if not stripped.startswith(b"{") or key < 0 or bracket < 0:
-            return None
-        if stripped[colon + 1 : bracket].strip():
-            return None
-        begin = len(head) - len(stripped) + bracket + 1
-        tail_start = max(0, size - TAIL_SPAN_BYTES)
-        # from an event boundary in the last bytes, the sequential reader's search for the
-        # ']' closing the events (a ']' in the keys after them is passed over)
-        first = _BOUNDARY.search(tail)
-        if first is None:
-            return None
-        piece = tail[first.end() - 1 :]
-        piece_start = tail_start + first.end() - 1
-        try:
-            at, _ = _array_end(self.path, piece, piece_start, False)
-        except InputError:
-            return None
-        if at < 0:
-            return None
-        after = piece[at + 1 :].strip()
-        try:
-            self.header = _header(self.path, stripped[:key])
-            body = after[1:] if after.startswith(b",") else after
-            if body.strip() != b"}":
-                extra = _ANY.decode(b"{" + body)
-                if isinstance(extra, dict):
-                    self.header.update(extra)
-        except (InputError, msgspec.DecodeError, RecursionError):
-            return None
-        end = piece_start + at
-        return (begin, end) if end > begin else None
 
     def _last(self, carry: bytes, offset: int, bare: bool) -> Iterator[list[Any]]:
         end, batch = _array_end(self.path, carry, offset, bare)
@@ -424,3 +313,54 @@ class KinetoStream:
             raise _decode_error(self.path, exc, offset + end) from None
         if isinstance(after, dict):
             self.header.update(after)
+
+
+def events_span(path: Path) -> tuple[int, int, dict[str, Any]] | None:
+    """Where the events of a plain (not gzipped) trace object lie: the byte after the
+    `[` of traceEvents, the `]` closing it, and the top-level keys before and after them.
+    None when the file does not look like that (read it as a stream)."""
+    if path.name.endswith(".gz"):
+        return None
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+            handle.seek(max(0, size - TAIL_SPAN_BYTES))
+            tail = handle.read()
+    except OSError:
+        return None
+    stripped = head.lstrip()
+    key = stripped.find(_KEY)
+    colon = stripped.find(b":", key + len(_KEY)) if key >= 0 else -1
+    bracket = stripped.find(b"[", colon) if colon >= 0 else -1
+    if not stripped.startswith(b"{") or key < 0 or bracket < 0:
+        return None
+    if stripped[colon + 1 : bracket].strip():
+        return None
+    begin = len(head) - len(stripped) + bracket + 1
+    tail_start = max(0, size - TAIL_SPAN_BYTES)
+    # from an event boundary in the last bytes, the sequential reader's search for the
+    # ']' closing the events (a ']' in the keys after them is passed over)
+    first = _BOUNDARY.search(tail)
+    if first is None:
+        return None
+    piece = tail[first.end() - 1 :]
+    piece_start = tail_start + first.end() - 1
+    try:
+        at, _ = _array_end(path, piece, piece_start, False)
+    except InputError:
+        return None
+    if at < 0:
+        return None
+    after = piece[at + 1 :].strip()
+    try:
+        header = _header(path, stripped[:key])
+        body = after[1:] if after.startswith(b",") else after
+        if body.strip() != b"}":
+            extra = _ANY.decode(b"{" + body)
+            if isinstance(extra, dict):
+                header.update(extra)
+    except (InputError, msgspec.DecodeError, RecursionError):
+        return None
+    end = piece_start + at
+    return (begin, end, header) if end > begin else None
