@@ -8,6 +8,9 @@ of the whole process tree. Optional parts:
         [--cheap 4096]      # step models only, read through the two-tier path
         [--dask]            # the 32-rank (or first) cluster through a Dask LocalCluster
         [--msprof]          # msprof-analyze cluster -m all on the same profiles, in its own venv
+
+Each size is also read with `--deep 0` (every rank's step model, no trace: the scope of
+msprof-analyze's cluster analysis of a text export).
         [--out bench-cluster] [--keep]
 
 Ranks are copies of one generated rank (the synthetic writer) with their rank ids rewritten:
@@ -199,10 +202,16 @@ def main() -> None:
         if ranks > 64:
             tiered, tiered_peak = _runs(_advisor(profile), args.runs)
             line += f"  two tiers (--deep auto) {_spread(tiered)} peak {tiered_peak:4.0f} MiB"
+        # the scope of msprof-analyze's cluster analysis: every rank's step model, no trace
+        scan, scan_peak = _runs(_advisor(profile, "--deep", "0"), args.runs)
+        line += f"  step models only (--deep 0) {_spread(scan)} peak {scan_peak:4.0f} MiB"
         if exe is not None:
             m_walls, m_peak = _msprof(exe, profile, args.runs)
-            ratio = statistics.median(m_walls) / wall
-            line += f"  | msprof-analyze {_spread(m_walls)} peak {m_peak:6.0f} MiB ({ratio:.1f}x)"
+            m_wall = statistics.median(m_walls)
+            line += (
+                f"  | msprof-analyze {_spread(m_walls)} peak {m_peak:6.0f} MiB "
+                f"({m_wall / wall:.1f}x; --deep 0: {m_wall / statistics.median(scan):.1f}x)"
+            )
         print(line, flush=True)
         if args.dask and (ranks == 32 or (ranks == args.ranks[0] and 32 not in args.ranks)):
             _dask(profile)

@@ -23,8 +23,8 @@ from typing import Any
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto_columns import MEMORY, NAN, NO_CORRELATION, DeviceOps, LaunchIndex
-from advisor.parsers.kineto_events import HostWindow, KinetoEvents, extract
+from advisor.parsers.kineto_columns import MEMORY, NAN, NO_CORRELATION, LaunchIndex
+from advisor.parsers.kineto_events import KinetoEvents, extract
 from advisor.parsers.kineto_parallel import extract_in_parallel
 from advisor.parsers.kineto_steps import NO_STEP, DeviceWindow, fill_rank
 from advisor.parsers.kineto_stream import KinetoStream
@@ -88,10 +88,9 @@ def read_kineto(
         raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
     launches = LaunchIndex(events.launch_keys, events.launch_ts)
     events.launch_keys, events.launch_ts = array("q"), array("d")
-    launch_at = _launch_times(ops, launches)
+    launch_at, steps_of = _assign(events, launches)
     del launches
     ops.correlation = array("q")  # the launch times replace the ids from here on
-    steps_of = _assign(events, launch_at)
     _drop_empty_steps(events, steps_of, rank)
     if events.steps:
         windows = device_windows(events, steps_of)
@@ -148,55 +147,55 @@ def _process_groups(dist: dict[str, Any]) -> dict[str, ProcessGroup]:
     return groups
 
 
-def _launch_times(ops: DeviceOps, launches: LaunchIndex) -> array[float]:
-    """Each operation's host launch time (NaN: no launch in the trace), aligned with the ops."""
-    get = launches.get
-    out = array("d", bytes(8 * len(ops)))
-    for i, key in enumerate(ops.correlation):
-        launch = get(key) if key != NO_CORRELATION else None
-        out[i] = NAN if launch is None else launch
-    return out
+def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[array[float], array[int]]:
+    """Each device operation's host launch time (NaN: none in the trace) and step (NO_STEP:
+    none): the host step whose window holds its launch (a gap between windows belongs to the
+    earlier); an operation without a launch follows the one before it on its stream.
 
-
-class _StepFinder:
-    """The step whose host window holds a time (a gap between windows belongs to the earlier);
-    launches come mostly in time order, so the last window found is tried first."""
-
-    def __init__(self, windows: list[HostWindow]) -> None:
-        self.windows = windows
-        self.starts = [w.start for w in windows]
-        self.last = -1
-
-    def __call__(self, at: float) -> int:
-        starts = self.starts
-        i = self.last
-        if not (i >= 0 and starts[i] <= at and (i + 1 == len(starts) or at < starts[i + 1])):
-            i = self.last = bisect_right(starts, at) - 1
-        if i < 0:
-            return NO_STEP
-        if i == len(starts) - 1 and at > self.windows[i].end:
-            return NO_STEP
-        return self.windows[i].number
-
-
-def _assign(events: KinetoEvents, launch_at: array[float]) -> array[int]:
-    """The step each device operation belongs to (NO_STEP: none): the host step that launched
-    it; an operation without a launch follows the one before it on its stream."""
-    host_step = _StepFinder(events.steps)
+    One pass with the lookups written out: it runs once per kernel of traces with millions.
+    """
     ops = events.ops
-    op_streams, op_starts = ops.stream, ops.start
+    n = len(ops)
+    launch_at = array("d", bytes(8 * n))
+    steps_of = array("q", bytes(8 * n))
+    windows = events.steps
+    starts = [w.start for w in windows]
+    numbers = [w.number for w in windows]
+    last = len(windows) - 1
+    last_end = windows[-1].end if windows else 0.0
+    table, base, get = launches.table, launches.base, launches.get
+    size = len(table) if table is not None else 0
+    corr, op_streams, op_starts = ops.correlation, ops.stream, ops.start
     last_on_stream: dict[int, int] = {}
-    out = array("q", bytes(8 * len(ops)))
-    for i, launch in enumerate(launch_at):
+    cur = -1  # the window found last: launches come mostly in time order
+    for i in range(n):
+        key = corr[i]
+        launch = NAN
+        if key != NO_CORRELATION:
+            if table is not None:
+                offset = key - base
+                if 0 <= offset < size:
+                    launch = table[offset]
+            else:
+                found = get(key)
+                if found is not None:
+                    launch = found
+        launch_at[i] = launch
         stream = op_streams[i]
         if launch == launch:  # not NaN: launched from the host
-            step = host_step(launch)
+            at = launch
         else:
             known = last_on_stream.get(stream)
-            step = known if known is not None else host_step(op_starts[i])
+            if known is not None:
+                steps_of[i] = known
+                continue
+            at = op_starts[i]
+        if not (cur >= 0 and starts[cur] <= at and (cur == last or at < starts[cur + 1])):
+            cur = bisect_right(starts, at) - 1
+        step = NO_STEP if cur < 0 or (cur == last and at > last_end) else numbers[cur]
         last_on_stream[stream] = step
-        out[i] = step
-    return out
+        steps_of[i] = step
+    return launch_at, steps_of
 
 
 def _drop_empty_steps(events: KinetoEvents, steps_of: array[int], rank: RankProfile) -> None:

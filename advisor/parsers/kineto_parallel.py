@@ -81,14 +81,19 @@ def extract_in_parallel(
         pool.shutdown(cancel_futures=True)
     if any(part is None for part in parts):
         return None
-    return finish(merge([p for p in parts if p is not None])), header
+    whole = [p for p in parts if p is not None]
+    del parts
+    return finish(merge(whole)), header
 
 
 def merge(parts: list[KinetoEvents]) -> KinetoEvents:
-    """The parts' columns one after the other, string ids renumbered into the first's table."""
-    out = parts[0]
+    """The parts' columns one after the other, string ids renumbered into the first's table;
+    each part is let go once merged (the list is emptied)."""
+    parts.reverse()
+    out = parts.pop()
     ops = out.ops
-    for part in parts[1:]:
+    while parts:
+        part = parts.pop()
         ids = array("i", (out.strings.id(text) for text in part.strings.values))
         theirs = part.ops
         ops.start.extend(theirs.start)
