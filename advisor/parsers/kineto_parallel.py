@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from array import array
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -42,10 +43,40 @@ def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
     return points
 
 
-def _read_range(job: tuple[Path, int, int, float, Taxonomy]) -> KinetoEvents | None:
-    path, begin, end, center, taxonomy = job
+# the big columns go through a file, not the result pipe: a pickled result would hold every
+# column twice in the worker and again in the parent while it arrives
+OP_COLUMNS = (
+    ("start", "d"),
+    ("end", "d"),
+    ("name", "i"),
+    ("stream", "i"),
+    ("correlation", "q"),
+    ("group", "i"),
+    ("collective", "i"),
+)
+STRING_COLUMNS = ("name", "stream", "collective")
+
+
+def _read_range(
+    job: tuple[Path, int, int, float, Taxonomy, Path],
+) -> tuple[KinetoEvents, int, int] | None:
+    """One byte range's events: the small parts returned, the columns written to `spill`;
+    returns them with the operation and launch counts (None: read the trace in order)."""
+    path, begin, end, center, taxonomy, spill = job
     part = extract_part(KinetoStream(path).range_blocks(begin, end), taxonomy, path, center)
-    return None if part.dropped or part.odd_correlations else part
+    if part.dropped or part.odd_correlations:
+        return None
+    ops, launches = len(part.ops), len(part.launch_keys)
+    with spill.open("wb") as handle:
+        for name, typecode in OP_COLUMNS:
+            getattr(part.ops, name).tofile(handle)
+            setattr(part.ops, name, array(typecode))
+        handle.write(part.ops.kind)
+        part.ops.kind = bytearray()
+        part.launch_keys.tofile(handle)
+        part.launch_ts.tofile(handle)
+        part.launch_keys, part.launch_ts = array("q"), array("d")
+    return part, ops, launches
 
 
 def extract_in_parallel(
@@ -71,53 +102,58 @@ def extract_in_parallel(
     if len(points) < 2:
         return None
     bounds = [*points, end]
-    jobs = [(path, bounds[i], bounds[i + 1], center, taxonomy) for i in range(len(points))]
-    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
-    try:
-        parts = list(pool.map(_read_range, jobs))
-    except (InputError, OSError, BrokenProcessPool, RecursionError):
-        return None
-    finally:
-        pool.shutdown(cancel_futures=True)
-    if any(part is None for part in parts):
-        return None
-    whole = [p for p in parts if p is not None]
-    del parts
-    return finish(merge(whole)), header
+    with tempfile.TemporaryDirectory(prefix="advisor-trace-") as spill:
+        jobs = [
+            (path, bounds[i], bounds[i + 1], center, taxonomy, Path(spill) / f"part-{i}")
+            for i in range(len(points))
+        ]
+        pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
+        try:
+            parts = list(pool.map(_read_range, jobs))
+        except (InputError, OSError, BrokenProcessPool, RecursionError):
+            return None
+        finally:
+            pool.shutdown(cancel_futures=True)
+        if any(part is None for part in parts):
+            return None
+        out = KinetoEvents()
+        for job, result in zip(jobs, parts, strict=True):
+            if result is not None:
+                _merge(out, *result, job[-1])
+        return finish(out), header
 
 
-def merge(parts: list[KinetoEvents]) -> KinetoEvents:
-    """The parts' columns one after the other, string ids renumbered into the first's table;
-    each part is let go once merged (the list is emptied)."""
-    parts.reverse()
-    out = parts.pop()
-    ops = out.ops
-    while parts:
-        part = parts.pop()
-        ids = array("i", (out.strings.id(text) for text in part.strings.values))
-        theirs = part.ops
-        ops.start.extend(theirs.start)
-        ops.end.extend(theirs.end)
-        ops.kind.extend(theirs.kind)
-        ops.correlation.extend(theirs.correlation)
-        ops.name.extend(ids[i] for i in theirs.name)
-        ops.stream.extend(ids[i] for i in theirs.stream)
-        ops.collective.extend(ids[i] for i in theirs.collective)
-        ops.group.extend(NO_GROUP if i == NO_GROUP else ids[i] for i in theirs.group)
-        out.launch_keys.extend(part.launch_keys)
-        out.launch_ts.extend(part.launch_ts)
-        out.steps.extend(part.steps)
-        for mine, other in (
-            (out.sync_start, part.sync_start),
-            (out.sync_end, part.sync_end),
-            (out.malloc_start, part.malloc_start),
-            (out.malloc_end, part.malloc_end),
-            (out.free, part.free),
-            (out.loader_start, part.loader_start),
-            (out.loader_end, part.loader_end),
-        ):
-            mine.extend(other)
-        out.events += part.events
-        for key, group in part.kernel_groups.items():
-            out.kernel_groups.setdefault(key, group)
-    return out
+def _merge(out: KinetoEvents, part: KinetoEvents, ops: int, launches: int, spill: Path) -> None:
+    """Append a part: its columns read back one at a time, string ids renumbered into
+    `out`'s table."""
+    ids = array("i", (out.strings.id(text) for text in part.strings.values))
+    mine = out.ops
+    with spill.open("rb") as handle:
+        for name, typecode in OP_COLUMNS:
+            column: array[Any] = array(typecode)
+            column.fromfile(handle, ops)
+            target = getattr(mine, name)
+            if name in STRING_COLUMNS:
+                target.extend(ids[i] for i in column)
+            elif name == "group":
+                target.extend(NO_GROUP if i == NO_GROUP else ids[i] for i in column)
+            else:
+                target.extend(column)
+            del column
+        mine.kind.extend(handle.read(ops))
+        out.launch_keys.fromfile(handle, launches)
+        out.launch_ts.fromfile(handle, launches)
+    out.steps.extend(part.steps)
+    for theirs_name in (
+        "sync_start",
+        "sync_end",
+        "malloc_start",
+        "malloc_end",
+        "free",
+        "loader_start",
+        "loader_end",
+    ):
+        getattr(out, theirs_name).extend(getattr(part, theirs_name))
+    out.events += part.events
+    for key, group in part.kernel_groups.items():
+        out.kernel_groups.setdefault(key, group)
