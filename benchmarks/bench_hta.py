@@ -86,8 +86,10 @@ def _advisor_same_window(path: Path) -> dict[str, float | None]:
     if not rows:
         return {"idle": None, "compute": None, "non_compute": None, "overlap": None}
 
+    op_kinds = ops.kinds()
+
     def union(kinds: tuple[int, ...]) -> Intervals:
-        chosen = [i for i in rows if ops.kind[i] in kinds]
+        chosen = [i for i in rows if op_kinds[i] in kinds]
         return merge_unsorted([ops.start[i] for i in chosen], [ops.end[i] for i in chosen])
 
     span = max(ops.end[i] for i in rows) - min(ops.start[i] for i in rows)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,6 @@ def read_kineto(
     events.launch_keys, events.launch_ts = array("q"), array("d")
     launch_at, steps_of = _assign(events, launches)
     del launches
-    ops.correlation = array("q")  # the launch times replace the ids from here on
     _drop_empty_steps(events, steps_of, rank)
     if events.steps:
         windows = device_windows(events, steps_of)
@@ -102,7 +102,7 @@ def read_kineto(
             "per-step facts are withheld (profile with torch.profiler.schedule and prof.step())"
         )
         windows = [DeviceWindow(STEPLESS_NUMBER, ops.start[0], max(ops.end))]
-        steps_of = array("q", bytes(8 * len(ops)))  # every operation in step 0
+        steps_of = array("q", [STEPLESS_NUMBER]) * len(ops)  # every operation in step 0
     fill_rank(rank, path, events, windows, steps_of, launch_at, taxonomy)
     return rank
 
@@ -147,17 +147,21 @@ def _process_groups(dist: dict[str, Any]) -> dict[str, ProcessGroup]:
     return groups
 
 
-def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[array[float], array[int]]:
+def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[Sequence[float], array[int]]:
     """Each device operation's host launch time (NaN: none in the trace) and step (NO_STEP:
     none): the host step whose window holds its launch (a gap between windows belongs to the
     earlier); an operation without a launch follows the one before it on its stream.
 
     One pass with the lookups written out: it runs once per kernel of traces with millions.
+    The launch times take the correlation column's place (both 8 bytes a row, each id read
+    before its row is written): the ids are not needed once the launches are found.
     """
     ops = events.ops
     n = len(ops)
-    launch_at = array("d", bytes(8 * n))
-    steps_of = array("q", bytes(8 * n))
+    corr = ops.correlation
+    launch_at = memoryview(corr).cast("B").cast("d")
+    ops.correlation = array("q")
+    steps_of = array("q", [0]) * n  # one allocation (from bytes: two)
     windows = events.steps
     starts = [w.start for w in windows]
     numbers = [w.number for w in windows]
@@ -165,7 +169,8 @@ def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[array[float], 
     last_end = windows[-1].end if windows else 0.0
     table, base, get = launches.table, launches.base, launches.get
     size = len(table) if table is not None else 0
-    corr, op_streams, op_starts = ops.correlation, ops.stream, ops.start
+    op_starts = ops.start
+    sig_stream, op_sigs = ops.signatures.stream, ops.signature
     last_on_stream: dict[int, int] = {}
     cur = -1  # the window found last: launches come mostly in time order
     for i in range(n):
@@ -181,7 +186,7 @@ def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[array[float], 
                 if found is not None:
                     launch = found
         launch_at[i] = launch
-        stream = op_streams[i]
+        stream = sig_stream[op_sigs[i]]
         if launch == launch:  # not NaN: launched from the host
             at = launch
         else:
@@ -226,7 +231,7 @@ def device_windows(events: KinetoEvents, steps_of: array[int]) -> list[DeviceWin
     first_kernel = [float("inf")] * len(events.steps)
     earlier = float("-inf")  # work launched before the first profiled step
     ops = events.ops
-    for start, end, kind, step in zip(ops.start, ops.end, ops.kind, steps_of, strict=True):
+    for start, end, kind, step in zip(ops.start, ops.end, ops.kinds(), steps_of, strict=True):
         if step == NO_STEP:
             if start < first_host:
                 earlier = max(earlier, end)

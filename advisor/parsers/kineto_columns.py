@@ -1,16 +1,17 @@
 """The columns a PyTorch profiler trace is reduced to: device operations, interned strings,
-and launches by correlation id. One row of flat arrays per kernel (about 45 bytes) and per
-launch (16 bytes), never an object: a trace holds millions of each.
+and launches by correlation id. One row of flat arrays per kernel (28 bytes: times, signature,
+correlation) and per launch (16 bytes), never an object: a trace holds millions of each.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from itertools import pairwise
 
 from advisor.parsers.columns import nearly_sorted_order, permuted
 
-# a device operation's kind, as stored in DeviceOps.kind
+# a device operation's kind, as stored in Signatures.kind
 COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
 NO_CORRELATION = -1
 NAN = float("nan")
@@ -36,35 +37,65 @@ class Strings:
         return known
 
 
-class DeviceOps:
-    """Kernels, memcpys and memsets as columns (times in microseconds)."""
+class Signatures:
+    """What kernels share: name, kind, stream, process group and collective. Each distinct
+    combination once; an operation holds its index (4 bytes, not 17 in five columns)."""
 
-    __slots__ = ("collective", "correlation", "end", "group", "kind", "name", "start", "stream")
+    __slots__ = ("collective", "group", "ids", "kind", "name", "stream")
 
     def __init__(self) -> None:
-        self.start: array[float] = array("d")
-        self.end: array[float] = array("d")
         self.name: array[int] = array("i")  # the kernel's short name (Strings id)
         self.kind: bytearray = bytearray()  # COMPUTE | COMMUNICATION | MEMORY
         self.stream: array[int] = array("i")  # "pid:tid" (Strings id)
-        self.correlation: array[int] = array("q")  # correlation key or NO_CORRELATION
         self.group: array[int] = array("i")  # a collective's process group, or NO_GROUP
         # what a collective does, for its kind: the trace's "Collective name" argument (PyTorch
         # 2.x; ROCm's RCCL kernels are all ncclDevKernel_Generic) or the kernel name
         self.collective: array[int] = array("i")
+        self.ids: dict[tuple[int, int, int, int, int], int] = {}
+
+    def id(self, name: int, kind: int, stream: int, group: int, collective: int) -> int:
+        key = (name, kind, stream, group, collective)
+        known = self.ids.get(key)
+        if known is None:
+            known = self.ids[key] = len(self.kind)
+            self.name.append(name)
+            self.kind.append(kind)
+            self.stream.append(stream)
+            self.group.append(group)
+            self.collective.append(collective)
+        return known
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+class DeviceOps:
+    """Kernels, memcpys and memsets as columns (times in microseconds)."""
+
+    __slots__ = ("correlation", "end", "signature", "signatures", "start")
+
+    def __init__(self) -> None:
+        self.start: array[float] = array("d")
+        self.end: array[float] = array("d")
+        self.signature: array[int] = array("i")  # index into `signatures`
+        self.correlation: array[int] = array("q")  # correlation key or NO_CORRELATION
+        self.signatures = Signatures()
 
     def __len__(self) -> int:
         return len(self.start)
+
+    def kinds(self) -> bytearray:
+        """Each operation's kind (a byte each)."""
+        kind = self.signatures.kind
+        return bytearray(kind[s] for s in self.signature)
 
     def sort(self) -> None:
         """Order every column by (start, end), stable."""
         order = nearly_sorted_order(self.start, self.end)
         if order is None:
             return
-        for column in ("start", "end", "name", "stream", "correlation", "group", "collective"):
+        for column in ("start", "end", "signature", "correlation"):
             setattr(self, column, permuted(getattr(self, column), order))
-        kinds = self.kind
-        self.kind = bytearray(kinds[i] for i in order)
 
 
 class LaunchIndex:
@@ -92,6 +123,9 @@ class LaunchIndex:
             self.table = table
             return
         order = nearly_sorted_order(keys)  # stable: trace order kept
+        if order is None and all(a != b for a, b in pairwise(keys)):
+            self.keys, self.times = keys, times  # in order, each once: used as they are
+            return
         for i in order if order is not None else range(len(keys)):
             key = keys[i]
             if self.keys and self.keys[-1] == key:

@@ -103,6 +103,7 @@ class _Extractor:
         ops = out.ops
         kernels = self.kernels
         streams = self.streams
+        signatures = ops.signatures.ids
         counted = 0
         for event in events:
             index += 1
@@ -157,14 +158,13 @@ class _Extractor:
                     stream = None
                 if stream is None:
                     stream = self._stream(pid, tid)
+                sig = signatures.get((name_id, kind, stream, NO_GROUP, collective))
+                if sig is None:
+                    sig = ops.signatures.id(name_id, kind, stream, NO_GROUP, collective)
                 ops.start.append(start)
                 ops.end.append(end)
-                ops.name.append(name_id)
-                ops.kind.append(kind)
-                ops.stream.append(stream)
+                ops.signature.append(sig)
                 ops.correlation.append(key)
-                ops.group.append(NO_GROUP)
-                ops.collective.append(collective)
             elif role == "runtime":
                 args = event.args
                 if args is not None:
@@ -271,12 +271,8 @@ class _Extractor:
         stream = self._stream(event.pid, event.tid)
         ops.start.append(start)
         ops.end.append(end)
-        ops.name.append(name_id)
-        ops.kind.append(COMMUNICATION)
-        ops.stream.append(stream)
+        ops.signature.append(ops.signatures.id(name_id, COMMUNICATION, stream, group, collective))
         ops.correlation.append(key)
-        ops.group.append(group)
-        ops.collective.append(collective)
 
     def _group(self, args: KinetoArgs) -> int:
         out = self.out

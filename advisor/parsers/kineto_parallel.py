@@ -45,16 +45,7 @@ def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
 
 # the big columns go through a file, not the result pipe: a pickled result would hold every
 # column twice in the worker and again in the parent while it arrives
-OP_COLUMNS = (
-    ("start", "d"),
-    ("end", "d"),
-    ("name", "i"),
-    ("stream", "i"),
-    ("correlation", "q"),
-    ("group", "i"),
-    ("collective", "i"),
-)
-STRING_COLUMNS = ("name", "stream", "collective")
+OP_COLUMNS = (("start", "d"), ("end", "d"), ("signature", "i"), ("correlation", "q"))
 
 
 def _read_range(
@@ -71,8 +62,6 @@ def _read_range(
         for name, typecode in OP_COLUMNS:
             getattr(part.ops, name).tofile(handle)
             setattr(part.ops, name, array(typecode))
-        handle.write(part.ops.kind)
-        part.ops.kind = bytearray()
         part.launch_keys.tofile(handle)
         part.launch_ts.tofile(handle)
         part.launch_keys, part.launch_ts = array("q"), array("d")
@@ -127,20 +116,31 @@ def _merge(out: KinetoEvents, part: KinetoEvents, ops: int, launches: int, spill
     """Append a part: its columns read back one at a time, string ids renumbered into
     `out`'s table."""
     ids = array("i", (out.strings.id(text) for text in part.strings.values))
+    theirs = part.ops.signatures
+    signature = array(
+        "i",
+        (
+            out.ops.signatures.id(
+                ids[theirs.name[s]],
+                theirs.kind[s],
+                ids[theirs.stream[s]],
+                NO_GROUP if theirs.group[s] == NO_GROUP else ids[theirs.group[s]],
+                ids[theirs.collective[s]],
+            )
+            for s in range(len(theirs))
+        ),
+    )
     mine = out.ops
     with spill.open("rb") as handle:
         for name, typecode in OP_COLUMNS:
             column: array[Any] = array(typecode)
             column.fromfile(handle, ops)
             target = getattr(mine, name)
-            if name in STRING_COLUMNS:
-                target.extend(ids[i] for i in column)
-            elif name == "group":
-                target.extend(NO_GROUP if i == NO_GROUP else ids[i] for i in column)
+            if name == "signature":
+                target.extend(signature[s] for s in column)
             else:
                 target.extend(column)
             del column
-        mine.kind.extend(handle.read(ops))
         out.launch_keys.fromfile(handle, launches)
         out.launch_ts.fromfile(handle, launches)
     out.steps.extend(part.steps)

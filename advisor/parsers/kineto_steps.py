@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def _unions(ops: DeviceOps) -> tuple[Intervals, Intervals, Intervals, Intervals]
     over the operations (in start order)."""
     lanes = (Intervals(), Intervals(), Intervals(), Intervals())
     compute, comm, kernels, every = lanes
-    for start, end, kind in zip(ops.start, ops.end, ops.kind, strict=True):
+    for start, end, kind in zip(ops.start, ops.end, ops.kinds(), strict=True):
         targets = (
             (compute, kernels, every)
             if kind == COMPUTE
@@ -63,7 +64,7 @@ def fill_rank(
     events: KinetoEvents,
     windows: list[DeviceWindow],
     steps_of: array[int],
-    launch_at: array[float],
+    launch_at: Sequence[float],
     taxonomy: Taxonomy,
 ) -> None:
     ops = events.ops
@@ -78,9 +79,10 @@ def fill_rank(
     free_starts = sorted(events.free)
     kind_of = _collective_kinds(ops, strings, taxonomy)
     kinds: dict[str, tuple[array[float], array[float]]] = {}
-    for i, kind in enumerate(ops.kind):
-        if kind == COMMUNICATION:
-            lane = kinds.setdefault(kind_of[ops.collective[i]], (array("d"), array("d")))
+    sigs = ops.signatures
+    for i, sig in enumerate(ops.signature):
+        if sigs.kind[sig] == COMMUNICATION:
+            lane = kinds.setdefault(kind_of[sigs.collective[sig]], (array("d"), array("d")))
             lane[0].append(ops.start[i])
             lane[1].append(ops.end[i])
     collectives = {kind: merged_intervals(a, b) for kind, (a, b) in kinds.items()}
@@ -143,7 +145,7 @@ def fill_rank(
     rank.step_rows = rows
     groups = [g for s in per_step.values() for g in s.groups.values()]
     rank.kernels = KernelTable(
-        groups, has_pmu=False, has_step_ids=True, rows=sum(1 for k in ops.kind if k != MEMORY)
+        groups, has_pmu=False, has_step_ids=True, rows=sum(1 for k in ops.kinds() if k != MEMORY)
     )
     rank.comm = comm_steps if len(comm_iv) else None
     rank.trace = TraceData(
@@ -161,7 +163,11 @@ def _collective_kinds(ops: DeviceOps, strings: list[str], taxonomy: Taxonomy) ->
     """The collective kind of each collective name the operations use."""
     return {
         c: taxonomy.comm_kind(strings[c])
-        for c in {ops.collective[i] for i, k in enumerate(ops.kind) if k == COMMUNICATION}
+        for c in {
+            ops.signatures.collective[s]
+            for s in range(len(ops.signatures))
+            if ops.signatures.kind[s] == COMMUNICATION
+        }
     }
 
 
@@ -187,15 +193,18 @@ def _per_step(
     are not kernels: they are the step model's memory part)."""
     out: dict[int, _StepOps] = {}
     small = taxonomy.small_op_max_us
+    sigs = ops.signatures
+    op_sigs = ops.signature
     for i, step in enumerate(steps_of):
-        kind = ops.kind[i]
+        sig = op_sigs[i]
+        kind = sigs.kind[sig]
         if step == NO_STEP or kind == MEMORY:
             continue
         mine = out.get(step)
         if mine is None:
             mine = out[step] = _StepOps(CommStep(step=step, has_wait=False), {})
         mine.count += 1
-        name = strings[ops.name[i]]
+        name = strings[sigs.name[sig]]
         core = "NCCL" if kind == COMMUNICATION else "GPU"
         group = mine.groups.get((name, core))
         if group is None:
@@ -207,9 +216,9 @@ def _per_step(
             group.small_count += 1
             group.small_us += duration
         if kind == COMMUNICATION:
-            pg = ops.group[i]
+            pg = sigs.group[sig]
             mine.comm.add(
-                kind_of[ops.collective[i]],
+                kind_of[sigs.collective[sig]],
                 duration / 1000.0,
                 None if pg == NO_GROUP else strings[pg],
             )
