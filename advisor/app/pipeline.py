@@ -18,7 +18,7 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, FactSet, InputError
 from advisor.parsers.ascend import cluster_is_empty, locate, read_cluster_output
 from advisor.parsers.db_cluster import CLUSTER_DB
-from advisor.parsers.kineto import is_kineto_file, kineto_files
+from advisor.parsers.kineto_files import is_kineto_file, kineto_files
 from advisor.parsers.profile_data import ProfileData
 from advisor.parsers.trainlog import read_logs
 

@@ -15,7 +15,6 @@ from advisor.facts.rank import RankSummary, summarize
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import AdvisorError, InputError
 from advisor.parsers.ascend import read_rank
-from advisor.parsers.kineto import read_kineto
 
 ASCEND = "ascend"
 KINETO = "kineto"
@@ -50,6 +49,8 @@ def extract_rank(task: RankTask) -> RankOutcome:
     warnings: list[str] = []
     try:
         if task.kind == KINETO:
+            from advisor.parsers.kineto import read_kineto  # only when a trace is read
+
             profile = read_kineto(task.path, taxonomy, task.skip_bad, split=task.split_trace)
         else:
             profile = read_rank(

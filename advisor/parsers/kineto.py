@@ -14,7 +14,6 @@ Without ProfilerStep markers the whole trace is one window (`stepless`): no per-
 
 from __future__ import annotations
 
-import gzip
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -35,35 +34,8 @@ from advisor.parsers.profile_data import (
     RankProfile,
 )
 
-SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
 STEPLESS_NUMBER = 0
-__all__ = ["is_kineto_file", "kineto_files", "read_kineto", "short_name"]
-
-
-def is_kineto_file(path: Path) -> bool:
-    return (
-        path.is_file() and path.name.endswith(SUFFIXES) and not path.name.startswith("trace_view")
-    )
-
-
-def kineto_files(folder: Path) -> list[Path]:
-    """The traces of a folder: `*.pt.trace.json[.gz]`, else JSON files that begin like a
-    PyTorch profiler trace (exported under another name)."""
-    named = sorted(p for p in folder.glob("*.pt.trace.json*") if p.is_file())
-    if named:
-        return named
-    return sorted(p for p in folder.glob("*.json*") if is_kineto_file(p) and _begins_like_kineto(p))
-
-
-def _begins_like_kineto(path: Path) -> bool:
-    try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as handle:
-            head = handle.read(65536)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return False
-    # Kineto writes its header first: schemaVersion, deviceProperties, then traceEvents
-    return b'"schemaVersion"' in head or (b'"traceEvents"' in head and b'"ph"' in head)
+__all__ = ["read_kineto", "short_name"]
 
 
 def read_kineto(
