@@ -21,7 +21,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto_columns import NO_GROUP
 from advisor.parsers.kineto_events import KinetoEvents, extract_part, finish
-from advisor.parsers.kineto_stream import _BOUNDARY, TAIL_BYTES, KinetoStream, events_span
+from advisor.parsers.kineto_stream import BOUNDARY, TAIL_BYTES, KinetoStream, events_span
 from advisor.parsers.kineto_values import center_of
 from advisor.parsers.trace_parallel import MAX_WORKERS, PARALLEL_MIN_BYTES, pool_context
 
@@ -34,7 +34,7 @@ def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
             at = begin + (end - begin) * k // parts
             handle.seek(at)
             window = handle.read(min(TAIL_BYTES * 16, end - at))
-            match = _BOUNDARY.search(window)
+            match = BOUNDARY.search(window)
             if match is None:
                 continue
             point = at + match.end() - 1  # the '{'

@@ -27,7 +27,7 @@ BLOCK_BYTES = 2 * 1024 * 1024
 TAIL_BYTES = 1 << 16  # where the last event boundary of a block is looked for first
 MAX_CARRIED_BLOCKS = 16  # a cut inside an event (nested objects) is retried with more data
 # between two events: '}' ',' '{' with any white space (PyTorch writes "},\n  {")
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 HEAD_BYTES = 4 * 1024 * 1024  # the keys before traceEvents must lie within this
 TAIL_SPAN_BYTES = 1 << 20  # the keys after traceEvents, when the events are split in ranges
 _KEY = b'"traceEvents"'
@@ -94,7 +94,7 @@ def _find_boundary(data: bytes) -> int:
     lo = max(0, len(data) - TAIL_BYTES)
     while True:
         last = -1
-        for match in _BOUNDARY.finditer(data, lo):
+        for match in BOUNDARY.finditer(data, lo):
             last = match.start()
         if last >= 0:
             return data.index(b",", last)
@@ -341,7 +341,7 @@ def events_span(path: Path) -> tuple[int, int, dict[str, Any]] | None:
     tail_start = max(0, size - TAIL_SPAN_BYTES)
     # from an event boundary in the last bytes, the sequential reader's search for the
     # ']' closing the events (a ']' in the keys after them is passed over)
-    first = _BOUNDARY.search(tail)
+    first = BOUNDARY.search(tail)
     if first is None:
         return None
     piece = tail[first.end() - 1 :]

@@ -44,7 +44,7 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _times(ts: object, dur: object, center: float) -> tuple[float, float] | None:
+def timeline_span(ts: object, dur: object, center: float) -> tuple[float, float] | None:
     """(start, end) in microseconds, or None when the event cannot be placed on the timeline:
     not a number, a negative or over-long duration, a timestamp far outside the trace."""
     start = (
@@ -70,7 +70,7 @@ def center_of(events: list[Any]) -> float:
     return sample[len(sample) // 2] if sample else 0.0
 
 
-def _plain(event: dict[str, Any]) -> KinetoEvent:
+def typed_event(event: dict[str, Any]) -> KinetoEvent:
     """A plain-JSON event (from a block the typed decoder refused) as the typed struct."""
     raw_args = event.get("args")
     args = None
