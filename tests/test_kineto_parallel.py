@@ -87,3 +87,23 @@ def test_a_gzipped_or_bare_trace_is_read_as_one_stream(tmp_path: Path) -> None:
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(kineto_trace(steps=3)["traceEvents"]))
     assert kineto_parallel.extract_in_parallel(bare, default_taxonomy()) is None
+
+
+def test_a_cut_inside_an_event_falls_back_to_one_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def with_text(events: list[dict[str, Any]]) -> None:
+        events[len(events) // 2]["args"]["note"] = "a string holding x}, {y like a boundary"
+
+    path = _trace(tmp_path, with_text)
+    text = path.read_bytes()
+    inside = text.index(b"x}, {y") + 4  # the '{' in the string: not an event's start
+    real_split = kineto_parallel.split_points
+
+    def split_in_the_string(path: Path, begin: int, end: int, parts: int) -> list[int]:
+        return [real_split(path, begin, end, parts)[0], inside]
+
+    monkeypatch.setattr(kineto_parallel, "split_points", split_in_the_string)
+    taxonomy = default_taxonomy()
+    assert kineto_parallel.extract_in_parallel(path, taxonomy) is None
+    assert read_kineto(path, taxonomy, split=True) == read_kineto(path, taxonomy, split=False)
