@@ -176,3 +176,12 @@ def test_a_small_profile_is_read_in_this_process_unless_jobs_are_asked_for():
     assert isinstance(choose_executor(None, None, 4, size_bytes=1_000_000), InProcess)
     assert isinstance(choose_executor(None, None, 4, size_bytes=10**9), LocalPool)
     assert isinstance(choose_executor(2, None, 4, size_bytes=1_000_000), LocalPool)
+
+
+def test_deep_zero_on_pytorch_traces_reads_them_in_full_and_says_so(tmp_path: Path):
+    from tests.synth.kineto_file import write_kineto
+
+    trace = write_kineto(tmp_path / "rank0.pt.trace.json", steps=4)
+    facts = profile_facts(trace, reading=ReadOptions(deep="0"))
+    assert "--deep 0 ignored" in facts.get("profile.ranks").note
+    assert facts.value("ops.kernels_per_step") is not None

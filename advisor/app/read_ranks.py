@@ -121,7 +121,10 @@ def read_ranks(
     )
     if not two_tier:
         done, failed = _run(executor, tasks, "reading ranks", skip_bad)
-        return _result(done, failed, len(tasks), "")
+        how = ""
+        if deep == 0 and tasks and tasks[0].kind == KINETO:
+            how = "; read in full: a PyTorch trace has no step model apart (--deep 0 ignored)"
+        return _result(done, failed, len(tasks), how)
     cheap, failed = _run(
         executor, [replace(t, deep=False) for t in tasks], "reading step models", skip_bad
     )
