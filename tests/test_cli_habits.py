@@ -132,6 +132,26 @@ def test_cluster_reads_report_ranks_done():
     assert traces  # each rank's trace_view.json decoding is reported too
 
 
+def test_pytorch_traces_report_the_bytes_decoded(tmp_path: Path):
+    import gzip
+
+    from tests.synth.kineto_file import kineto_trace
+
+    data = json.dumps(kineto_trace(steps=40, kernels_per_step=200)).encode()
+    plain = tmp_path / "plain" / "rank0.pt.trace.json"
+    packed = tmp_path / "packed" / "rank0.pt.trace.json.gz"
+    for path, body in ((plain, data), (packed, gzip.compress(data))):
+        path.parent.mkdir()
+        path.write_bytes(body)
+        recorder = _Recorder()
+        with progress.reporting(recorder):
+            profile_facts(path)
+        decoded = [t for t in recorder.tasks if t.unit == "MiB"]
+        assert decoded, path.name
+        # the whole file, compressed bytes for a .gz
+        assert decoded[0].done == pytest.approx(path.stat().st_size / 2**20, rel=1e-6)
+
+
 def test_no_progress_is_drawn_when_stderr_is_not_a_terminal():
     result = run_cli("facts", str(EXAMPLES / "profiles" / "slow-rank"))
     assert "━" not in result.stderr and "\r" not in result.stderr

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
@@ -35,6 +36,7 @@ from advisor.parsers.profile_data import (
 )
 
 STEPLESS_NUMBER = 0
+MIB = 1024 * 1024
 __all__ = ["read_kineto", "short_name"]
 
 
@@ -49,7 +51,12 @@ def read_kineto(
         events, header = parallel
     else:
         stream = KinetoStream(path)
-        events = extract(stream.blocks(), taxonomy, path, bad)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # the stream says why it cannot be read
+        with progress.task(f"decoding {path.name}", round(size / MIB), "MiB") as bar:
+            events = extract(stream.blocks(lambda n: bar.advance(n / MIB)), taxonomy, path, bad)
         header = stream.header
     rank = _rank_header(path, header)
     rank.warnings.extend(bad.warnings())

@@ -11,12 +11,12 @@ import contextlib
 import os
 import tempfile
 from array import array
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs import limits
+from advisor.inputs import limits, progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto_columns import NO_GROUP
@@ -97,8 +97,12 @@ def extract_in_parallel(
             for i in range(len(points))
         ]
         pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
+        futures = [pool.submit(_read_range, job) for job in jobs]
         try:
-            parts = list(pool.map(_read_range, jobs))
+            with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
+                for _ in as_completed(futures):
+                    bar.advance()
+            parts = [future.result() for future in futures]
         except (InputError, OSError, BrokenProcessPool, RecursionError):
             return None
         finally:

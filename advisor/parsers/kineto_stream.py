@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -174,6 +174,22 @@ def _array_end(path: Path, carry: bytes, offset: int, bare: bool) -> tuple[int, 
     return -1, []
 
 
+class _Counted:
+    """A source that reports how far into the file each read has got."""
+
+    def __init__(self, source: Limited, file: Any, on_bytes: Callable[[int], None]) -> None:
+        self.source, self.file, self.on_bytes = source, file, on_bytes
+        self.done = 0
+
+    def read(self, size: int) -> bytes:
+        data = self.source.read(size)
+        at = self.file.tell()
+        if at > self.done:
+            self.on_bytes(at - self.done)
+            self.done = at
+        return data
+
+
 class KinetoStream:
     """Iterate the event blocks; `header` holds every top-level key but traceEvents once the
     events are consumed (the keys after the events are read last)."""
@@ -183,12 +199,19 @@ class KinetoStream:
         self.header: dict[str, Any] = {}
         self.events = 0
 
-    def blocks(self) -> Generator[list[Any], None, None]:
+    def blocks(
+        self, on_bytes: Callable[[int], None] | None = None
+    ) -> Generator[list[Any], None, None]:
+        """The event blocks; `on_bytes` is told how many bytes of the file each read took
+        (of the compressed file, for a .gz)."""
         gzipped = self.path.name.endswith(".gz")
         try:
-            opener = gzip.open if gzipped else open
-            with opener(self.path, "rb") as raw:
-                yield from self._blocks(Limited(self.path, raw, gzipped))
+            with self.path.open("rb") as file:
+                raw: Any = gzip.GzipFile(fileobj=file, mode="rb") if gzipped else file
+                with raw:
+                    limited = Limited(self.path, raw, gzipped)
+                    source = limited if on_bytes is None else _Counted(limited, file, on_bytes)
+                    yield from self._blocks(source)
         except OSError as exc:
             if isinstance(exc, gzip.BadGzipFile):
                 raise InputError(
@@ -200,7 +223,7 @@ class KinetoStream:
         except EOFError as exc:
             raise InputError(str(self.path), f"truncated or damaged gzip file ({exc})") from None
 
-    def _blocks(self, stream: Limited) -> Iterator[list[Any]]:
+    def _blocks(self, stream: Limited | _Counted) -> Iterator[list[Any]]:
         head = stream.read(HEAD_BYTES)
         stripped = head.lstrip()
         if stripped.startswith(b"["):
@@ -224,7 +247,7 @@ class KinetoStream:
         yield from self._events(stream, bytes(rest), len(head) - len(rest), bare)
 
     def _events(
-        self, stream: Limited | Window, carry: bytes, offset: int, bare: bool | None
+        self, stream: Limited | Window | _Counted, carry: bytes, offset: int, bare: bool | None
     ) -> Iterator[list[Any]]:
         """Blocks of events cut at boundaries; the last piece closes the array (`bare`: a
         bare list, else an object) or, for a byte range (`bare` None), ends the range."""
