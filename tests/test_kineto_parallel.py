@@ -107,3 +107,18 @@ def test_a_cut_inside_an_event_falls_back_to_one_stream(
     taxonomy = default_taxonomy()
     assert kineto_parallel.extract_in_parallel(path, taxonomy) is None
     assert read_kineto(path, taxonomy, split=True) == read_kineto(path, taxonomy, split=False)
+
+
+def test_string_correlation_ids_go_back_to_one_stream(tmp_path: Path) -> None:
+    def as_text(events: list[dict[str, Any]]) -> None:
+        for event in events[len(events) // 2 :]:
+            correlation = event.get("args", {}).get("correlation")
+            if isinstance(correlation, int):
+                event["args"]["correlation"] = f"c{correlation}"
+
+    path = _trace(tmp_path, as_text)
+    taxonomy = default_taxonomy()
+    assert kineto_parallel.extract_in_parallel(path, taxonomy) is None
+    sequential = read_kineto(path, taxonomy, split=False)
+    assert read_kineto(path, taxonomy, split=True) == sequential
+    assert sequential.trace is not None and sequential.trace.flow_category == "correlation"
