@@ -33,3 +33,36 @@ def test_consecutive_ids_use_a_table_and_scattered_ones_do_not() -> None:
 
 def test_no_launches() -> None:
     assert LaunchIndex(array("q"), array("d")).get(1) is None
+
+
+def test_steps_that_launched_nothing_are_left_out_and_the_others_keep_their_numbers(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    import json
+
+    from advisor.inputs.taxonomy import default_taxonomy
+    from advisor.parsers.kineto import read_kineto
+    from tests.synth.kineto_file import kineto_trace
+
+    data = kineto_trace(steps=5, kernels_per_step=10)
+    events = data["traceEvents"]
+    # step 2 loses its launches (a runtime thread the profiler missed): its kernels follow
+    # the stream into step 1; a sixth step opens after the last kernel (the profiler stopped)
+    windows = {e["name"]: e for e in events if e["name"].startswith("ProfilerStep#")}
+    second = windows["ProfilerStep#2"]
+    events[:] = [
+        e
+        for e in events
+        if not (
+            e["cat"] == "cuda_runtime" and second["ts"] <= e["ts"] < second["ts"] + second["dur"]
+        )
+    ]
+    last = windows["ProfilerStep#5"]
+    events.append(dict(last, name="ProfilerStep#6", ts=last["ts"] + last["dur"] + 10.0))
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_text(json.dumps(data))
+    rank = read_kineto(path, default_taxonomy(), split=False)
+    assert [row.step for row in rank.step_rows or []] == [1, 3, 4, 5]
+    assert any("step(s) 2, 6 launched no device work" in w for w in rank.warnings)
+    assert rank.kernels is not None
+    assert {g.step for g in rank.kernels.groups} == {1, 3, 4, 5}

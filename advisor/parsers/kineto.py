@@ -81,7 +81,7 @@ def read_kineto(
             "per-step facts are withheld (profile with torch.profiler.schedule and prof.step())"
         )
         windows = [DeviceWindow(STEPLESS_NUMBER, ops.start[0], max(ops.end))]
-        steps_of = array("q", [STEPLESS_NUMBER]) * len(ops)  # every operation in step 0
+        steps_of = array("i", [0]) * len(ops)  # every operation in the one window
     fill_rank(rank, path, events, windows, steps_of, launch_at, taxonomy)
     return rank
 
@@ -127,8 +127,8 @@ def _process_groups(dist: dict[str, Any]) -> dict[str, ProcessGroup]:
 
 
 def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[Sequence[float], array[int]]:
-    """Each device operation's host launch time (NaN: none in the trace) and step (NO_STEP:
-    none): the host step whose window holds its launch (a gap between windows belongs to the
+    """Each device operation's host launch time (NaN: none in the trace) and step, as the
+    index of its window (NO_STEP: none): the host step whose window holds its launch (a gap between windows belongs to the
     earlier); an operation without a launch follows the one before it on its stream.
 
     One pass with the lookups written out: it runs once per kernel of traces with millions.
@@ -140,10 +140,9 @@ def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[Sequence[float
     corr = ops.correlation
     launch_at = memoryview(corr).cast("B").cast("d")
     ops.correlation = array("q")
-    steps_of = array("q", [0]) * n  # one allocation (from bytes: two)
+    steps_of = array("i", [0]) * n  # one allocation (from bytes: two)
     windows = events.steps
     starts = [w.start for w in windows]
-    numbers = [w.number for w in windows]
     last = len(windows) - 1
     last_end = windows[-1].end if windows else 0.0
     table, base, get = launches.table, launches.base, launches.get
@@ -176,7 +175,7 @@ def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[Sequence[float
             at = op_starts[i]
         if not (cur >= 0 and starts[cur] <= at and (cur == last or at < starts[cur + 1])):
             cur = bisect_right(starts, at) - 1
-        step = NO_STEP if cur < 0 or (cur == last and at > last_end) else numbers[cur]
+        step = NO_STEP if cur < 0 or (cur == last and at > last_end) else cur
         last_on_stream[stream] = step
         steps_of[i] = step
     return launch_at, steps_of
@@ -184,13 +183,19 @@ def _assign(events: KinetoEvents, launches: LaunchIndex) -> tuple[Sequence[float
 
 def _drop_empty_steps(events: KinetoEvents, steps_of: array[int], rank: RankProfile) -> None:
     """Steps that launched no device work: at the end, the profiler stopped during them;
-    elsewhere the trace lost their launches. Neither is a step the device ran."""
+    elsewhere the trace lost their launches. Neither is a step the device ran. The operations'
+    window indexes are renumbered to the windows kept."""
     launched = set(steps_of)
     launched.discard(NO_STEP)
-    empty = [w.number for w in events.steps if w.number not in launched]
-    if not empty:
+    kept = [i for i in range(len(events.steps)) if i in launched]
+    if len(kept) == len(events.steps):
         return
-    events.steps = [w for w in events.steps if w.number in launched]
+    empty = [w.number for i, w in enumerate(events.steps) if i not in launched]
+    events.steps = [events.steps[i] for i in kept]
+    renumbered = {old: new for new, old in enumerate(kept)}
+    for i, old in enumerate(steps_of):
+        if old != NO_STEP:
+            steps_of[i] = renumbered[old]
     numbers = ", ".join(str(n) for n in empty)
     rank.warnings.append(
         f"{rank.path}: step(s) {numbers} launched no device work (the profiler stopped during "
@@ -204,7 +209,6 @@ def device_windows(events: KinetoEvents, steps_of: array[int]) -> list[DeviceWin
     """Step k on the device: from when the host started it and the device finished the work of
     the steps before (at the latest, its own first kernel), to the start of step k+1 (the last
     step: to its last operation)."""
-    order = {w.number: i for i, w in enumerate(events.steps)}
     first_host = events.steps[0].start
     last_end = [float("-inf")] * len(events.steps)
     first_kernel = [float("inf")] * len(events.steps)
@@ -215,11 +219,10 @@ def device_windows(events: KinetoEvents, steps_of: array[int]) -> list[DeviceWin
             if start < first_host:
                 earlier = max(earlier, end)
             continue
-        i = order[step]
-        if end > last_end[i]:
-            last_end[i] = end
-        if kind != MEMORY and start < first_kernel[i]:
-            first_kernel[i] = start
+        if end > last_end[step]:
+            last_end[step] = end
+        if kind != MEMORY and start < first_kernel[step]:
+            first_kernel[step] = start
     starts: list[float] = []
     done = earlier
     for i, w in enumerate(events.steps):

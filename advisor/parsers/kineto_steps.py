@@ -24,7 +24,7 @@ from advisor.parsers.kineto_events import KinetoEvents
 from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile, StepRow
 from advisor.parsers.trace_steps import TraceData, TraceStep, idle_gaps, preparation
 
-NO_STEP = -(1 << 63)  # a device operation no profiled step launched
+NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def fill_rank(
             lane[1].append(ops.end[i])
     collectives = {kind: merged_intervals(a, b) for kind, (a, b) in kinds.items()}
     del kinds
-    per_step = _per_step(ops, strings, steps_of, kind_of, taxonomy)
+    per_step = _per_step(ops, strings, steps_of, [w.number for w in windows], kind_of, taxonomy)
     rows: list[StepRow] = []
     steps: list[TraceStep] = []
     comm_steps: list[CommStep] = []
@@ -186,6 +186,7 @@ def _per_step(
     ops: DeviceOps,
     strings: list[str],
     steps_of: array[int],
+    numbers: list[int],
     kind_of: dict[int, str],
     taxonomy: Taxonomy,
 ) -> dict[int, _StepOps]:
@@ -195,11 +196,12 @@ def _per_step(
     small = taxonomy.small_op_max_us
     sigs = ops.signatures
     op_sigs = ops.signature
-    for i, step in enumerate(steps_of):
+    for i, window in enumerate(steps_of):
         sig = op_sigs[i]
         kind = sigs.kind[sig]
-        if step == NO_STEP or kind == MEMORY:
+        if window == NO_STEP or kind == MEMORY:
             continue
+        step = numbers[window]
         mine = out.get(step)
         if mine is None:
             mine = out[step] = _StepOps(CommStep(step=step, has_wait=False), {})
