@@ -135,22 +135,24 @@ class _Extractor:
             name = event.name
             if name.__class__ is not str:
                 name = "" if name is UNSET else str(name)
-            if role == "kernel" or role == "memory":
-                info = kernels[role].get(name)
-                if info is None:
-                    info = kernels[role][name] = self._kernel(name, role)
-                name_id, kind, collective = info
-                if kind == COMMUNICATION:
-                    self._collective(event, name_id, collective, start, end)
-                    continue
+            key = NO_CORRELATION
+            if role == "kernel" or role == "memory" or role == "runtime":
+                # the id pairing a launch with its device operation
                 args = event.args
-                key = NO_CORRELATION
                 if args is not None:
                     corr = args.correlation
                     if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
                         key = corr
                     else:
                         key = self._correlation(corr)
+            if role == "kernel" or role == "memory":
+                info = kernels[role].get(name)
+                if info is None:
+                    info = kernels[role][name] = self._kernel(name, role)
+                name_id, kind, collective = info
+                if kind == COMMUNICATION:
+                    self._collective(event, name_id, collective, key, start, end)
+                    continue
                 pid, tid = event.pid, event.tid
                 try:
                     stream = streams.get((pid, tid))
@@ -166,16 +168,9 @@ class _Extractor:
                 ops.signature.append(sig)
                 ops.correlation.append(key)
             elif role == "runtime":
-                args = event.args
-                if args is not None:
-                    corr = args.correlation
-                    if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
-                        key = corr
-                    else:
-                        key = self._correlation(corr)
-                    if key != NO_CORRELATION:
-                        out.launch_keys.append(key)
-                        out.launch_ts.append(start)
+                if key != NO_CORRELATION:
+                    out.launch_keys.append(key)
+                    out.launch_ts.append(start)
                 call = self.runtime_calls.get(name)
                 if call is None:
                     call = self.runtime_calls[name] = self._runtime_call(name)
@@ -253,21 +248,25 @@ class _Extractor:
         return stream
 
     def _collective(
-        self, event: KinetoEvent, name_id: int, collective: int, start: float, end: float
+        self,
+        event: KinetoEvent,
+        name_id: int,
+        collective: int,
+        key: int,
+        start: float,
+        end: float,
     ) -> None:
         """A collective kernel: its kind and process group from its arguments when given."""
         out = self.out
         ops = out.ops
         args = event.args
         group = NO_GROUP
-        key = NO_CORRELATION
         if args is not None:
             named = args.collective
             if isinstance(named, str) and named:
                 collective = out.strings.id(named)
             if args.group is not UNSET and args.group is not None:
                 group = self._group(args)
-            key = self._correlation(args.correlation)
         stream = self._stream(event.pid, event.tid)
         ops.start.append(start)
         ops.end.append(end)
