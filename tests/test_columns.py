@@ -66,3 +66,14 @@ def test_flow_launch_times_pair_as_dictionaries_would() -> None:
         assert paired == bool(pairs)
         expected = [pairs.get(s) for s in kernels]
         assert [None if t != t else t for t in got] == expected
+
+
+def test_last_per_key_keeps_the_last_value_and_reuses_ordered_columns() -> None:
+    from advisor.parsers.columns import last_per_key
+
+    keys, values = array("q", [3, 1, 3, 2]), array("d", [1.0, 2.0, 3.0, 4.0])
+    got_keys, got_values = last_per_key(keys, values)
+    assert list(got_keys) == [1, 2, 3] and list(got_values) == [2.0, 4.0, 3.0]
+    ordered, times = array("q", [1, 5, 9]), array("d", [0.5, 0.6, 0.7])
+    same_keys, same_times = last_per_key(ordered, times)
+    assert same_keys is ordered and same_times is times

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 _NO_SECOND = array("d")
@@ -64,3 +65,21 @@ def nearly_sorted_order(
 def permuted(values: array[Any], order: Sequence[int]) -> array[Any]:
     """A new array of the values in `order`."""
     return array(values.typecode, (values[i] for i in order))
+
+
+def last_per_key(keys: array[Any], values: array[float]) -> tuple[array[Any], array[float]]:
+    """The distinct keys in order, each with the value it was given last (as a dict would
+    keep it); keys already in order and each once are returned as they are, not copied."""
+    order = nearly_sorted_order(keys)
+    if order is None and all(a != b for a, b in pairwise(keys)):
+        return keys, values
+    out_keys: array[Any] = array(keys.typecode)
+    out_values: array[float] = array("d")
+    for i in order if order is not None else range(len(keys)):
+        key = keys[i]
+        if out_keys and out_keys[-1] == key:
+            out_values[-1] = values[i]
+        else:
+            out_keys.append(key)
+            out_values.append(values[i])
+    return out_keys, out_values

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from itertools import pairwise
 
-from advisor.parsers.columns import nearly_sorted_order, permuted
+from advisor.parsers.columns import last_per_key, nearly_sorted_order, permuted
 
 # a device operation's kind, as stored in Signatures.kind
 COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
@@ -122,17 +121,7 @@ class LaunchIndex:
                 table[key - low] = at
             self.table = table
             return
-        order = nearly_sorted_order(keys)  # stable: trace order kept
-        if order is None and all(a != b for a, b in pairwise(keys)):
-            self.keys, self.times = keys, times  # in order, each once: used as they are
-            return
-        for i in order if order is not None else range(len(keys)):
-            key = keys[i]
-            if self.keys and self.keys[-1] == key:
-                self.times[-1] = times[i]
-            else:
-                self.keys.append(key)
-                self.times.append(times[i])
+        self.keys, self.times = last_per_key(keys, times)
 
     def get(self, key: int) -> float | None:
         """The launch time, or None for a key never launched."""

@@ -8,9 +8,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from advisor.parsers.columns import nearly_sorted_order
+from advisor.parsers.columns import last_per_key
 from advisor.parsers.intervals import (
     Intervals,
     clipped_sum,
@@ -174,23 +174,6 @@ class FlowTable:
 
 def count_in(times: list[float], lo: float, hi: float) -> int:
     return bisect_left(times, hi) - bisect_left(times, lo)
-
-
-def last_per_key(
-    keys: Sequence[int] | Sequence[float], values: Sequence[float]
-) -> tuple[array[Any], array[float]]:
-    """The distinct keys in order, each with the value it was given last."""
-    order = nearly_sorted_order(keys)
-    out_keys: array[Any] = array("q" if isinstance(keys, array) and keys.typecode == "q" else "d")
-    out_values: array[float] = array("d")
-    for i in order if order is not None else range(len(keys)):
-        key = keys[i]
-        if out_keys and out_keys[-1] == key:
-            out_values[-1] = values[i]
-        else:
-            out_keys.append(key)
-            out_values.append(values[i])
-    return out_keys, out_values
 
 
 def _launch_times(
