@@ -4,7 +4,7 @@ Prints, per cluster size, the total size, the wall time (min / median / max of -
 throughput, the parallel efficiency against one rank read alone, and the peak resident memory
 of the whole process tree. Optional parts:
 
-    python benchmarks/bench_cluster.py [--ranks 8 32 128] [--rank-mb 10] [--runs 3]
+    python -m benchmarks.bench_cluster [--ranks 8 32 128] [--rank-mb 10] [--runs 3]
         [--cheap 4096]      # step models only, read through the two-tier path
         [--dask]            # the 32-rank (or first) cluster through a Dask LocalCluster
         [--msprof]          # msprof-analyze cluster -m all on the same profiles, in its own venv
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_facts import _tree_rss_kb
+from benchmarks.installed import as_installed
 from tests.synth import PRESETS, write_profile
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -171,6 +172,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-cluster")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    as_installed()
     args.out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
     template = _template(args.out, args.rank_mb)

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -8,6 +12,11 @@ import pytest
 from advisor.app.pipeline import profile_facts
 from advisor.model import FactSet
 from tests.synth import PRESETS, Scenario, Written, write_profile
+
+# the cache of validated data files: one per test run, never the user's (subprocesses inherit it)
+_CACHE = tempfile.mkdtemp(prefix="advisor-cache-")
+os.environ["ADVISOR_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REAL = SHARED / "real"

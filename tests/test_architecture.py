@@ -125,3 +125,16 @@ def test_check_needs_no_graph_and_no_profile_parsers():
         " advisor.render.check"
     )
     assert loaded & {"networkx", "msgspec", "advisor.parsers", "advisor.engine.graph"} == set()
+
+
+def test_reading_a_profile_imports_no_validator_once_the_data_files_are_cached():
+    # the taxonomy is validated on its first use, then read back from the cache as JSON:
+    # jsonschema and ruamel together take longer to import than a small profile to analyse
+    code = (
+        "import advisor.app.pipeline\n"
+        "from advisor.inputs.taxonomy import default_taxonomy\n"
+        "default_taxonomy()"
+    )
+    first = _loaded_after(code)
+    assert "jsonschema" in first or "advisor.inputs.validation" not in first  # warmed
+    assert _loaded_after(code) & {"jsonschema", "ruamel", "advisor.inputs.validation"} == set()

@@ -40,9 +40,8 @@ from advisor.engine.rule_model import (
     VerifyItem,
 )
 from advisor.engine.settings import RuleSettings, Settings, load_settings
+from advisor.inputs.checked_data import load_checked
 from advisor.inputs.resources import rules_dir
-from advisor.inputs.validation import schema_errors
-from advisor.inputs.yamlio import load_data
 from advisor.model import Applicability, DataError, Direction, InputError, PatchTarget, Severity
 
 __all__ = ["KINDS", "RuleSet", "Settings", "load_rules", "load_settings"]
@@ -334,10 +333,9 @@ def _rule_files(folder: Path, builtin: bool, kinds: Iterable[str]) -> list[Path]
 
 def _load_file(path: Path, builtin: bool) -> Mapping[str, object]:
     try:
-        raw = load_data(path)
+        raw, errors = load_checked(path, "rule.schema.json")
     except InputError as exc:
         raise DataError(str(exc)) from None
-    errors = schema_errors(raw, "rule.schema.json")
     if errors:
         rule_id = raw.get("id") if isinstance(raw, dict) else None
         where = f" ({rule_id})" if rule_id else ""

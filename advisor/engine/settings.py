@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.engine.conditions import Scalar
-from advisor.inputs.validation import schema_errors
-from advisor.inputs.yamlio import load_data
 from advisor.model import InputError, Severity
 
 
@@ -45,6 +43,10 @@ def _scalar(value: object) -> Scalar:
 def load_settings(path: Path) -> Settings:
     if not path.is_file():
         raise InputError(str(path), "settings file not found")
+    # imported here: the settings file is rare, and the parser and validator slow to import
+    from advisor.inputs.validation import schema_errors
+    from advisor.inputs.yamlio import load_data
+
     raw = load_data(path)
     if raw is None:
         return Settings(path=path)

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.facts.base import Recorder
+from advisor.inputs.checked_data import load_checked
 from advisor.inputs.resources import rules_dir
-from advisor.inputs.validation import schema_errors
-from advisor.inputs.yamlio import load_data
 from advisor.model import JOB_SCOPE, DataError, FactSet, InputError
 
 BYTES_WEIGHT = 2  # bf16 / fp16 parameters
@@ -173,9 +172,18 @@ def training_and_assumptions(
     return train, assumed
 
 
+def _devices() -> list[dict[str, Any]]:
+    path = rules_dir() / "devices.yaml"
+    raw, errors = load_checked(path, "devices.schema.json")
+    if errors:
+        raise DataError(f"{path}: {errors[0]}")
+    devices: list[dict[str, Any]] = raw["devices"]
+    return devices
+
+
 def device_memory_gib(device: str) -> float | None:
     """The device's memory from rules/devices.yaml (None when the table does not say)."""
-    for entry in load_data(rules_dir() / "devices.yaml")["devices"]:
+    for entry in _devices():
         if re.search(entry["match"], device, re.IGNORECASE):
             memory = entry.get("memory_gib")
             return float(memory) if isinstance(memory, int | float) else None
@@ -183,14 +191,11 @@ def device_memory_gib(device: str) -> float | None:
 
 
 def peak_tflops(device: str) -> tuple[float, str]:
-    raw = load_data(rules_dir() / "devices.yaml")
-    errors = schema_errors(raw, "devices.schema.json")
-    if errors:
-        raise DataError(f"{rules_dir() / 'devices.yaml'}: {errors[0]}")
-    for entry in raw["devices"]:
+    devices = _devices()
+    for entry in devices:
         if re.search(entry["match"], device, re.IGNORECASE):
             return float(entry["peak_tflops"]), f"{entry['name']} ({entry['source']})"
-    known = ", ".join(e["name"] for e in raw["devices"])
+    known = ", ".join(e["name"] for e in devices)
     raise InputError("--device", f"unknown device '{device}' (known: {known}); pass --peak-tflops")
 
 

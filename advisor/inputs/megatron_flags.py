@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from advisor.inputs.checked_data import load_checked
 from advisor.inputs.resources import rules_dir
-from advisor.inputs.validation import schema_errors
-from advisor.inputs.yamlio import load_data
 from advisor.model import DataError
 
 
@@ -23,8 +22,7 @@ class MegatronFlags:
 @cache
 def megatron_flags() -> MegatronFlags:
     path = rules_dir() / "megatron.yaml"
-    raw = load_data(path)
-    errors = schema_errors(raw, "megatron.schema.json")
+    raw, errors = load_checked(path, "megatron.schema.json")
     if errors:
         raise DataError(f"{path}: {errors[0]}")
     return MegatronFlags(

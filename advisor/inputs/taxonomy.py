@@ -8,9 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.inputs.checked_data import load_checked
 from advisor.inputs.resources import rules_dir
-from advisor.inputs.validation import schema_errors
-from advisor.inputs.yamlio import load_data
 from advisor.model import DataError
 
 
@@ -128,8 +127,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
 
 
 def load_taxonomy(path: Path) -> Taxonomy:
-    raw = load_data(path)
-    errors = schema_errors(raw, "taxonomy.schema.json")
+    raw, errors = load_checked(path, "taxonomy.schema.json")
     if errors:
         raise DataError(f"{path}: {errors[0]}")
     try:
