@@ -21,7 +21,7 @@ import msgspec
 
 from advisor.model import InputError
 from advisor.parsers.kineto_io import Limited, Window
-from advisor.parsers.trace import _check_event_size
+from advisor.parsers.trace_blocks import check_event_size
 
 BLOCK_BYTES = 2 * 1024 * 1024
 TAIL_BYTES = 1 << 16  # where the last event boundary of a block is looked for first
@@ -267,7 +267,7 @@ class KinetoStream:
                 continue
             cut = _find_boundary(carry)
             if cut <= 0:
-                _check_event_size(self.path, carry, offset)
+                check_event_size(self.path, carry, offset)
                 continue
             try:
                 batch = _decode_block(self.path, b"[" + carry[:cut] + b"]", offset)
@@ -275,7 +275,7 @@ class KinetoStream:
                 carried += 1  # the boundary was inside an event: read on
                 if carried > MAX_CARRIED_BLOCKS:
                     raise _decode_error(self.path, exc, offset) from None
-                _check_event_size(self.path, carry, offset)
+                check_event_size(self.path, carry, offset)
                 continue
             carried = 0
             self.events += len(batch)

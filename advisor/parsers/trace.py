@@ -7,23 +7,32 @@ into compact arrays. Nothing else of the trace is kept.
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
-from advisor.inputs import limits, progress
+from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.trace_steps import FlowTable, StepWindow, TraceData, flow_key, reduce_steps
+from advisor.parsers.trace_blocks import check_event_size, decode_error, find_cut
+from advisor.parsers.trace_steps import (
+    DEVICE_LANE,
+    FlowTable,
+    StepWindow,
+    TraceData,
+    flow_key,
+    reduce_steps,
+)
 
 MIB = 1024 * 1024
 
-BLOCK_BYTES = 32 * 1024 * 1024
+# 8 MiB: as fast as 32 MiB blocks (a decode call's overhead is nothing beside 8 MiB of JSON),
+# and each worker holds a quarter of the bytes and of the decoded events at a time
+BLOCK_BYTES = 8 * 1024 * 1024
 # A block boundary must fall between two top-level events; retrying a few blocks covers an event
 # whose args happen to contain "}, {" (a list of objects).
 MAX_CARRY_BLOCKS = 4
@@ -59,7 +68,6 @@ class _ObjectTrace(msgspec.Struct):
 _ARRAY_DECODER = msgspec.json.Decoder(list[_Event])
 _OBJECT_DECODER = msgspec.json.Decoder(_ObjectTrace)
 _ARGS_DECODER = msgspec.json.Decoder(dict[str, object])
-_SEPARATORS = (b"}, {", b"},{", b"},\n{", b"},\r\n{", b"}, \n{")
 
 
 class _TimestampParser:
@@ -107,9 +115,13 @@ class _Accumulator:
     events: int = 0
     process_names: dict[int | str, str] = field(default_factory=dict)
     steps: list[StepWindow] = field(default_factory=list)
-    # generic complete events per process: starts and ends
+    # generic complete events per process: starts and ends. Only the device lane's are used: a
+    # process named otherwise (CANN, HCCL tasks: half the rows of a real trace) writes into
+    # the two scratch arrays, emptied after each batch
     starts: dict[int | str, array[float]] = field(default_factory=dict)
     ends: dict[int | str, array[float]] = field(default_factory=dict)
+    scratch_starts: array[float] = field(default_factory=lambda: array("d"))
+    scratch_ends: array[float] = field(default_factory=lambda: array("d"))
     overlap: dict[str, list[array[float]]] = field(default_factory=dict)
     sync: array[float] = field(default_factory=lambda: array("d"))
     sync_end: array[float] = field(default_factory=lambda: array("d"))
@@ -129,8 +141,12 @@ class _Accumulator:
         """Append another accumulator's data (a later byte range of the same file)."""
         self.events += other.events
         self.process_names.update(other.process_names)
+        for pid in other.process_names:
+            self._drop_unused(pid)
         self.steps.extend(other.steps)
         for pid, starts in other.starts.items():
+            if self._unused(pid):
+                continue
             self.starts.setdefault(pid, array("d")).extend(starts)
             self.ends.setdefault(pid, array("d")).extend(other.ends[pid])
         for table_mine, table_theirs in (
@@ -153,6 +169,31 @@ class _Accumulator:
             mine.extend(theirs)
         for cat, flows in other.flows.items():
             self.flows.setdefault(cat, FlowTable()).extend(flows)
+
+    def columns(self) -> list[array[Any]]:
+        """Every array of the accumulator, in an order that survives pickling (a worker
+        writes them to a file and the parent reads them back in the same order)."""
+        out: list[array[Any]] = []
+        for pid, starts in self.starts.items():
+            out += (starts, self.ends[pid])
+        for lane in (*self.overlap.values(), *self.collectives.values()):
+            out += lane
+        out += (self.sync, self.sync_end, self.malloc, self.malloc_end, self.free)
+        out += (self.loader_start, self.loader_end)
+        for table in self.flows.values():
+            out += table.__getstate__()
+        return out
+
+    def _unused(self, pid: int | str) -> bool:
+        name = self.process_names.get(pid)
+        return name is not None and name != DEVICE_LANE
+
+    def _drop_unused(self, pid: int | str) -> None:
+        """A process found not to be the device lane: its rows are dropped, and later ones
+        go to the scratch arrays."""
+        if self._unused(pid):
+            self.starts[pid] = self.scratch_starts
+            self.ends[pid] = self.scratch_ends
 
     def add(self, batch: list[_Event]) -> None:
         tax = self.taxonomy
@@ -229,47 +270,12 @@ class _Accumulator:
             elif ph == "M" and e.name == "process_name":
                 args = _ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
                 self.process_names[e.pid] = str(args.get("name", ""))
+                self._drop_unused(e.pid)
+        del self.scratch_starts[:], self.scratch_ends[:]
 
 
 def _dur(value: float | str) -> float:
     return value if value.__class__ is float else float(value)
-
-
-TAIL_WINDOW = 1 << 20
-
-
-def _find_cut(data: bytes | bytearray, size: int | None = None) -> int:
-    """Index of the ',' after the last top-level '}' that is followed by '{' (or -1).
-
-    Only the tail of the block is searched first: scanning 32 MB for each separator style
-    that the file does not use would cost more than decoding it.
-    """
-    end = len(data) if size is None else size
-    lo = max(0, end - TAIL_WINDOW)
-    while True:
-        best = -1
-        for sep in _SEPARATORS:
-            pos = data.rfind(sep, lo, end)
-            if pos > best:
-                best = pos
-        if best >= 0 or lo == 0:
-            return best + 1 if best >= 0 else -1
-        lo = max(0, lo - 8 * TAIL_WINDOW)
-
-
-_BYTE_RE = re.compile(r"byte (\d+)")
-
-
-def _decode_error(path: Path, exc: Exception, offset: int, complete: int) -> InputError:
-    text = str(exc)
-    m = _BYTE_RE.search(text)
-    if "truncated" in text.lower():
-        where = "the file ends in the middle of an event (truncated)"
-    elif m:
-        where = f"invalid JSON near byte {offset + int(m.group(1)) - 1}"
-    else:
-        where = f"invalid JSON after byte {offset}"
-    return InputError(str(path), f"{where}; {complete} events were read before it ({text})")
 
 
 def _stream_array(
@@ -282,7 +288,7 @@ def _stream_array(
 ) -> None:
     """Decode the array block by block; each block is cut after the last complete event.
 
-    One buffer is reused for every block: allocating a fresh 32 MiB buffer per block costs more
+    One buffer is reused for every block: allocating a fresh 8 MiB buffer per block costs more
     in page faults than the copy itself.
     """
     carry = bytes(head)  # starts right after the opening '['
@@ -303,10 +309,10 @@ def _stream_array(
         if tick is not None:
             tick(got)
         size = 1 + len(carry) + got
-        cut = _find_cut(buf, size)
+        cut = find_cut(buf, size)
         if cut <= 0:
             carry = bytes(buf[1:size])
-            _check_event_size(path, carry, offset)
+            check_event_size(path, carry, offset)
             continue
         buf[cut] = ord("]")  # the ',' between two events closes this batch
         try:
@@ -319,10 +325,10 @@ def _stream_array(
         except msgspec.DecodeError as exc:
             pending_blocks += 1
             if pending_blocks > MAX_CARRY_BLOCKS:
-                raise _decode_error(path, exc, offset, acc.events) from None
+                raise decode_error(path, exc, offset, acc.events) from None
             buf[cut] = ord(",")
             carry = bytes(buf[1:size])
-            _check_event_size(path, carry, offset)
+            check_event_size(path, carry, offset)
             continue
         pending_blocks = 0
         acc.add(batch)
@@ -330,18 +336,6 @@ def _stream_array(
         rest = bytes(buf[cut + 1 : size]).lstrip()
         offset += cut - (size - cut - 1 - len(rest))
         carry = rest
-
-
-def _check_event_size(path: Path, carry: bytes, offset: int) -> None:
-    """No event boundary for longer than any real event: refuse (scanning on would be
-    quadratic in the event's size)."""
-    limit = limits.trace_max_event_bytes()
-    if len(carry) > limit:
-        raise InputError(
-            str(path),
-            f"no event ends within {limit:,} bytes of byte {offset} (ADVISOR_MAX_EVENT_BYTES): "
-            "not a trace, or an event larger than any profiler writes",
-        )
 
 
 def _finish(path: Path, acc: _Accumulator, carry: bytes, offset: int) -> None:
@@ -357,7 +351,7 @@ def _finish(path: Path, acc: _Accumulator, carry: bytes, offset: int) -> None:
         try:
             acc.add(_ARRAY_DECODER.decode(b"[" + piece + b"]"))
         except msgspec.DecodeError as exc:
-            raise _decode_error(path, exc, offset, acc.events) from None
+            raise decode_error(path, exc, offset, acc.events) from None
 
 
 def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
@@ -371,7 +365,7 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
             if stripped.startswith(b"["):
                 handle.seek(len(head) - len(stripped) + 1)
                 size = path.stat().st_size
-                # a small trace gets a buffer of its own size: zeroing 32 MiB for a 6 MB rank
+                # a small trace gets a buffer of its own size: zeroing 8 MiB for a 1 MB rank
                 # of a large cluster costs more than decoding it
                 block = max(65536, min(BLOCK_BYTES, size + 1))
                 with progress.task(f"decoding {path.name}", round(size / MIB), "MiB") as bar:
@@ -383,7 +377,7 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
                 try:
                     acc.add(_OBJECT_DECODER.decode(data).traceEvents)
                 except msgspec.DecodeError as exc:
-                    raise _decode_error(path, exc, 0, 0) from None
+                    raise decode_error(path, exc, 0, 0) from None
             else:
                 raise InputError(str(path), "not a Chrome trace (expected a JSON array or object)")
     except RecursionError:  # an args value nested thousands deep: not a profiler's trace

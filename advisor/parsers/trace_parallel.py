@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -18,12 +19,11 @@ from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace import (
-    _SEPARATORS,
-    TAIL_WINDOW,
     _Accumulator,
     _stream_array,
     read_trace,
 )
+from advisor.parsers.trace_blocks import SEPARATORS, TAIL_WINDOW
 from advisor.parsers.trace_steps import TraceData, reduce_steps
 
 _TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
@@ -73,7 +73,7 @@ def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
         for k in range(1, parts):
             handle.seek(size * k // parts)
             window = handle.read(TAIL_WINDOW)
-            best = min((p for p in (window.find(sep) for sep in _SEPARATORS) if p >= 0), default=-1)
+            best = min((p for p in (window.find(sep) for sep in SEPARATORS) if p >= 0), default=-1)
             if best < 0:
                 continue
             brace = window.index(b"{", best + 1)
@@ -83,7 +83,13 @@ def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
     return points
 
 
-def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accumulator:
+Job = tuple[Path, int, int, bool, Taxonomy, str | None]
+
+
+def _read_range(job: Job, spill: Path) -> tuple[_Accumulator, list[int]]:
+    """One byte range's accumulator, its arrays written to `spill` and emptied (pickling them
+    back would hold them twice in the worker, and once more in the parent before the merge),
+    and the arrays' lengths."""
     path, begin, end, last, taxonomy, sample = job
     acc = _Accumulator(taxonomy)
     if sample:
@@ -97,12 +103,26 @@ def _read_range(job: tuple[Path, int, int, bool, Taxonomy, str | None]) -> _Accu
         ) from None
     finally:
         handle.close()
+    columns = acc.columns()
+    with spill.open("wb") as out:
+        for column in columns:
+            column.tofile(out)
+    sizes = [len(column) for column in columns]
+    for column in columns:
+        del column[:]
+    return acc, sizes
+
+
+def _restore(acc: _Accumulator, sizes: list[int], spill: Path) -> _Accumulator:
+    """The accumulator's arrays read back from its spill file."""
+    with spill.open("rb") as handle:
+        for column, size in zip(acc.columns(), sizes, strict=True):
+            column.fromfile(handle, size)
+    spill.unlink()
     return acc
 
 
-def _plan_jobs(
-    path: Path, taxonomy: Taxonomy
-) -> list[tuple[Path, int, int, bool, Taxonomy, str | None]]:
+def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[Job]:
     """Byte ranges for worker processes; [] when one process is the better choice."""
     workers = min(MAX_WORKERS, os.cpu_count() or 1)
     try:
@@ -150,8 +170,12 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     jobs = _plan_jobs(path, taxonomy)
     if not jobs:
         return lambda: read_trace(path, taxonomy)
+    scratch = tempfile.TemporaryDirectory(prefix="advisor-trace-")
+    spills = [Path(scratch.name) / f"part-{i}" for i in range(len(jobs))]
     pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
-    futures = [pool.submit(_read_range, job) for job in jobs]
+    futures = [
+        pool.submit(_read_range, job, spill) for job, spill in zip(jobs, spills, strict=True)
+    ]
 
     def collect() -> TraceData:
         try:
@@ -159,13 +183,17 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
                 for _ in as_completed(futures):
                     bar.advance()
             parts = [f.result() for f in futures]
+            futures.clear()  # the parts are held here only
+            # each part is read back just before it is merged and let go after
+            parts.reverse()
+            acc = _restore(*parts.pop(), spills[0])
+            for spill in spills[1:]:
+                acc.merge(_restore(*parts.pop(), spill))
         except (InputError, OSError, BrokenProcessPool):
             return read_trace(path, taxonomy)
         finally:
             pool.shutdown(cancel_futures=True)
-        acc = parts[0]
-        for part in parts[1:]:
-            acc.merge(part)
+            scratch.cleanup()
         return reduce_steps(path, acc)
 
     return collect
