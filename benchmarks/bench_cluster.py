@@ -9,8 +9,8 @@ of the whole process tree. Optional parts:
         [--dask]            # the 32-rank (or first) cluster through a Dask LocalCluster
         [--msprof]          # msprof-analyze cluster -m all on the same profiles, in its own venv
 
-Each size is also read with `--deep 0` (every rank's step model, no trace: the scope of
-msprof-analyze's cluster analysis of a text export).
+Each size is also read with `--deep 0` (every rank's step model and communication summaries,
+no trace: what msprof-analyze's cluster analysis of a text export reads).
         [--out bench-cluster] [--keep]
 
 Ranks are copies of one generated rank (the synthetic writer) with their rank ids rewritten:
@@ -204,9 +204,9 @@ def main() -> None:
         if ranks > 64:
             tiered, tiered_peak = _runs(_advisor(profile), args.runs)
             line += f"  two tiers (--deep auto) {_spread(tiered)} peak {tiered_peak:4.0f} MiB"
-        # the scope of msprof-analyze's cluster analysis: every rank's step model, no trace
+        # the scope of msprof-analyze's cluster analysis: step model and communication, no trace
         scan, scan_peak = _runs(_advisor(profile, "--deep", "0"), args.runs)
-        line += f"  step models only (--deep 0) {_spread(scan)} peak {scan_peak:4.0f} MiB"
+        line += f"  cheap tier (--deep 0) {_spread(scan)} peak {scan_peak:4.0f} MiB"
         if exe is not None:
             m_walls, m_peak = _msprof(exe, profile, args.runs)
             m_wall = statistics.median(m_walls)

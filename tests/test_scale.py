@@ -129,18 +129,19 @@ def test_two_tiers_read_every_step_model_and_the_ranks_that_matter_in_full(pipel
     assert not [m for m in tiered.missing if m.id.startswith("ops.")]
 
 
-def test_deep_zero_reads_the_step_models_alone_and_says_so(pipeline: Path):
+def test_deep_zero_reads_the_step_models_and_communication_summaries(pipeline: Path):
     full = profile_facts(pipeline, reading=ReadOptions(deep="all", jobs=2))
     scan = profile_facts(pipeline, reading=ReadOptions(deep="0", jobs=2))
     assert scan.value("ranks.count") == full.value("ranks.count") == 8
     assert scan.value("step.time_ms") == pytest.approx(full.value("step.time_ms"))
     assert scan.value("ranks.step_time_spread_ratio") is not None
-    # stages rest on send/recv, which step models do not hold: missing, never "one stage"
+    # communication.json holds the send/recv that tells the stages apart: as a full read
     assert full.value("pipeline.stages") == 2
-    stages = [m for m in scan.missing if m.id == "pipeline.stages"]
-    assert stages and "--deep 0" in stages[0].reason
+    for fact_id in ("pipeline.stages", "pipeline.stage_ranks", "comm.p2p_ratio"):
+        assert scan.value(fact_id) == full.value(fact_id), fact_id
     assert scan.value("profile.ranks_in_full") == 0
-    assert "step models only (--deep 0)" in scan.get("profile.ranks").note
+    note = scan.get("profile.ranks").note
+    assert "step models and communication summaries only (--deep 0)" in note
     assert not [f for f in scan.facts if f.id.startswith(("ops.", "attrib."))]
     assert "profile.ranks_in_full" not in {f.id for f in full.facts}
     # what a full read would give is missing for that reason, not for want of a file
@@ -148,6 +149,19 @@ def test_deep_zero_reads_the_step_models_alone_and_says_so(pipeline: Path):
     unknown = json.loads(result.stdout)["unknown"]
     hints = {u["how_to_collect"] for u in unknown if u["rule"].startswith("symptom.")}
     assert hints and all("--deep auto or all" in h for h in hints)
+
+
+def test_deep_zero_without_communication_files_never_says_one_stage(pipeline: Path, tmp_path: Path):
+    copy = tmp_path / "job"
+    shutil.copytree(pipeline, copy)
+    for name in ("communication.json", "communication_matrix.json"):
+        for path in copy.rglob(name):
+            path.unlink()
+    scan = profile_facts(copy, reading=ReadOptions(deep="0", jobs=2))
+    assert scan.value("ranks.count") == 8
+    # stages rest on send/recv, which step models do not hold: missing, never "one stage"
+    stages = [m for m in scan.missing if m.id == "pipeline.stages"]
+    assert stages and "--deep 0" in stages[0].reason
 
 
 @pytest.mark.parametrize("value", ["-1", "some", ""])

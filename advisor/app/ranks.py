@@ -62,9 +62,7 @@ def extract_rank(task: RankTask) -> RankOutcome:
                 split_trace=task.split_trace,
             )
         # a rank without a step model was read in full all the same (its trace has the steps)
-        full = task.deep or any(
-            part is not None for part in (profile.trace, profile.kernels, profile.comm)
-        )
+        full = task.deep or any(part is not None for part in (profile.trace, profile.kernels))
         summary = summarize(profile, taxonomy, deep=full)
     except InputError as exc:
         return RankOutcome(task, where=exc.path, problem=exc.problem, warnings=tuple(warnings))

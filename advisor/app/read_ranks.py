@@ -38,7 +38,7 @@ class RankReading:
 
 
 def parse_deep(text: str) -> int | None:
-    """None for all; -1 for auto; a count for N (0: step models only); raises otherwise."""
+    """None for all; -1 for auto; a count for N (0: the cheap tier only); raises otherwise."""
     if text == DEEP_ALL:
         return None
     if text == DEEP_AUTO:
@@ -130,8 +130,8 @@ def read_ranks(
     )
     if deep == 0:
         how = (
-            "; step models only (--deep 0): no rank read in full, so no attribution, "
-            "operator or communication detail"
+            "; step models and communication summaries only (--deep 0): no rank read in "
+            "full, so no attribution, operator or memory detail"
         )
         return _result(cheap, failed, len(tasks), how)
     cheap.sort(key=_order)

@@ -153,7 +153,7 @@ DeepOpt = Annotated[
         "--deep",
         help="Ranks read in full: all, auto (all up to 64 ranks; above, the step model of every "
         "rank and in full the slowest and fastest of each stage plus a sample) or a number "
-        "(0: step models only).",
+        "(0: step models and communication summaries only).",
     ),
 ]
 

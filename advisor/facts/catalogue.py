@@ -88,7 +88,8 @@ CATALOGUE: tuple[FactSpec, ...] = (
         "count",
         "profile",
         "Ranks read in full when the profile was read in two tiers (the others: their step "
-        "model only; --deep). Absent when every rank was read in full.",
+        "model and communication summary only; --deep). Absent when every rank was read in "
+        "full.",
         Combine.JOB,
         "",
     ),
@@ -1037,7 +1038,10 @@ _GPU_COLLECT = {
 GPU_PLATFORMS = ("cuda", "rocm")
 
 
-STEP_MODELS_ONLY = "read the ranks in full: --deep auto or all (--deep 0 read the step models only)"
+STEP_MODELS_ONLY = (
+    "read the ranks in full: --deep auto or all (--deep 0 read the step models and "
+    "communication summaries only)"
+)
 
 
 def collect_hint(fact_id: str, platform: object, step_models_only: bool = False) -> str:

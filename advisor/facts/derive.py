@@ -16,6 +16,8 @@ from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
 from advisor.parsers.db_cluster import CLUSTER_DB
 from advisor.parsers.profile_data import ProfileData, RankProfile
 
+# present in a rank's facts once its send/recv is known (its communication was read)
+PIPELINE_FACT = "job.pipeline_parallel"
 CLUSTER_FACTS = (
     "ranks.count",
     "ranks.step_time_spread_ratio",
@@ -310,7 +312,8 @@ def derive_facts(
         source = _cluster_files(data)
     if multi:
         groups_known = cluster.stage_groups(data.cluster_stages, [label for label, _ in recorders])
-        traffic_read = not ranks or any(r.deep for r in ranks)
+        # send/recv is known from a rank read in full or from a communication summary
+        traffic_read = not ranks or any(r.deep or PIPELINE_FACT in r.facts for r in ranks)
         job = _job_from_ranks(recorders, source, taxonomy, groups_known, traffic_read)
         cluster.stage_bubbles(data, recorders, job)
         if ranks:

@@ -125,11 +125,15 @@ def summarize(rank: RankProfile, taxonomy: Taxonomy, deep: bool = True) -> RankS
 
 
 def derive_steps_only(rank: RankProfile, taxonomy: Taxonomy) -> Recorder:
-    """The cheap tier: the profile's header and the step model; nothing is called missing
-    (the deep ranks speak for what this rank was not read for)."""
+    """The cheap tier: the profile's header, the step model and, when read, the communication
+    summary; nothing is called missing (the deep ranks speak for what this rank was not read
+    for)."""
     out = Recorder(JOB_SCOPE)
     profile_facts.derive(rank, out, taxonomy)
     steps.derive(rank, taxonomy, out)
+    if rank.comm is not None:
+        _, steady, _ = steps.steady_rows(rank, taxonomy)
+        comm.derive(rank, steady, out, taxonomy)
     if rank.sources:
         rename_sources(out, rank.sources)
     out.missing.clear()

@@ -95,7 +95,8 @@ def pipeline_facts(
         for fact_id in ids:
             job.miss(
                 fact_id,
-                "step models only (--deep 0): whether ranks exchange activations (send/recv) "
+                "step models only (--deep 0, no communication.json): whether ranks exchange "
+                "activations (send/recv) "
                 "was not read",
             )
         return

@@ -140,8 +140,9 @@ def read_rank(
     shallow: bool = False,
     split_trace: bool = True,
 ) -> RankProfile:
-    """One rank directory. `shallow` reads the header and the step model only (the cheap tier
-    of a large cluster); `split_trace` lets a large trace be decoded by worker processes (off
+    """One rank directory. `shallow` reads the header, the step model and the communication
+    summaries only (the cheap tier of a large cluster: what msprof-analyze's cluster analysis
+    reads); `split_trace` lets a large trace be decoded by worker processes (off
     inside a worker that reads one rank of many)."""
     output = directory / OUTPUT_DIR if (directory / OUTPUT_DIR).is_dir() else None
     if output is None and is_output_dir(directory):
@@ -193,6 +194,9 @@ def read_rank(
             lambda p: files.read_step_trace(p, bad),
         )
         if rank.step_rows is not None:
+            # small files that tell a pipeline's stages (send/recv) and a slow link apart
+            _read_comm(rank, reader, out, taxonomy, bad)
+            _read_links(rank, reader, out)
             warnings.extend(bad.warnings())
             rank.dropped.update(bad.by_name())
             return rank
@@ -210,20 +214,13 @@ def read_rank(
     rank.op_stats = reader.read(
         out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)
     )
-    rank.comm = reader.read(
-        out("communication.json"),
-        "communication.json",
-        lambda p: files.read_communication(p, taxonomy, bad),
-    )
+    _read_comm(rank, reader, out, taxonomy, bad)
     rank.memory = reader.read(
         out("memory_record.csv"), "memory_record.csv", lambda p: files.read_memory_record(p, bad)
     )
     warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
-    if out("communication_matrix.json").is_file():
-        rank.links = reader.read(
-            out("communication_matrix.json"), "communication_matrix.json", read_comm_matrix
-        )
+    _read_links(rank, reader, out)
     rank.trace = reader.read(
         trace_path, "trace_view.json", lambda p: pending() if pending else read_trace(p, taxonomy)
     )
@@ -242,6 +239,29 @@ def read_rank(
             "no steps: neither step_trace_time.csv rows nor ProfilerStep#N events in trace_view.json",
         )
     return rank
+
+
+def _read_comm(
+    rank: RankProfile,
+    reader: _Reader,
+    out: Callable[[str], Path],
+    taxonomy: Taxonomy,
+    bad: BadValues,
+) -> None:
+    """communication.json: time per collective and step."""
+    rank.comm = reader.read(
+        out("communication.json"),
+        "communication.json",
+        lambda p: files.read_communication(p, taxonomy, bad),
+    )
+
+
+def _read_links(rank: RankProfile, reader: _Reader, out: Callable[[str], Path]) -> None:
+    """communication_matrix.json, when the profile has one: the links."""
+    if out("communication_matrix.json").is_file():
+        rank.links = reader.read(
+            out("communication_matrix.json"), "communication_matrix.json", read_comm_matrix
+        )
 
 
 def _read_db_rank(
