@@ -30,11 +30,15 @@ MAIN_FILE = {
 }
 
 
-def _generate_kineto(out: Path, size_mb: float) -> Path:
-    """A PyTorch profiler trace (the synthetic Kineto writer), written a piece at a time."""
+def _generate_kineto(out: Path, size_mb: float, host_ops: int = 0) -> Path:
+    """A PyTorch profiler trace (the synthetic Kineto writer), written a piece at a time.
+    `host_ops`: CPU operators per kernel (real traces: ~230-440 kernels per MiB, which 8 gives;
+    0 gives ~2,800, every event a launch or a kernel)."""
     from tests.synth.kineto_file import kineto_trace
 
-    probe = json.dumps(kineto_trace(steps=4, kernels_per_step=200)["traceEvents"])
+    probe = json.dumps(
+        kineto_trace(steps=4, kernels_per_step=200, host_ops_per_kernel=host_ops)["traceEvents"]
+    )
     per_step = len(probe) / 4
     steps = max(2, round(size_mb * 1024 * 1024 / per_step))
     folder = out / "profile"
@@ -49,7 +53,9 @@ def _generate_kineto(out: Path, size_mb: float) -> Path:
         end = 0.0
         while written < steps:
             chunk = min(200, steps - written)
-            events = kineto_trace(steps=chunk, kernels_per_step=200)["traceEvents"]
+            events = kineto_trace(steps=chunk, kernels_per_step=200, host_ops_per_kernel=host_ops)[
+                "traceEvents"
+            ]
             # each piece follows the last on the timeline, with its own correlation ids
             first = min(e["ts"] for e in events if "ts" in e)
             shift = end - first + 1000.0 if written else 0.0
@@ -71,9 +77,9 @@ def _generate_kineto(out: Path, size_mb: float) -> Path:
     return folder
 
 
-def _generate(out: Path, size_mb: float, export: str) -> Path:
+def _generate(out: Path, size_mb: float, export: str, host_ops: int = 8) -> Path:
     if export == "kineto":
-        return _generate_kineto(out, size_mb)
+        return _generate_kineto(out, size_mb, host_ops)
     base = PRESETS["healthy"].with_(name="benchmark", layers=64, host_ops_per_kernel=8)
     write = write_profile if export == "text" else write_profile_db
     probe = out / "probe"
@@ -114,10 +120,16 @@ def main() -> None:
     parser.add_argument("--export", choices=sorted(MAIN_FILE), default="text")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     parser.add_argument("--keep", action="store_true", help="keep the generated profile")
+    parser.add_argument(
+        "--host-ops",
+        type=int,
+        default=8,
+        help="kineto: CPU operators per kernel (8: the kernel density of real traces; 0: dense)",
+    )
     args = parser.parse_args()
     if args.out.exists():
         shutil.rmtree(args.out)
-    directory = _generate(args.out, args.size_mb, args.export)
+    directory = _generate(args.out, args.size_mb, args.export, args.host_ops)
     output = directory / "ASCEND_PROFILER_OUTPUT" if args.export != "kineto" else directory
     started = time.perf_counter()
     proc = subprocess.Popen(

@@ -31,7 +31,10 @@ def kineto_trace(
     kernel_us: float = 100.0,
     launch_us: float = 8.0,
     legacy: bool = False,
+    host_ops_per_kernel: int = 0,
 ) -> dict[str, Any]:
+    """`host_ops_per_kernel`: nested CPU operators (with shapes, as PyTorch records them)
+    around each launch; real traces hold about ten events per kernel."""
     cats = LEGACY if legacy else CURRENT
     events: list[dict[str, Any]] = []
     t = 1_000_000.0
@@ -45,6 +48,7 @@ def kineto_trace(
             f"void at::native::elementwise_kernel<{i}>(float*)" for i in range(kernels_per_step)
         ]
         for name in [*names, "Memcpy DtoD (Device -> Device)", "ncclDevKernel_AllReduce_Sum_f32"]:
+            events.extend(_host_ops(cats["cpu_op"], host, launch_us, host_ops_per_kernel))
             launches.append((host, correlation, name, kernel_us))
             events.append(
                 {
@@ -108,6 +112,35 @@ def kineto_trace(
         "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2},
         "traceEvents": events,
     }
+
+
+HOST_OPS = ("aten::linear", "aten::matmul", "aten::mm", "aten::empty", "aten::add_", "aten::view")
+
+
+def _host_ops(category: str, at: float, span: float, count: int) -> list[dict[str, Any]]:
+    """`count` CPU operators nested around a launch at `at`, each a little inside the last."""
+    return [
+        {
+            "ph": "X",
+            "cat": category,
+            "name": HOST_OPS[i % len(HOST_OPS)],
+            "pid": 100,
+            "tid": 100,
+            "ts": at + 0.01 * i,
+            "dur": max(span - 1.0 - 0.02 * i, 0.1),
+            "args": {
+                "External id": i + 1,
+                "Record function id": 0,
+                "Sequence number": 1000 + i,
+                "Fwd thread id": 0,
+                "Input Dims": [[4096, 4096], [4096, 4096]],
+                "Input type": ["float", "float"],
+                "Input Strides": [[4096, 1], [4096, 1]],
+                "Ev Idx": i,
+            },
+        }
+        for i in range(count)
+    ]
 
 
 def write_kineto(path: Path, **kwargs: Any) -> Path:
