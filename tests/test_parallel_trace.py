@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,58 @@ def test_only_the_device_lane_rows_are_kept():
     early.merge(later)
     assert list(early.starts[2]) == [2.0, 20.0]
     assert len(early.starts[5]) == 0
+
+
+def _flow(ph: str, cat: str, key: int | str, ts: float) -> str:
+    quoted = f'"{key}"' if isinstance(key, str) else str(key)
+    return f'{{"ph": "{ph}", "name": "f", "cat": "{cat}", "id": {quoted}, "pid": 1, "ts": "{ts}"}}'
+
+
+def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
+    # HostToDevice is used whenever one of its flows has both ends: from then on async_npu
+    # (as many flows again) is neither kept nor recorded
+    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+
+    def batch(*events: str) -> list:
+        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+
+    acc = _Accumulator(default_taxonomy())
+    acc.add(batch(_flow("s", "async_npu", 1, 1.0), _flow("s", "HostToDevice", "1", 2.0)))
+    assert set(acc.flows) == {"async_npu", "HostToDevice"} and not acc.best_paired
+    acc.add(batch(_flow("f", "async_npu", 1, 5.0), _flow("f", "HostToDevice", "1", 5.0)))
+    assert acc.best_paired and set(acc.flows) == {"HostToDevice"}
+    acc.add(batch(_flow("s", "async_npu", 2, 6.0)))
+    assert set(acc.flows) == {"HostToDevice"}
+
+    # ends that never match keep both categories: the fallback is what pairs
+    lone = _Accumulator(default_taxonomy())
+    lone.add(batch(_flow("s", "HostToDevice", "7", 1.0), _flow("f", "HostToDevice", "8", 2.0)))
+    lone.add(batch(_flow("s", "async_npu", 7, 1.0), _flow("f", "async_npu", 7, 2.0)))
+    assert not lone.best_paired and set(lone.flows) == {"async_npu", "HostToDevice"}
+
+    # a later part that found a pair drops an earlier part's fallback flows at the merge
+    lone.merge(acc)
+    assert lone.best_paired and set(lone.flows) == {"HostToDevice"}
+
+
+def test_without_a_best_pair_the_fallback_category_links_the_kernels(tmp_path: Path):
+    written = write_profile(tmp_path, PRESETS["host-bound"].with_(steps=4))
+    trace = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    baseline = read_trace(trace, default_taxonomy())
+    assert baseline.flow_category == "HostToDevice"
+    # HostToDevice finishes renamed: no flow of that category has both ends any more
+    text = trace.read_text()
+    trace.write_text(
+        re.sub(
+            r'("ph": "f", "name": "HostToDevice\d+", "cat": "HostToDevice", "id": ")', r"\1x", text
+        )
+    )
+    assert trace.read_text() != text
+    fallback = read_trace(trace, default_taxonomy())
+    assert fallback.flow_category == "async_npu"
+    # every kernel still has a launch (async_npu starts at the Python operator, not the runtime
+    # call: the host gaps differ, the linking does not)
+    assert all(s.launch_gap_us is not None for s in fallback.steps)
+    assert [s.idle_unlinked_us for s in fallback.steps] == [
+        s.idle_unlinked_us for s in baseline.steps
+    ]

@@ -21,12 +21,14 @@ from advisor.model import InputError
 from advisor.parsers.trace_blocks import check_event_size, decode_error, find_cut
 from advisor.parsers.trace_steps import (
     DEVICE_LANE,
+    FLOW_PREFERENCE,
     FlowTable,
     StepWindow,
     TraceData,
     flow_key,
     reduce_steps,
 )
+from advisor.parsers.trace_time import TimestampParser
 
 MIB = 1024 * 1024
 
@@ -36,12 +38,11 @@ BLOCK_BYTES = 8 * 1024 * 1024
 # A block boundary must fall between two top-level events; retrying a few blocks covers an event
 # whose args happen to contain "}, {" (a list of objects).
 MAX_CARRY_BLOCKS = 4
-# Integer digits kept after removing a shared epoch prefix: 1e10 us is ~2.8 hours of trace, and
-# 13 significant digits stay exact in float64 (absolute epoch microseconds would not).
-KEPT_INTEGER_DIGITS = 10
 
 OVERLAP_LANES = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
-FLOW_CATEGORIES = ("HostToDevice", "async_npu")
+FLOW_CATEGORIES = FLOW_PREFERENCE
+# flow ids remembered to find the best category's first start/finish pair (see _probe)
+PROBE_MAX = 1 << 16
 
 
 class _Readable(Protocol):
@@ -70,48 +71,10 @@ _OBJECT_DECODER = msgspec.json.Decoder(_ObjectTrace)
 _ARGS_DECODER = msgspec.json.Decoder(dict[str, object])
 
 
-class _TimestampParser:
-    """Turn torch_npu's string timestamps into exact relative microseconds.
-
-    Absolute epoch microseconds ("1704161511420306.491") lose precision as float64; the shared
-    leading digits are cut off first, so the remaining 13 significant digits stay exact.
-    """
-
-    def __init__(self) -> None:
-        self.prefix: str | None = None
-        self.cut = 0
-        self.length = 0
-        self.origin = 0
-
-    def seed(self, text: str) -> None:
-        """Fix the prefix from a sample timestamp, so that parallel readers agree on the origin."""
-        if self.prefix is None:
-            self._init(text)
-
-    def _init(self, text: str) -> None:
-        integer = text.split(".", 1)[0]
-        self.cut = max(0, len(integer) - KEPT_INTEGER_DIGITS)
-        self.prefix = text[: self.cut]
-        self.length = len(text)
-        self.origin = int(self.prefix or "0") * 10**KEPT_INTEGER_DIGITS
-
-    def __call__(self, value: str | float) -> float:
-        if value.__class__ is not str:
-            return float(value)
-        text: str = value
-        if len(text) == self.length and text.startswith(self.prefix or ""):
-            return float(text[self.cut :])
-        if self.prefix is None:
-            self._init(text)
-            return self(text)
-        integer, _, fraction = text.partition(".")
-        return float(int(integer) - self.origin) + (float("0." + fraction) if fraction else 0.0)
-
-
 @dataclass
 class _Accumulator:
     taxonomy: Taxonomy
-    ts: _TimestampParser = field(default_factory=_TimestampParser)
+    ts: TimestampParser = field(default_factory=TimestampParser)
     events: int = 0
     process_names: dict[int | str, str] = field(default_factory=dict)
     steps: list[StepWindow] = field(default_factory=list)
@@ -136,6 +99,11 @@ class _Accumulator:
     # HCCL collective tasks (hcom_allGather__...) by kind: starts and ends
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)  # flows are paired later
+    # The best flow category is used whenever one of its flows has both ends: once such a pair
+    # is seen, the other categories (as many flows again) are dropped and no longer recorded
+    best_paired: bool = False
+    probe_starts: set[int] = field(default_factory=set)
+    probe_finishes: set[int] = field(default_factory=set)
 
     def merge(self, other: _Accumulator) -> None:
         """Append another accumulator's data (a later byte range of the same file)."""
@@ -167,7 +135,11 @@ class _Accumulator:
             (self.loader_end, other.loader_end),
         ):
             mine.extend(theirs)
+        if other.best_paired and not self.best_paired:
+            self._best_paired()
         for cat, flows in other.flows.items():
+            if self.best_paired and cat != FLOW_PREFERENCE[0]:
+                continue
             self.flows.setdefault(cat, FlowTable()).extend(flows)
 
     def columns(self) -> list[array[Any]]:
@@ -183,6 +155,26 @@ class _Accumulator:
         for table in self.flows.values():
             out += table.__getstate__()
         return out
+
+    def _probe(self, start: bool, key: int) -> None:
+        """Look for the best category's first flow with both ends among the ids seen (up to
+        PROBE_MAX of each end: the pairs of a trace lie close together)."""
+        mine, theirs = (
+            (self.probe_starts, self.probe_finishes)
+            if start
+            else (self.probe_finishes, self.probe_starts)
+        )
+        if key in theirs:
+            self._best_paired()
+        elif len(mine) < PROBE_MAX:
+            mine.add(key)
+
+    def _best_paired(self) -> None:
+        self.best_paired = True
+        for cat in FLOW_PREFERENCE[1:]:
+            self.flows.pop(cat, None)
+        self.probe_starts.clear()
+        self.probe_finishes.clear()
 
     def _unused(self, pid: int | str) -> bool:
         name = self.process_names.get(pid)
@@ -263,10 +255,16 @@ class _Accumulator:
             elif ph == "s" or ph == "f":
                 cat = e.cat
                 if cat in FLOW_CATEGORIES:
+                    best = cat == FLOW_PREFERENCE[0]
+                    if self.best_paired and not best:
+                        continue
                     table = self.flows.get(cat)
                     if table is None:
                         table = self.flows[cat] = FlowTable()
-                    table.add(ph == "s", flow_key(e.id), ts_of(e.ts))
+                    key = flow_key(e.id)
+                    table.add(ph == "s", key, ts_of(e.ts))
+                    if best and not self.best_paired:
+                        self._probe(ph == "s", key)
             elif ph == "M" and e.name == "process_name":
                 args = _ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
                 self.process_names[e.pid] = str(args.get("name", ""))

@@ -103,6 +103,8 @@ def _read_range(job: Job, spill: Path) -> tuple[_Accumulator, list[int]]:
         ) from None
     finally:
         handle.close()
+    acc.probe_starts.clear()  # the parent needs only whether a pair was found
+    acc.probe_finishes.clear()
     columns = acc.columns()
     with spill.open("wb") as out:
         for column in columns:

@@ -1,0 +1,46 @@
+"""torch_npu's trace timestamps: strings of epoch microseconds, turned into exact relative
+microseconds."""
+
+from __future__ import annotations
+
+# Integer digits kept after removing a shared epoch prefix: 1e10 us is ~2.8 hours of trace, and
+# 13 significant digits stay exact in float64 (absolute epoch microseconds would not).
+KEPT_INTEGER_DIGITS = 10
+
+
+class TimestampParser:
+    """Turn torch_npu's string timestamps into exact relative microseconds.
+
+    Absolute epoch microseconds ("1704161511420306.491") lose precision as float64; the shared
+    leading digits are cut off first, so the remaining 13 significant digits stay exact.
+    """
+
+    def __init__(self) -> None:
+        self.prefix: str | None = None
+        self.cut = 0
+        self.length = 0
+        self.origin = 0
+
+    def seed(self, text: str) -> None:
+        """Fix the prefix from a sample timestamp, so that parallel readers agree on the origin."""
+        if self.prefix is None:
+            self._init(text)
+
+    def _init(self, text: str) -> None:
+        integer = text.split(".", 1)[0]
+        self.cut = max(0, len(integer) - KEPT_INTEGER_DIGITS)
+        self.prefix = text[: self.cut]
+        self.length = len(text)
+        self.origin = int(self.prefix or "0") * 10**KEPT_INTEGER_DIGITS
+
+    def __call__(self, value: str | float) -> float:
+        if value.__class__ is not str:
+            return float(value)
+        text: str = value
+        if len(text) == self.length and text.startswith(self.prefix or ""):
+            return float(text[self.cut :])
+        if self.prefix is None:
+            self._init(text)
+            return self(text)
+        integer, _, fraction = text.partition(".")
+        return float(int(integer) - self.origin) + (float("0." + fraction) if fraction else 0.0)
