@@ -132,3 +132,35 @@ def test_without_a_best_pair_the_fallback_category_links_the_kernels(tmp_path: P
     assert [s.idle_unlinked_us for s in fallback.steps] == [
         s.idle_unlinked_us for s in baseline.steps
     ]
+
+
+def test_workers_write_their_rows_out_as_they_go(trace_file: Path, monkeypatch: pytest.MonkeyPatch):
+    # a worker's arrays are written to its spill file after every block once they pass the
+    # threshold: the result is the same as one write at the end
+    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
+    parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
+    sequential = read_trace(trace_file, default_taxonomy())
+    assert parallel == sequential
+
+
+def test_rows_written_before_their_process_was_named_are_not_read_back(tmp_path: Path):
+    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+
+    def batch(*events: str) -> list:
+        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+
+    acc = _Accumulator(default_taxonomy())
+    spill = tmp_path / "part"
+    with trace_parallel._SpillWriter(acc, spill) as writer:
+        acc.add(batch(_named(2, "Ascend Hardware"), _x(2, "MatMul", 1.0), _x(4, "Node", 2.0)))
+        writer.flush()  # pid 4 not named yet: its row is written
+        acc.add(batch(_named(4, "CANN"), _x(4, "Node", 3.0), _x(2, "Add", 4.0)))
+        writer.flush()
+    restored = trace_parallel._restore(acc, spill)
+    assert list(restored.starts[2]) == [1.0, 4.0]
+    assert list(restored.ends[2]) == [2.0, 5.0]
+    assert len(restored.starts[4]) == 0
+    assert not spill.exists()

@@ -142,18 +142,23 @@ class _Accumulator:
                 continue
             self.flows.setdefault(cat, FlowTable()).extend(flows)
 
-    def columns(self) -> list[array[Any]]:
-        """Every array of the accumulator, in an order that survives pickling (a worker
-        writes them to a file and the parent reads them back in the same order)."""
-        out: list[array[Any]] = []
+    def columns(self) -> dict[tuple[object, ...], array[Any]]:
+        """Every array of the accumulator that holds rows, by a key that survives pickling
+        (a worker writes them to a file and the parent reads them back by key)."""
+        out: dict[tuple[object, ...], array[Any]] = {}
         for pid, starts in self.starts.items():
-            out += (starts, self.ends[pid])
-        for lane in (*self.overlap.values(), *self.collectives.values()):
-            out += lane
-        out += (self.sync, self.sync_end, self.malloc, self.malloc_end, self.free)
-        out += (self.loader_start, self.loader_end)
-        for table in self.flows.values():
-            out += table.__getstate__()
+            if not self._unused(pid):
+                out["starts", pid], out["ends", pid] = starts, self.ends[pid]
+        for table_name, table in (("overlap", self.overlap), ("collective", self.collectives)):
+            for name, (lo, hi) in table.items():
+                out[table_name, name, 0], out[table_name, name, 1] = lo, hi
+        out["sync",], out["sync_end",] = self.sync, self.sync_end
+        out["malloc",], out["malloc_end",], out["free",] = self.malloc, self.malloc_end, self.free
+        out["loader_start",], out["loader_end",] = self.loader_start, self.loader_end
+        for cat, flows in self.flows.items():
+            ids_start, ts_start, ids_finish, ts_finish = flows.__getstate__()
+            out["flows", cat, 0], out["flows", cat, 1] = ids_start, ts_start
+            out["flows", cat, 2], out["flows", cat, 3] = ids_finish, ts_finish
         return out
 
     def _probe(self, start: bool, key: int) -> None:
@@ -283,6 +288,7 @@ def _stream_array(
     handle: _Readable,
     tick: Callable[[int], None] | None = None,
     block: int = BLOCK_BYTES,
+    after_block: Callable[[], None] | None = None,
 ) -> None:
     """Decode the array block by block; each block is cut after the last complete event.
 
@@ -331,6 +337,8 @@ def _stream_array(
         pending_blocks = 0
         acc.add(batch)
         del batch
+        if after_block is not None:
+            after_block()
         rest = bytes(buf[cut + 1 : size]).lstrip()
         offset += cut - (size - cut - 1 - len(rest))
         carry = rest

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import re
 import tempfile
+from array import array
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -19,6 +21,7 @@ from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace import (
+    BLOCK_BYTES,
     _Accumulator,
     _stream_array,
     read_trace,
@@ -30,6 +33,9 @@ _TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
 # Below this size one process is fastest; above it the file is split between processes.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
+# a worker writes its rows out once its arrays hold this much
+FLUSH_BYTES = 16 * 1024 * 1024
+RANGE_BLOCK_BYTES = BLOCK_BYTES
 
 
 class _RangeHandle:
@@ -86,40 +92,75 @@ def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
 Job = tuple[Path, int, int, bool, Taxonomy, str | None]
 
 
-def _read_range(job: Job, spill: Path) -> tuple[_Accumulator, list[int]]:
-    """One byte range's accumulator, its arrays written to `spill` and emptied (pickling them
-    back would hold them twice in the worker, and once more in the parent before the merge),
-    and the arrays' lengths."""
+def _read_range(job: Job, spill: Path) -> _Accumulator:
+    """One byte range's accumulator, its arrays written to `spill` (never pickled back: that
+    would hold them twice in the worker, and once more in the parent before the merge)."""
     path, begin, end, last, taxonomy, sample = job
     acc = _Accumulator(taxonomy)
     if sample:
         acc.ts.seed(sample)
     handle = _RangeHandle(path, begin, end, b"" if last else b"]")
-    try:
-        _stream_array(path, acc, b"", handle)
-    except RecursionError:  # in the accumulator (an event's args): reported like the reader
-        raise InputError(
-            str(path), f"JSON nested too deeply for the decoder after byte {begin}"
-        ) from None
-    finally:
-        handle.close()
-    acc.probe_starts.clear()  # the parent needs only whether a pair was found
-    acc.probe_finishes.clear()
+    with _SpillWriter(acc, spill) as writer:
+        try:
+            _stream_array(
+                path, acc, b"", handle, block=RANGE_BLOCK_BYTES, after_block=writer.flush_if_large
+            )
+        except RecursionError:  # in the accumulator (an event's args): reported like the reader
+            raise InputError(
+                str(path), f"JSON nested too deeply for the decoder after byte {begin}"
+            ) from None
+        finally:
+            handle.close()
+        acc.probe_starts.clear()  # the parent needs only whether a pair was found
+        acc.probe_finishes.clear()
+        writer.flush()
+    return acc
+
+
+class _SpillWriter:
+    """Writes an accumulator's rows to its spill file whenever they pass FLUSH_BYTES, and
+    empties its arrays: a worker holds at most that much, whatever the size of its range.
+    Each segment is a pickled list of (column key, type, length), then the rows."""
+
+    def __init__(self, acc: _Accumulator, path: Path) -> None:
+        self.acc = acc
+        self.handle = path.open("wb")
+
+    def __enter__(self) -> _SpillWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.handle.close()
+
+    def flush_if_large(self) -> None:
+        held = sum(len(c) * c.itemsize for c in self.acc.columns().values())
+        if held >= FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        columns = {key: column for key, column in self.acc.columns().items() if column}
+        header = pickle.dumps([(key, c.typecode, len(c)) for key, c in columns.items()])
+        self.handle.write(len(header).to_bytes(8, "little"))
+        self.handle.write(header)
+        for column in columns.values():
+            column.tofile(self.handle)
+            del column[:]
+
+
+def _restore(acc: _Accumulator, spill: Path) -> _Accumulator:
+    """The accumulator's rows read back from its spill file, segment by segment. Rows of a
+    column the worker dropped after writing them (a process found not to be the device lane,
+    a fallback flow category) are skipped."""
     columns = acc.columns()
-    with spill.open("wb") as out:
-        for column in columns:
-            column.tofile(out)
-    sizes = [len(column) for column in columns]
-    for column in columns:
-        del column[:]
-    return acc, sizes
-
-
-def _restore(acc: _Accumulator, sizes: list[int], spill: Path) -> _Accumulator:
-    """The accumulator's arrays read back from its spill file."""
     with spill.open("rb") as handle:
-        for column, size in zip(acc.columns(), sizes, strict=True):
-            column.fromfile(handle, size)
+        while head := handle.read(8):
+            header = pickle.loads(handle.read(int.from_bytes(head, "little")))
+            for key, typecode, size in header:
+                target = columns.get(key)
+                if target is None:
+                    handle.seek(size * array(typecode).itemsize, os.SEEK_CUR)
+                else:
+                    target.fromfile(handle, size)
     spill.unlink()
     return acc
 
@@ -188,9 +229,9 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
             futures.clear()  # the parts are held here only
             # each part is read back just before it is merged and let go after
             parts.reverse()
-            acc = _restore(*parts.pop(), spills[0])
+            acc = _restore(parts.pop(), spills[0])
             for spill in spills[1:]:
-                acc.merge(_restore(*parts.pop(), spill))
+                acc.merge(_restore(parts.pop(), spill))
         except (InputError, OSError, BrokenProcessPool):
             return read_trace(path, taxonomy)
         finally:
