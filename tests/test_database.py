@@ -223,7 +223,7 @@ def test_a_layout_without_the_step_model_names_what_is_missing(tmp_path: Path):
         profile_facts(raw)
 
 
-def test_the_cheap_tier_reads_the_step_table_alone(tmp_path: Path):
+def test_the_cheap_tier_reads_the_step_table_and_communication_summaries(tmp_path: Path):
     from advisor.inputs.taxonomy import default_taxonomy
     from advisor.parsers.ascend import read_rank
 
@@ -233,6 +233,10 @@ def test_the_cheap_tier_reads_the_step_table_alone(tmp_path: Path):
     cheap = read_rank(written.directory, taxonomy, False, [], shallow=True)
     assert cheap.step_rows == full.step_rows and cheap.step_rows
     assert cheap.rank == full.rank
+    # the analysis database's communication summaries, as a full read takes them
+    assert cheap.comm == full.comm and cheap.comm
+    assert cheap.links == full.links
+    assert cheap.sources["communication.json"] == full.sources["communication.json"]
     # no task table scanned: neither kernels nor the timeline
     assert cheap.kernels is None and cheap.trace is None
     # without msprof-analyze's step table the tasks hold the steps: read in full

@@ -105,20 +105,16 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
             if db.has("StepTraceTime"):
                 out.step_rows = read_step_rows(db)
                 out.sources["step_trace_time.csv"] = f"{analysis.name}:StepTraceTime"
-            if db.has("CommAnalyzerTime"):
-                out.comm = read_comm(db, taxonomy)
-                out.sources["communication.json"] = f"{analysis.name}:CommAnalyzerTime"
-            out.links = read_links(db)
-            if out.links is not None:
-                out.sources["communication_matrix.json"] = f"{analysis.name}:CommAnalyzerMatrix"
+            _analysis_comm(db, analysis, out, taxonomy)
     else:
         out.absent["step_trace_time.csv"] = f"no {' or '.join(ANALYSIS_DBS)} beside {path.name}"
     return out
 
 
-def read_step_model(path: Path) -> DbProfile | None:
+def read_step_model(path: Path, taxonomy: Taxonomy) -> DbProfile | None:
     """The cheap tier of a large cluster: the export's header and the analysis database's
-    StepTraceTime rows, no task table scanned. None when there is no step table (the rank is
+    StepTraceTime rows, with its communication summaries (CommAnalyzerTime, the link matrix)
+    when it has them; no task table scanned. None when there is no step table (the rank is
     then read in full: its tasks hold the steps)."""
     analysis = analysis_db(path.parent)
     if analysis is None:
@@ -129,11 +125,22 @@ def read_step_model(path: Path) -> DbProfile | None:
             return None
         out.step_rows = read_step_rows(db)
         out.sources["step_trace_time.csv"] = f"{analysis.name}:StepTraceTime"
+        _analysis_comm(db, analysis, out, taxonomy)
     with Database(path) as db:
         _check_schema(db)
         out.metadata = _metadata(db)
         out.rank = _rank(db)
     return out
+
+
+def _analysis_comm(db: Database, analysis: Path, out: DbProfile, taxonomy: Taxonomy) -> None:
+    """The analysis database's communication time per collective and step, and its links."""
+    if db.has("CommAnalyzerTime"):
+        out.comm = read_comm(db, taxonomy)
+        out.sources["communication.json"] = f"{analysis.name}:CommAnalyzerTime"
+    out.links = read_links(db)
+    if out.links is not None:
+        out.sources["communication_matrix.json"] = f"{analysis.name}:CommAnalyzerMatrix"
 
 
 def _rank(db: Database) -> int | None:
