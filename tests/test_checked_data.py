@@ -119,3 +119,20 @@ def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     assert cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "advisor"
     monkeypatch.setenv(CACHE_ENV, "/explicit")
     assert cache_dir() == Path("/explicit")
+
+
+def test_without_a_home_directory_nothing_is_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert cache_dir() is None
+    path = tmp_path / "devices.yaml"
+    path.write_text(DEVICES)
+    data, errors = load_checked(path, "devices.schema.json")
+    assert errors == [] and data["devices"][0]["name"] == "Test NPU"

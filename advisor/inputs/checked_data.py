@@ -25,12 +25,18 @@ CACHE_ENV = "ADVISOR_CACHE_DIR"
 CACHE_FORMAT = "1"
 
 
-def cache_dir() -> Path:
+def cache_dir() -> Path | None:
+    """None when there is nowhere to keep it (no home directory, as in some containers)."""
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "advisor"
+    if xdg:
+        return Path(xdg) / "advisor"
+    try:
+        return Path.home() / ".cache" / "advisor"
+    except (RuntimeError, KeyError):
+        return None
 
 
 def load_checked(path: Path, schema_name: str) -> tuple[Any, list[str]]:
@@ -52,7 +58,7 @@ def load_checked(path: Path, schema_name: str) -> tuple[Any, list[str]]:
 
 def _entry(path: Path, schema_name: str) -> Path | None:
     """The cache file of these bytes of the file and of its schema (None: unreadable, and the
-    loader will say why)."""
+    loader will say why; or no cache folder)."""
     from advisor import __version__
 
     try:
@@ -60,11 +66,14 @@ def _entry(path: Path, schema_name: str) -> Path | None:
         schema = (schemas_dir() / schema_name).read_bytes()
     except OSError:
         return None
+    folder = cache_dir()
+    if folder is None:
+        return None
     digest = hashlib.sha256()
     for part in (CACHE_FORMAT.encode(), __version__.encode(), schema, text):
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
-    return cache_dir() / "validated" / f"{digest.hexdigest()}.json"
+    return folder / "validated" / f"{digest.hexdigest()}.json"
 
 
 def _read(entry: Path) -> Any:
