@@ -35,6 +35,7 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
 # a worker writes its rows out once its arrays hold this much
 FLUSH_BYTES = 16 * 1024 * 1024
+# the block a worker decodes at a time (read when the worker starts: tests make it small)
 RANGE_BLOCK_BYTES = BLOCK_BYTES
 
 
