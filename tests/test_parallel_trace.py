@@ -164,3 +164,61 @@ def test_rows_written_before_their_process_was_named_are_not_read_back(tmp_path:
     assert list(restored.ends[2]) == [2.0, 5.0]
     assert len(restored.starts[4]) == 0
     assert not spill.exists()
+
+
+@pytest.mark.parametrize(
+    "preset", ["host-bound", "comm-bound", "healthy", "slow-dataloader", "fragmentation"]
+)
+@pytest.mark.parametrize("group_rows", [1, 40, 10_000])
+def test_windows_measured_in_groups_equal_the_whole_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preset: str, group_rows: int
+):
+    # above GROUP_ROWS kernels the parent measures a group of windows at a time from the
+    # spill files: the same steps, to the bit, as reading everything back
+    from advisor.parsers import trace_grouped
+
+    written = write_profile(tmp_path, PRESETS[preset].with_(steps=6))
+    trace = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
+    monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
+    used = []
+    real = trace_grouped.reduce_in_groups
+
+    def spy(*args: object) -> object:
+        used.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trace_parallel, "reduce_in_groups", spy)
+    grouped = trace_parallel.start_trace(trace, default_taxonomy())()
+    sequential = read_trace(trace, default_taxonomy())
+    assert grouped == sequential
+    assert used if group_rows < 10_000 else not used
+
+
+@pytest.mark.parametrize("group_rows", [1, 10_000])
+def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch, group_rows: int
+):
+    # without workers (one core, or a rank among many) a large trace's rows are written out
+    # as they grow and reduced as the workers' are: the same steps as reading it whole
+    from advisor.parsers import trace_grouped
+
+    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
+    monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
+    bounded = trace_parallel.read_trace_bounded(trace_file, default_taxonomy())
+    assert bounded == read_trace(trace_file, default_taxonomy())
+
+
+def test_one_process_reports_a_broken_trace_like_the_reader(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
+    data = trace_file.read_bytes()
+    trace_file.write_bytes(data[: int(len(data) * 0.7)])
+    with pytest.raises(InputError, match="truncated"):
+        trace_parallel.read_trace_bounded(trace_file, default_taxonomy())

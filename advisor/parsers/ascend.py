@@ -22,8 +22,7 @@ from advisor.parsers.comm_matrix import read_comm_matrix
 from advisor.parsers.db_cluster import CLUSTER_DB, read_cluster_db
 from advisor.parsers.layout_hints import UNREAD_FORMATS, layout_problem, not_a_profile
 from advisor.parsers.profile_data import ProfileData, RankProfile
-from advisor.parsers.trace import read_trace
-from advisor.parsers.trace_parallel import start_trace
+from advisor.parsers.trace_parallel import read_trace_bounded, start_trace
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 RANK_SUFFIXES = {"_ascend_pt": "torch_npu", "_ascend_ms": "mindspore"}
@@ -222,7 +221,9 @@ def read_rank(
     rank.dropped.update(bad.by_name())
     _read_links(rank, reader, out)
     rank.trace = reader.read(
-        trace_path, "trace_view.json", lambda p: pending() if pending else read_trace(p, taxonomy)
+        trace_path,
+        "trace_view.json",
+        lambda p: pending() if pending else read_trace_bounded(p, taxonomy),
     )
     if rank.level is None:
         _infer_level(rank)

@@ -20,6 +20,7 @@ from pathlib import Path
 from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers import trace_grouped
 from advisor.parsers.trace import (
     BLOCK_BYTES,
     _Accumulator,
@@ -27,12 +28,14 @@ from advisor.parsers.trace import (
     read_trace,
 )
 from advisor.parsers.trace_blocks import SEPARATORS, TAIL_WINDOW
-from advisor.parsers.trace_steps import TraceData, reduce_steps
+from advisor.parsers.trace_grouped import Key, big_columns, count_rows, reduce_in_groups
+from advisor.parsers.trace_steps import DEVICE_LANE, TraceData, reduce_steps
 
 _TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
 # Below this size one process is fastest; above it the file is split between processes.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
+MIB = 1024 * 1024
 # a worker writes its rows out once its arrays hold this much
 FLUSH_BYTES = 16 * 1024 * 1024
 # the block a worker decodes at a time (read when the worker starts: tests make it small)
@@ -93,7 +96,7 @@ def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
 Job = tuple[Path, int, int, bool, Taxonomy, str | None]
 
 
-def _read_range(job: Job, spill: Path) -> _Accumulator:
+def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None) -> _Accumulator:
     """One byte range's accumulator, its arrays written to `spill` (never pickled back: that
     would hold them twice in the worker, and once more in the parent before the merge)."""
     path, begin, end, last, taxonomy, sample = job
@@ -104,7 +107,13 @@ def _read_range(job: Job, spill: Path) -> _Accumulator:
     with _SpillWriter(acc, spill) as writer:
         try:
             _stream_array(
-                path, acc, b"", handle, block=RANGE_BLOCK_BYTES, after_block=writer.flush_if_large
+                path,
+                acc,
+                b"",
+                handle,
+                tick,
+                block=RANGE_BLOCK_BYTES,
+                after_block=writer.flush_if_large,
             )
         except RecursionError:  # in the accumulator (an event's args): reported like the reader
             raise InputError(
@@ -148,11 +157,14 @@ class _SpillWriter:
             del column[:]
 
 
-def _restore(acc: _Accumulator, spill: Path) -> _Accumulator:
+def _restore(
+    acc: _Accumulator, spill: Path, leave: Callable[[Key], bool] | None = None
+) -> _Accumulator:
     """The accumulator's rows read back from its spill file, segment by segment. Rows of a
     column the worker dropped after writing them (a process found not to be the device lane,
-    a fallback flow category) are skipped."""
-    columns = acc.columns()
+    a fallback flow category) are skipped, and so are the columns `leave` names (the file is
+    then kept: they are read from it later)."""
+    columns = {k: c for k, c in acc.columns().items() if leave is None or not leave(k)}
     with spill.open("rb") as handle:
         while head := handle.read(8):
             header = pickle.loads(handle.read(int.from_bytes(head, "little")))
@@ -162,7 +174,8 @@ def _restore(acc: _Accumulator, spill: Path) -> _Accumulator:
                     handle.seek(size * array(typecode).itemsize, os.SEEK_CUR)
                 else:
                     target.fromfile(handle, size)
-    spill.unlink()
+    if leave is None:
+        spill.unlink()
     return acc
 
 
@@ -213,7 +226,7 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     """
     jobs = _plan_jobs(path, taxonomy)
     if not jobs:
-        return lambda: read_trace(path, taxonomy)
+        return lambda: read_trace_bounded(path, taxonomy)
     scratch = tempfile.TemporaryDirectory(prefix="advisor-trace-")
     spills = [Path(scratch.name) / f"part-{i}" for i in range(len(jobs))]
     pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
@@ -223,21 +236,78 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
 
     def collect() -> TraceData:
         try:
-            with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
-                for _ in as_completed(futures):
-                    bar.advance()
-            parts = [f.result() for f in futures]
+            try:
+                with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
+                    for _ in as_completed(futures):
+                        bar.advance()
+                parts = [f.result() for f in futures]
+            finally:
+                pool.shutdown(cancel_futures=True)  # the workers' memory back before merging
             futures.clear()  # the parts are held here only
-            # each part is read back just before it is merged and let go after
-            parts.reverse()
-            acc = _restore(parts.pop(), spills[0])
-            for spill in spills[1:]:
-                acc.merge(_restore(parts.pop(), spill))
+            return _reduce_parts(path, parts, spills)
         except (InputError, OSError, BrokenProcessPool):
             return read_trace(path, taxonomy)
         finally:
-            pool.shutdown(cancel_futures=True)
             scratch.cleanup()
-        return reduce_steps(path, acc)
 
     return collect
+
+
+def _reduce_parts(path: Path, parts: list[_Accumulator], spills: list[Path]) -> TraceData:
+    """The step reduction of the parts' rows (in file order): read back and merged, or, when
+    the kernels are too many to hold, measured a group of windows at a time from the files."""
+    names: dict[int | str, str] = {}
+    for part in parts:
+        names.update(part.process_names)
+    devices: set[object] = {pid for pid, name in names.items() if name == DEVICE_LANE}
+    rows, keys = count_rows(spills, devices)
+    grouped = rows > trace_grouped.GROUP_ROWS and any(part.best_paired for part in parts)
+    leave = big_columns(devices) if grouped else None
+    # each part is read back just before it is merged and let go after
+    parts.reverse()
+    acc = _restore(parts.pop(), spills[0], leave)
+    for spill in spills[1:]:
+        acc.merge(_restore(parts.pop(), spill, leave))
+    if grouped:
+        return reduce_in_groups(path, acc, spills, rows, keys)
+    return reduce_steps(path, acc)
+
+
+def read_trace_bounded(path: Path, taxonomy: Taxonomy) -> TraceData:
+    """One process, memory bounded whatever the size: the rows are written out as they grow
+    and reduced like the workers' parts. A small trace (or one that is not a plain array) is
+    read by read_trace, which also reports a malformed file exactly."""
+    job = _whole_job(path, taxonomy)
+    if job is None:
+        return read_trace(path, taxonomy)
+    with tempfile.TemporaryDirectory(prefix="advisor-trace-") as scratch:
+        spill = Path(scratch) / "part-0"
+        try:
+            with progress.task(f"decoding {path.name}", round(job[2] / MIB), "MiB") as bar:
+                acc = _read_range(job, spill, lambda n: bar.advance(n / MIB))
+            return _reduce_parts(path, [acc], [spill])
+        except (InputError, OSError):
+            return read_trace(path, taxonomy)
+
+
+def _whole_job(path: Path, taxonomy: Taxonomy) -> Job | None:
+    """The whole events array as one range, for a plain-array trace of PARALLEL_MIN_BYTES or
+    more."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    stripped = head.lstrip()
+    if size < PARALLEL_MIN_BYTES or not stripped.startswith(b"["):
+        return None
+    m = _TS_SAMPLE.search(head)
+    return (
+        path,
+        len(head) - len(stripped) + 1,
+        size,
+        True,
+        taxonomy,
+        m.group(1).decode() if m else None,
+    )

@@ -261,72 +261,126 @@ def preparation(
     return load, max(0.0, alloc), max(0.0, wait)
 
 
-def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
-    device_pids = [pid for pid, name in raw.process_names.items() if name == DEVICE_LANE]
-    starts: array[float] = array("d")
-    ends: array[float] = array("d")
-    for pid in device_pids:
-        starts.extend(raw.starts.get(pid, array("d")))
-        ends.extend(raw.ends.get(pid, array("d")))
-    kernel_starts, kernel_ends = sorted_by_start(starts, ends)
-    del starts, ends
-    overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
-    flow_category, launch_at = _launch_times(raw, kernel_starts)
-    sync = sorted(raw.sync)
-    malloc = sorted(raw.malloc)
-    sync_iv = merge_unsorted(raw.sync, raw.sync_end)
-    malloc_iv = merge_unsorted(raw.malloc, raw.malloc_end)
-    free = sorted(raw.free)
-    loader = merge_unsorted(raw.loader_start, raw.loader_end)
+def device_pids(raw: RawTrace) -> list[int | str]:
+    return [pid for pid, name in raw.process_names.items() if name == DEVICE_LANE]
 
+
+@dataclass
+class StepContext:
+    """What every window's measures need besides the kernels: the step windows (the widest
+    of repeated markers) and the host and overlap-lane intervals, all small."""
+
+    windows: dict[int, StepWindow]
+    overlap: dict[str, Intervals]
+    sync: list[float]
+    malloc: list[float]
+    free: list[float]
+    sync_iv: Intervals
+    malloc_iv: Intervals
+    loader: Intervals
+    collectives: dict[str, Intervals]
+    computing: Intervals
+    # collectives and a Computing lane both present in the trace: exposure is measured
+    exposure: bool
+
+
+def step_context(raw: RawTrace) -> StepContext:
     windows: dict[int, StepWindow] = {}
     for window in raw.steps:
         known = windows.get(window.number)
         # Nested or repeated ProfilerStep markers: keep the widest window.
         if known is None or window.end - window.start > known.end - known.start:
             windows[window.number] = window
-    collectives = {kind: merge_unsorted(a, b) for kind, (a, b) in raw.collectives.items()}
+    overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
     lane = overlap.get("Computing")
+    collectives = {kind: merge_unsorted(a, b) for kind, (a, b) in raw.collectives.items()}
     computing = merged_intervals(lane.starts, lane.ends) if lane else Intervals()
-    steps: list[TraceStep] = []
-    for number in sorted(windows):
-        w = windows[number]
-        gaps = (
-            idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launch_at)
-            if flow_category and kernel_starts and launch_at is not None
-            else None
-        )
-        first = first_start(kernel_starts, w.start, w.end)
-        prep = preparation(w.start, first or w.end, loader, malloc_iv, sync_iv)
-        steps.append(
-            TraceStep(
-                number=number,
-                duration_us=w.end - w.start,
-                overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in overlap.items()},
-                kernel_count=bisect_left(kernel_starts, w.end)
-                - bisect_left(kernel_starts, w.start),
-                launch_gap_us=gaps.host if gaps else None,
-                sync_calls=count_in(sync, w.start, w.end),
-                malloc_calls=count_in(malloc, w.start, w.end),
-                free_calls=count_in(free, w.start, w.end),
-                dataloader_us=clipped_sum(loader, w.start, w.end),
-                idle_dependency_us=gaps.dependency if gaps else None,
-                idle_unlinked_us=gaps.unlinked if gaps else None,
-                first_task_us=None if first is None else first - w.start,
-                preparing_loader_us=prep[0],
-                preparing_allocator_us=prep[1],
-                preparing_sync_us=prep[2],
-                comm_exposed_by_kind_us=exposed_by_kind(collectives, computing, w.start, w.end)
-                if collectives and computing
-                else None,
-            )
-        )
+    return StepContext(
+        windows=windows,
+        overlap=overlap,
+        sync=sorted(raw.sync),
+        malloc=sorted(raw.malloc),
+        free=sorted(raw.free),
+        sync_iv=merge_unsorted(raw.sync, raw.sync_end),
+        malloc_iv=merge_unsorted(raw.malloc, raw.malloc_end),
+        loader=merge_unsorted(raw.loader_start, raw.loader_end),
+        collectives=collectives,
+        computing=computing,
+        exposure=bool(collectives and computing),
+    )
+
+
+def window_step(
+    ctx: StepContext,
+    number: int,
+    kernel_starts: Sequence[float],
+    kernel_ends: Sequence[float],
+    launch_at: Sequence[float] | None,
+) -> TraceStep:
+    """One window's measures from the kernels (sorted by start; at least those starting in
+    the window) and their launch times (None: the trace links no launches)."""
+    w = ctx.windows[number]
+    gaps = (
+        idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launch_at)
+        if launch_at is not None
+        else None
+    )
+    first = first_start(kernel_starts, w.start, w.end)
+    prep = preparation(w.start, first or w.end, ctx.loader, ctx.malloc_iv, ctx.sync_iv)
+    return TraceStep(
+        number=number,
+        duration_us=w.end - w.start,
+        overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in ctx.overlap.items()},
+        kernel_count=bisect_left(kernel_starts, w.end) - bisect_left(kernel_starts, w.start),
+        launch_gap_us=gaps.host if gaps else None,
+        sync_calls=count_in(ctx.sync, w.start, w.end),
+        malloc_calls=count_in(ctx.malloc, w.start, w.end),
+        free_calls=count_in(ctx.free, w.start, w.end),
+        dataloader_us=clipped_sum(ctx.loader, w.start, w.end),
+        idle_dependency_us=gaps.dependency if gaps else None,
+        idle_unlinked_us=gaps.unlinked if gaps else None,
+        first_task_us=None if first is None else first - w.start,
+        preparing_loader_us=prep[0],
+        preparing_allocator_us=prep[1],
+        preparing_sync_us=prep[2],
+        comm_exposed_by_kind_us=exposed_by_kind(ctx.collectives, ctx.computing, w.start, w.end)
+        if ctx.exposure
+        else None,
+    )
+
+
+def trace_data(
+    path: Path,
+    raw: RawTrace,
+    ctx: StepContext,
+    steps: list[TraceStep],
+    flow_category: str | None,
+    has_device_lane: bool,
+) -> TraceData:
     return TraceData(
         path=path,
         events=raw.events,
         steps=steps,
-        overlap_lanes=sorted(overlap),
+        overlap_lanes=sorted(ctx.overlap),
         flow_category=flow_category,
-        has_device_lane=bool(kernel_starts),
+        has_device_lane=has_device_lane,
         lanes=sorted(set(raw.process_names.values())),
     )
+
+
+def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
+    starts: array[float] = array("d")
+    ends: array[float] = array("d")
+    for pid in device_pids(raw):
+        starts.extend(raw.starts.get(pid, array("d")))
+        ends.extend(raw.ends.get(pid, array("d")))
+    kernel_starts, kernel_ends = sorted_by_start(starts, ends)
+    del starts, ends
+    flow_category, launch_at = _launch_times(raw, kernel_starts)
+    ctx = step_context(raw)
+    linked = launch_at if flow_category and kernel_starts else None
+    steps = [
+        window_step(ctx, number, kernel_starts, kernel_ends, linked)
+        for number in sorted(ctx.windows)
+    ]
+    return trace_data(path, raw, ctx, steps, flow_category, bool(kernel_starts))
