@@ -4,43 +4,16 @@ launch flows, reduced per step exactly as a trace_view.json would be."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.db_checks import valid_interval
+from advisor.parsers.plain_trace import PlainTrace
 from advisor.parsers.sqlite_db import Database
 from advisor.parsers.trace import OVERLAP_LANES
-from advisor.parsers.trace_steps import FlowTable, StepWindow, TraceData, reduce_steps
+from advisor.parsers.trace_steps import StepWindow, TraceData, reduce_steps
 
 DEVICE_LANE_KEY = "device"
-
-
-@dataclass
-class DbTrace:
-    """The compact arrays reduce_steps needs, filled from the database instead of a JSON trace."""
-
-    events: int = 0
-    process_names: dict[int | str, str] = field(default_factory=dict)
-    steps: list[StepWindow] = field(default_factory=list)
-    starts: dict[int | str, array[float]] = field(default_factory=dict)
-    ends: dict[int | str, array[float]] = field(default_factory=dict)
-    overlap: dict[str, list[array[float]]] = field(default_factory=dict)
-    sync: array[float] = field(default_factory=lambda: array("d"))
-    sync_end: array[float] = field(default_factory=lambda: array("d"))
-    malloc: array[float] = field(default_factory=lambda: array("d"))
-    malloc_end: array[float] = field(default_factory=lambda: array("d"))
-    free: array[float] = field(default_factory=lambda: array("d"))
-    loader_start: array[float] = field(default_factory=lambda: array("d"))
-    loader_end: array[float] = field(default_factory=lambda: array("d"))
-    flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
-    collectives: dict[str, list[array[float]]] = field(default_factory=dict)
-    launch_pairs: dict[float, float] = field(default_factory=dict)
-
-    @property
-    def ts(self) -> Callable[[str | float], float]:
-        return float
 
 
 def _lane(table: dict[str, list[array[float]]], name: str) -> list[array[float]]:
@@ -58,7 +31,7 @@ def read_db_trace(
     windows: list[StepWindow],
     taxonomy: Taxonomy,
 ) -> TraceData:
-    raw = DbTrace(process_names={DEVICE_LANE_KEY: "Ascend Hardware"}, steps=list(windows))
+    raw = PlainTrace(process_names={DEVICE_LANE_KEY: "Ascend Hardware"}, steps=list(windows))
     starts, ends = array("d"), array("d")
     for a, b in db.rows("TASK", f"SELECT startNs, endNs FROM TASK WHERE {valid_interval(origin)}"):
         if isinstance(a, int) and isinstance(b, int) and b >= a:
@@ -87,7 +60,7 @@ def read_db_trace(
 
 
 def _host_calls(
-    db: Database, strings: dict[int, str], origin: int, raw: DbTrace, taxonomy: Taxonomy
+    db: Database, strings: dict[int, str], origin: int, raw: PlainTrace, taxonomy: Taxonomy
 ) -> None:
     """Synchronisation and allocator calls (CANN_API) and data loading (PYTORCH_API)."""
     if db.has("CANN_API", "startNs", "endNs", "name"):
@@ -133,7 +106,7 @@ def _host_calls(
                 raw.loader_end.append((b - origin) / 1000.0)
 
 
-def _launch_flows(db: Database, origin: int, raw: DbTrace) -> None:
+def _launch_flows(db: Database, origin: int, raw: PlainTrace) -> None:
     """HostToDevice: the runtime call (CANN_API) and the device task sharing a connectionId."""
     if not (db.has("CANN_API", "connectionId", "startNs") and db.has("TASK", "connectionId")):
         return

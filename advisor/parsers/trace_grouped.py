@@ -22,17 +22,16 @@ import pickle
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from advisor.parsers.intervals import Intervals
+from advisor.parsers.plain_trace import PlainTrace
 from advisor.parsers.trace_steps import (
     FLOW_PREFERENCE,
     FlowTable,
     RawTrace,
     StepContext,
-    StepWindow,
     TraceData,
     TraceStep,
     device_pids,
@@ -129,22 +128,6 @@ def reduce_in_groups(
     return trace_data(path, raw, ctx, ordered, BEST, rows > 0)
 
 
-@dataclass
-class _Timed:
-    """The host calls, overlap lanes and collectives of one group's time range."""
-
-    steps: list[StepWindow]
-    overlap: dict[str, list[array[float]]] = field(default_factory=dict)
-    collectives: dict[str, list[array[float]]] = field(default_factory=dict)
-    sync: array[float] = field(default_factory=lambda: array("d"))
-    sync_end: array[float] = field(default_factory=lambda: array("d"))
-    malloc: array[float] = field(default_factory=lambda: array("d"))
-    malloc_end: array[float] = field(default_factory=lambda: array("d"))
-    free: array[float] = field(default_factory=lambda: array("d"))
-    loader_start: array[float] = field(default_factory=lambda: array("d"))
-    loader_end: array[float] = field(default_factory=lambda: array("d"))
-
-
 def _context(
     whole: StepContext,
     group: list[int],
@@ -158,7 +141,7 @@ def _context(
     of the trace present, empty or not."""
     lo = min(whole.windows[n].start for n in group)
     hi = max(whole.windows[n].end for n in group)
-    timed = _Timed(steps=list(whole.windows.values()))
+    timed = PlainTrace(steps=list(whole.windows.values()))
     for name in lanes:
         timed.overlap[name] = [array("d"), array("d")]
     for kind in kinds:
@@ -187,7 +170,7 @@ def _context(
         for at in found.get(("free",), ()):
             if lo <= at < hi:
                 timed.free.append(at)
-    local = step_context(timed)  # type: ignore[arg-type]
+    local = step_context(timed)
     local.windows = whole.windows
     local.exposure = exposure
     return local
