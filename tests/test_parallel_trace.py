@@ -195,6 +195,7 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
     grouped = trace_parallel.start_trace(trace, default_taxonomy())()
     sequential = read_trace(trace, default_taxonomy())
     assert grouped == sequential
+    assert sequential.steps and any(step.kernel_count for step in sequential.steps)
     assert used if group_rows < 10_000 else not used
 
 
@@ -211,7 +212,9 @@ def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
     monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
     bounded = trace_parallel.read_trace_bounded(trace_file, default_taxonomy())
-    assert bounded == read_trace(trace_file, default_taxonomy())
+    whole = read_trace(trace_file, default_taxonomy())
+    assert bounded == whole
+    assert whole.steps and all(step.launch_gap_us is not None for step in whole.steps)
 
 
 def test_one_process_reports_a_broken_trace_like_the_reader(
