@@ -59,7 +59,7 @@ def _trace(tmp_path: Path, mutate: Any = None) -> Path:
 def test_byte_ranges_read_like_one_stream(tmp_path: Path) -> None:
     path = _trace(tmp_path)
     taxonomy = default_taxonomy()
-    split = kineto_parallel.extract_in_parallel(path, taxonomy)
+    split = kineto_parallel.extract_in_parallel(path, taxonomy, tmp_path)
     assert split is not None, "the trace was not split"
     assert split[1]["deviceProperties"][0]["name"] == "NVIDIA Test GPU"
     assert split[1]["traceName"] == "x]y"
@@ -76,7 +76,7 @@ def test_a_bad_event_is_reported_by_the_sequential_reader(tmp_path: Path) -> Non
 
     path = _trace(tmp_path, corrupt)
     taxonomy = default_taxonomy()
-    assert kineto_parallel.extract_in_parallel(path, taxonomy) is None
+    assert kineto_parallel.extract_in_parallel(path, taxonomy, tmp_path) is None
     with pytest.raises(InputError, match=r"event #\d+ .*'soon'"):
         read_kineto(path, taxonomy)
     skipped = read_kineto(path, taxonomy, skip_bad=True)
@@ -86,7 +86,7 @@ def test_a_bad_event_is_reported_by_the_sequential_reader(tmp_path: Path) -> Non
 def test_a_gzipped_or_bare_trace_is_read_as_one_stream(tmp_path: Path) -> None:
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(kineto_trace(steps=3)["traceEvents"]))
-    assert kineto_parallel.extract_in_parallel(bare, default_taxonomy()) is None
+    assert kineto_parallel.extract_in_parallel(bare, default_taxonomy(), tmp_path) is None
 
 
 def test_a_cut_inside_an_event_falls_back_to_one_stream(
@@ -105,7 +105,7 @@ def test_a_cut_inside_an_event_falls_back_to_one_stream(
 
     monkeypatch.setattr(kineto_parallel, "split_points", split_in_the_string)
     taxonomy = default_taxonomy()
-    assert kineto_parallel.extract_in_parallel(path, taxonomy) is None
+    assert kineto_parallel.extract_in_parallel(path, taxonomy, tmp_path) is None
     assert read_kineto(path, taxonomy, split=True) == read_kineto(path, taxonomy, split=False)
 
 
@@ -118,7 +118,7 @@ def test_string_correlation_ids_go_back_to_one_stream(tmp_path: Path) -> None:
 
     path = _trace(tmp_path, as_text)
     taxonomy = default_taxonomy()
-    assert kineto_parallel.extract_in_parallel(path, taxonomy) is None
+    assert kineto_parallel.extract_in_parallel(path, taxonomy, tmp_path) is None
     sequential = read_kineto(path, taxonomy, split=False)
     assert read_kineto(path, taxonomy, split=True) == sequential
     assert sequential.trace is not None and sequential.trace.flow_category == "correlation"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from advisor.parsers.kineto_columns import (
     DeviceOps,
     Strings,
 )
+from advisor.parsers.kineto_spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto_stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto_values import (
     MAX_SPAN_US,
@@ -80,6 +81,8 @@ class KinetoEvents:
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
     # correlation ids that are not plain non-negative integers, by their typed text
     odd_correlations: dict[str, int] = field(default_factory=dict)
+    # operation and launch rows written out while decoding (then none are held in `ops`)
+    spilled: list[SpilledRows] = field(default_factory=list)
 
 
 class _Extractor:
@@ -288,39 +291,78 @@ class _Extractor:
 
 
 def extract(
-    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, bad: BadValues | None = None
+    blocks: Iterable[list[Any]],
+    taxonomy: Taxonomy,
+    path: Path,
+    bad: BadValues | None = None,
+    spill: Path | None = None,
 ) -> KinetoEvents:
-    """The events the facts need, from the trace's event blocks (kineto_stream)."""
+    """The events the facts need, from the trace's event blocks (kineto_stream). With `spill`,
+    the operation and launch rows go to that file once they pass FLUSH_BYTES (then all of
+    them: `spilled`), and the operations are left for the reduction to order."""
     extractor = _Extractor(taxonomy, path, bad or BadValues())
     center: float | None = None
     index = -1
-    for block in blocks:
-        if center is None:
-            center = center_of(block)
-        index = extractor.block(block, center, index)
-    return finish(extractor.out)
+    with _spilling(extractor.out, spill) as writer:
+        for block in blocks:
+            if center is None:
+                center = center_of(block)
+            index = extractor.block(block, center, index)
+            if writer is not None:
+                writer.flush_if_large()
+    out = extractor.out
+    if out.spilled:
+        out.steps = distinct_steps(out.steps)
+        return out
+    return finish(out)
 
 
 def extract_part(
-    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, center: float
+    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, center: float, spill: Path
 ) -> KinetoEvents:
-    """One byte range's events (a worker's share), unsorted; rejected events are only counted
-    (the caller reads the trace again in order when there are any, for the exact message)."""
+    """One byte range's events (a worker's share), its rows written to `spill`; rejected
+    events are only counted (the caller reads the trace again in order when there are any, for
+    the exact message)."""
     extractor = _Extractor(taxonomy, path, BadValues(skip=True))
     index = -1
-    for block in blocks:
-        index = extractor.block(block, center, index)
+    with _spilling(extractor.out, spill, always=True) as writer:
+        for block in blocks:
+            index = extractor.block(block, center, index)
+            if writer is not None:
+                writer.flush_if_large()
     return extractor.out
+
+
+@contextlib.contextmanager
+def _spilling(
+    out: KinetoEvents, spill: Path | None, always: bool = False
+) -> Iterator[SpillWriter | None]:
+    """A spill writer on `out`'s rows; at the end the rest is written too if any was (or
+    `always`), so the rows are either all in memory or all in the file."""
+    if spill is None:
+        yield None
+        return
+    rows = SpilledRows(spill)
+    writer = SpillWriter(out.ops, out.launch_keys, out.launch_ts, rows)
+    try:
+        yield writer
+        if rows.segments or always:
+            writer.flush()
+            out.spilled.append(rows)
+    finally:
+        writer.close()
+        if not out.spilled:
+            spill.unlink(missing_ok=True)
 
 
 def finish(out: KinetoEvents) -> KinetoEvents:
     """Operations in time order, one window per step."""
     out.ops.sort()
-    out.steps = _distinct_steps(out.steps)
+    out.steps = distinct_steps(out.steps)
     return out
 
 
-def _distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
+def distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
     """One window per step number (nested or repeated markers: the widest), in time order."""
     best: dict[int, HostWindow] = {}
     for w in windows:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from array import array
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -20,7 +19,7 @@ from advisor.inputs import limits, progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto_columns import NO_GROUP
-from advisor.parsers.kineto_events import KinetoEvents, extract_part, finish
+from advisor.parsers.kineto_events import KinetoEvents, distinct_steps, extract_part
 from advisor.parsers.kineto_stream import BOUNDARY, TAIL_BYTES, KinetoStream, events_span
 from advisor.parsers.kineto_values import center_of
 from advisor.parsers.trace_parallel import MAX_WORKERS, PARALLEL_MIN_BYTES, pool_context
@@ -43,36 +42,23 @@ def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
     return points
 
 
-# the big columns go through a file, not the result pipe: a pickled result would hold every
-# column twice in the worker and again in the parent while it arrives
-OP_COLUMNS = (("start", "d"), ("end", "d"), ("signature", "i"), ("correlation", "q"))
-
-
-def _read_range(
-    job: tuple[Path, int, int, float, Taxonomy, Path],
-) -> tuple[KinetoEvents, int, int] | None:
-    """One byte range's events: the small parts returned, the columns written to `spill`;
-    returns them with the operation and launch counts (None: read the trace in order)."""
+def _read_range(job: tuple[Path, int, int, float, Taxonomy, Path]) -> KinetoEvents | None:
+    """One byte range's events: the small parts returned, the rows written to the spill file
+    as they grow (a pickled result would hold every column twice in the worker and again in
+    the parent while it arrives); None: read the trace in order."""
     path, begin, end, center, taxonomy, spill = job
-    part = extract_part(KinetoStream(path).range_blocks(begin, end), taxonomy, path, center)
+    part = extract_part(KinetoStream(path).range_blocks(begin, end), taxonomy, path, center, spill)
     if part.dropped or part.odd_correlations:
         return None
-    ops, launches = len(part.ops), len(part.launch_keys)
-    with spill.open("wb") as handle:
-        for name, typecode in OP_COLUMNS:
-            getattr(part.ops, name).tofile(handle)
-            setattr(part.ops, name, array(typecode))
-        part.launch_keys.tofile(handle)
-        part.launch_ts.tofile(handle)
-        part.launch_keys, part.launch_ts = array("q"), array("d")
-    return part, ops, launches
+    return part
 
 
 def extract_in_parallel(
-    path: Path, taxonomy: Taxonomy
+    path: Path, taxonomy: Taxonomy, scratch: Path
 ) -> tuple[KinetoEvents, dict[str, Any]] | None:
-    """The trace's events and top-level keys, decoded by worker processes; None when one
-    process is the better choice or the file needs the sequential reader."""
+    """The trace's events and top-level keys, decoded by worker processes, the rows left in
+    spill files under `scratch`; None when one process is the better choice or the file needs
+    the sequential reader."""
     workers = min(MAX_WORKERS, os.cpu_count() or 1)
     try:
         size = path.stat().st_size
@@ -91,34 +77,34 @@ def extract_in_parallel(
     if len(points) < 2:
         return None
     bounds = [*points, end]
-    with tempfile.TemporaryDirectory(prefix="advisor-trace-") as spill:
-        jobs = [
-            (path, bounds[i], bounds[i + 1], center, taxonomy, Path(spill) / f"part-{i}")
-            for i in range(len(points))
-        ]
-        pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
-        futures = [pool.submit(_read_range, job) for job in jobs]
-        try:
-            with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
-                for _ in as_completed(futures):
-                    bar.advance()
-            parts = [future.result() for future in futures]
-        except (InputError, OSError, BrokenProcessPool, RecursionError):
-            return None
-        finally:
-            pool.shutdown(cancel_futures=True)
-        if any(part is None for part in parts):
-            return None
-        out = KinetoEvents()
-        for job, result in zip(jobs, parts, strict=True):
-            if result is not None:
-                _merge(out, *result, job[-1])
-        return finish(out), header
+    jobs = [
+        (path, bounds[i], bounds[i + 1], center, taxonomy, scratch / f"part-{i}")
+        for i in range(len(points))
+    ]
+    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
+    futures = [pool.submit(_read_range, job) for job in jobs]
+    try:
+        with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
+            for _ in as_completed(futures):
+                bar.advance()
+        parts = [future.result() for future in futures]
+    except (InputError, OSError, BrokenProcessPool, RecursionError):
+        return None
+    finally:
+        pool.shutdown(cancel_futures=True)
+    if any(part is None for part in parts):
+        return None
+    out = KinetoEvents()
+    for part in parts:
+        if part is not None:
+            _merge(out, part)
+    out.steps = distinct_steps(out.steps)
+    return out, header
 
 
-def _merge(out: KinetoEvents, part: KinetoEvents, ops: int, launches: int, spill: Path) -> None:
-    """Append a part: its columns read back one at a time, string ids renumbered into
-    `out`'s table."""
+def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
+    """Append a part: its small data, and its spilled rows with how its signature ids map
+    to `out`'s (string ids renumbered into `out`'s table)."""
     ids = array("i", (out.strings.id(text) for text in part.strings.values))
     theirs = part.ops.signatures
     signature = array(
@@ -134,19 +120,9 @@ def _merge(out: KinetoEvents, part: KinetoEvents, ops: int, launches: int, spill
             for s in range(len(theirs))
         ),
     )
-    mine = out.ops
-    with spill.open("rb") as handle:
-        for name, typecode in OP_COLUMNS:
-            column: array[Any] = array(typecode)
-            column.fromfile(handle, ops)
-            target = getattr(mine, name)
-            if name == "signature":
-                target.extend(signature[s] for s in column)
-            else:
-                target.extend(column)
-            del column
-        out.launch_keys.fromfile(handle, launches)
-        out.launch_ts.fromfile(handle, launches)
+    for rows in part.spilled:
+        rows.signature_ids = signature
+    out.spilled.extend(part.spilled)
     out.steps.extend(part.steps)
     for theirs_name in (
         "sync_start",

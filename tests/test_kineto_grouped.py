@@ -1,0 +1,209 @@
+"""A PyTorch trace whose rows were spilled while decoding and reduced in groups (launch-id
+ranges, start-time groups, window groups) reads exactly as the whole-trace reduction reads it.
+
+The group sizes are made tiny here so that traces of a few thousand events take every path:
+many spill segments, many launch tables, many groups of each pass."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.inputs.taxonomy import default_taxonomy
+from advisor.parsers import kineto_events, kineto_grouped, kineto_parallel, kineto_spill
+from advisor.parsers.bounds import BadValues
+from advisor.parsers.kineto import read_kineto
+from advisor.parsers.profile_data import RankProfile
+from tests.synth.kineto_file import kineto_trace
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
+
+
+class Passes:
+    def __init__(self) -> None:
+        self.grouped = 0
+        self.tables = 0
+        self.start_groups = 0
+        self.window_groups = 0
+
+
+def _tiny_groups(monkeypatch: pytest.MonkeyPatch) -> Passes:
+    """Groups of ~60 operations, launch tables of ~80, a spill segment every ~150 rows;
+    counts what the reduction did."""
+    monkeypatch.setattr(kineto_spill, "FLUSH_BYTES", 4096)
+    monkeypatch.setattr(kineto_spill, "SAMPLE_EVERY", 8)
+    monkeypatch.setattr(kineto_grouped, "SAMPLE_EVERY", 8)
+    monkeypatch.setattr(kineto_grouped, "GROUP_ROWS", 60)
+    monkeypatch.setattr(kineto_grouped, "LAUNCH_ROWS", 80)
+    passes = Passes()
+    reduce, load = kineto_grouped.reduce_in_groups, kineto_grouped._Tables._load
+    cuts, windows = kineto_grouped._cuts, kineto_grouped._window_groups
+
+    def counted_reduce(*args: Any) -> None:
+        passes.grouped += 1
+        reduce(*args)
+
+    def counted_load(self: Any, bucket: int) -> Any:
+        passes.tables += 1
+        return load(self, bucket)
+
+    def counted_cuts(parts: Any) -> list[float]:
+        found = cuts(parts)
+        passes.start_groups += len(found) + 1
+        return found
+
+    def counted_windows(*args: Any) -> Any:
+        found = windows(*args)
+        passes.window_groups += len(found)
+        return found
+
+    monkeypatch.setattr(kineto_grouped, "reduce_in_groups", counted_reduce)
+    monkeypatch.setattr(kineto_grouped._Tables, "_load", counted_load)
+    monkeypatch.setattr(kineto_grouped, "_cuts", counted_cuts)
+    monkeypatch.setattr(kineto_grouped, "_window_groups", counted_windows)
+    return passes
+
+
+def _write(tmp_path: Path, data: dict[str, Any], name: str = "rank0.pt.trace.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _busy_trace(**changes: Any) -> dict[str, Any]:
+    """Twelve steps of forty kernels launched more slowly than they run, collectives overlapping compute on their own stream,
+    kernels written out of time order, launches missing for a few kernels, zero-length
+    kernels, work launched before the first step and a last step that launches nothing."""
+    data = kineto_trace(steps=12, kernels_per_step=40, kernel_us=20.0, launch_us=30.0)
+    events = data["traceEvents"]
+    rng = random.Random(7)
+    for event in events:
+        if event["name"].startswith("ncclDevKernel"):
+            event["ts"] -= 900.0  # under the step's last kernels
+    kernels = [i for i, e in enumerate(events) if e["cat"] == "kernel"]
+    for a, b in zip(kernels[3::17], kernels[11::17], strict=False):
+        events[a], events[b] = events[b], events[a]
+    for i in rng.sample(kernels, 12):
+        events[i]["args"].pop("correlation")  # follows the kernel before it on its stream
+    for i in kernels[20::97]:
+        events[i]["dur"] = 0.0
+    first = min(e["ts"] for e in events)
+    early = {"ph": "X", "cat": "kernel", "name": "warmup", "pid": 0, "tid": "stream 7"}
+    events.append({**early, "ts": first - 400.0, "dur": 600.0, "args": {"correlation": 0}})
+    last = max(e["ts"] + e.get("dur", 0) for e in events)
+    step = {"ph": "X", "cat": "user_annotation", "pid": 100, "tid": 100, "args": {}}
+    events.append({**step, "name": "ProfilerStep#13", "ts": last + 100.0, "dur": 50.0})
+    data.update(changes)
+    return data
+
+
+def _equal(whole: RankProfile, grouped: RankProfile) -> None:
+    assert whole.trace is not None and whole.step_rows
+    assert any(s.launch_gap_us for s in whole.trace.steps), "no launch gap measured"
+    assert whole.kernels is not None and whole.kernels.rows > 0
+    assert grouped == whole
+
+
+def test_a_busy_trace_reads_the_same_in_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, _busy_trace())
+    taxonomy = default_taxonomy()
+    whole = read_kineto(path, taxonomy, split=False)
+    passes = _tiny_groups(monkeypatch)
+    grouped = read_kineto(path, taxonomy, split=False)
+    _equal(whole, grouped)
+    assert any("13 launched no device work" in w for w in grouped.warnings)
+    assert passes.grouped == 1
+    assert passes.tables > 5 and passes.start_groups > 5 and passes.window_groups > 3
+
+
+def test_sparse_correlation_ids_read_the_same_in_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _busy_trace()
+    for event in data["traceEvents"]:
+        args = event.get("args") or {}
+        if isinstance(args.get("correlation"), int):
+            args["correlation"] = args["correlation"] * 7919 + 3
+    path = _write(tmp_path, data)
+    taxonomy = default_taxonomy()
+    whole = read_kineto(path, taxonomy, split=False)
+    passes = _tiny_groups(monkeypatch)
+    _equal(whole, read_kineto(path, taxonomy, split=False))
+    assert passes.grouped == 1 and passes.tables > 5
+
+
+def test_a_stepless_trace_reads_the_same_in_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _busy_trace()
+    data["traceEvents"] = [
+        e for e in data["traceEvents"] if not e["name"].startswith("ProfilerStep")
+    ]
+    path = _write(tmp_path, data)
+    taxonomy = default_taxonomy()
+    whole = read_kineto(path, taxonomy, split=False)
+    passes = _tiny_groups(monkeypatch)
+    grouped = read_kineto(path, taxonomy, split=False)
+    assert grouped.stepless and grouped == whole
+    assert passes.grouped == 1 and passes.window_groups == 1
+
+
+def test_worker_parts_read_the_same_in_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte ranges decoded by workers, each with its own signature numbering, then grouped."""
+    path = _write(tmp_path, _busy_trace())
+    taxonomy = default_taxonomy()
+    whole = read_kineto(path, taxonomy, split=False)
+    monkeypatch.setattr(kineto_parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto_parallel.os, "cpu_count", lambda: 4)
+    assert read_kineto(path, taxonomy, split=True) == whole  # spilled, read back at once
+    passes = _tiny_groups(monkeypatch)
+    _equal(whole, read_kineto(path, taxonomy, split=True))
+    assert passes.grouped == 1
+
+
+def test_decoding_writes_its_rows_out_as_they_grow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, _busy_trace())
+    monkeypatch.setattr(kineto_spill, "FLUSH_BYTES", 4096)
+    trace = json.loads(path.read_text())["traceEvents"]
+    small = [trace[i : i + 50] for i in range(0, len(trace), 50)]
+    events = kineto_events.extract(
+        small, default_taxonomy(), path, BadValues(), spill=tmp_path / "rows"
+    )
+    assert not len(events.ops) and not events.launch_keys  # none held in memory
+    segments = events.spilled[0].segments
+    assert len(segments) > 5
+    assert sum(s.ops for s in segments) == sum(
+        1 for e in trace if e["cat"] in ("kernel", "gpu_memcpy")
+    )
+    # a small trace never writes: its rows stay in memory and no file is left
+    few = kineto_events.extract(small[:2], default_taxonomy(), path, spill=tmp_path / "few")
+    assert not few.spilled and not (tmp_path / "few").exists()
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not beside the checkout")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kineto/trace_diff__test__test.json.gz",
+        "kineto/nccl_parser_config__nccl_data.json.gz",
+        "kineto-legacy/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+        "kineto-rocm/mi300__resnet_act_checkpoint.json.gz",
+    ],
+)
+def test_real_traces_read_the_same_in_groups(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = REAL / name
+    taxonomy = default_taxonomy()
+    whole = read_kineto(path, taxonomy, skip_bad=True, split=False)
+    passes = _tiny_groups(monkeypatch)
+    assert read_kineto(path, taxonomy, skip_bad=True, split=False) == whole
+    assert passes.grouped == 1 and passes.start_groups > 5
