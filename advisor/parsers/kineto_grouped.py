@@ -48,10 +48,10 @@ from advisor.parsers.kineto_columns import (
     Signatures,
 )
 from advisor.parsers.kineto_events import KinetoEvents
+from advisor.parsers.kineto_sorted import OverlapReader, SortedWriter
 from advisor.parsers.kineto_spill import (
     SAMPLE_EVERY,
     OpRows,
-    Segment,
     SpilledRows,
     read_correlation,
     read_launches,
@@ -113,28 +113,21 @@ class _Rows:
                 at += segment.ops * 8
         self.offsets = offsets
 
-    def read(self, lo: float, hi: float, overlapping: bool) -> tuple[DeviceOps, array[float]]:
-        """The operations starting in [lo, hi) — or, `overlapping`, also those starting before
-        and ending after lo — in file order, then sorted by (start, end) stably; with their
-        launch times."""
+    def read(self, lo: float, hi: float) -> tuple[DeviceOps, array[float]]:
+        """The operations starting in [lo, hi), in file order, then sorted by (start, end)
+        stably; with their launch times."""
         out = OpRows()
         launch_at: array[float] = array("d")
         with self.launches.open("rb") as joined:
             for k, (rows, segment, handle) in enumerate(segments(self.parts)):
-                if not _touches(segment, lo, hi, overlapping):
+                if not segment.ops or segment.first_start >= hi or segment.last_start < lo:
                     continue
                 part = read_ops(rows, segment, handle)
                 times: array[float] = array("d")
                 joined.seek(self.offsets[k])
                 times.fromfile(joined, segment.ops)
-                if _inside(segment, lo, hi, overlapping):
+                if lo <= segment.first_start and segment.last_start < hi:
                     keep: range | list[int] = range(segment.ops)
-                elif overlapping:
-                    keep = [
-                        i
-                        for i, (s, e) in enumerate(zip(part.start, part.end, strict=True))
-                        if s < hi and (s >= lo or e > lo)
-                    ]
                 else:
                     keep = [i for i, s in enumerate(part.start) if lo <= s < hi]
                 whole = isinstance(keep, range)
@@ -151,20 +144,6 @@ class _Rows:
         ops.start, ops.end = permuted(out.start, order), permuted(out.end, order)
         ops.signature = permuted(out.signature, order)
         return ops, permuted(launch_at, order)
-
-
-def _touches(segment: Segment, lo: float, hi: float, overlapping: bool) -> bool:
-    if not segment.ops:
-        return False
-    if overlapping:
-        return segment.first_start < hi and (segment.last_start >= lo or segment.last_end > lo)
-    return segment.first_start < hi and segment.last_start >= lo
-
-
-def _inside(segment: Segment, lo: float, hi: float, overlapping: bool) -> bool:
-    if overlapping:
-        return lo <= segment.first_start and segment.last_start < hi
-    return lo <= segment.first_start and segment.last_start < hi
 
 
 def _join(parts: list[SpilledRows], out: Path) -> bool:
@@ -186,8 +165,8 @@ def _join(parts: list[SpilledRows], out: Path) -> bool:
             keys = read_correlation(segment, source)
             first = max(0, (max(segment.low_key, low) - low) // width)
             last = (min(segment.high_key, high) - low) // width
-            if first == last == 0 and width > high - low:
-                launch_at: Any = launch_times_in_place(keys, tables.get(0))
+            if first == last:  # every key in one table's range: looked up in place
+                launch_at: Any = launch_times_in_place(keys, tables.get(first))
             else:
                 launch_at = array("d", [NAN]) * segment.ops
                 for bucket in range(first, last + 1):
@@ -269,10 +248,12 @@ def reduce_in_groups(
     kernel_rows, has_comm = 0, False
     first, last_end, latest = INF, -INF, -INF
     cuts = _cuts(parts)
+    ordered = SortedWriter(scratch / "sorted")
     for lo, hi in _ranges(cuts):  # pass 2
-        ops, launch_at = source.read(lo, hi, overlapping=False)
+        ops, launch_at = source.read(lo, hi)
         if not len(ops):
             continue
+        ordered.append(ops, launch_at)
         kinds = ops.kinds()
         if events.steps:
             steps_of = assign_steps(
@@ -282,10 +263,13 @@ def reduce_in_groups(
         else:
             steps_of = array("i", [0]) * len(ops)
         add_step_ops(per_step, ops, strings, steps_of, numbers, kind_of, taxonomy)
-        kernel_rows += sum(1 for k in kinds if k != MEMORY)
+        kernel_rows += len(kinds) - kinds.count(MEMORY)
         has_comm = has_comm or COMMUNICATION in kinds
         first = min(first, ops.start[0])
         last_end, latest = ops.end[-1], max(latest, max(ops.end))
+    ordered.close()
+    remove(parts)
+    launches.unlink()
     if first == INF:
         raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
     if events.steps:
@@ -296,13 +280,22 @@ def reduce_in_groups(
     whole = Whole(linked, has_comm)
     host = HostCalls.of(events)
     measured = Measured([], [], [])
-    for group in _window_groups(windows, cuts):  # pass 3
-        ops, launch_at = source.read(group[0].start, group[-1].end, overlapping=True)
+    groups = _window_groups(windows, cuts)
+    reader = OverlapReader(ordered, sigs)
+    later = INF
+    starting = []  # the earliest window start of each group and the groups after it
+    for group in reversed(groups):
+        later = min(later, *(w.start for w in group))
+        starting.append(later)
+    starting.reverse()
+    for k, group in enumerate(groups):  # pass 3
+        after = starting[k + 1] if k + 1 < len(groups) else INF
+        ops, launch_at = reader.group(starting[k], max(w.end for w in group), after)
         lanes = lanes_of(ops, kind_of)
         measure_windows(group, ops, launch_at, lanes, host, per_step, whole, measured)
         del ops, launch_at, lanes
-    remove(parts)
-    launches.unlink()
+    reader.close()
+    ordered.path.unlink()
     finish_rank(rank, path, events.events, measured, per_step, kernel_rows, has_comm, whole)
 
 

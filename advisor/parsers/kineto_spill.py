@@ -57,6 +57,12 @@ class SpilledRows:
     signature_ids: array[int] | None = None
 
     @property
+    def identity(self) -> bool:
+        """Whether the signature ids are the merged ones already (the first part's are)."""
+        ids = self.signature_ids
+        return ids is None or all(i == s for i, s in enumerate(ids))
+
+    @property
     def ops(self) -> int:
         return sum(s.ops for s in self.segments)
 
@@ -133,7 +139,7 @@ def read_ops(rows: SpilledRows, segment: Segment, handle: Any) -> OpRows:
     for name, _ in OP_COLUMNS:
         getattr(out, name).fromfile(handle, segment.ops)
     ids = rows.signature_ids
-    if ids is not None:
+    if ids is not None and not rows.identity:
         out.signature = array("i", (ids[s] for s in out.signature))
     return out
 

@@ -209,7 +209,8 @@ def fill_rank(
     add_step_ops(per_step, ops, events.strings.values, steps_of, numbers, kind_of, taxonomy)
     measured = Measured([], [], [])
     measure_windows(windows, ops, launch_at, lanes, HostCalls.of(events), per_step, whole, measured)
-    kernel_rows = sum(1 for k in ops.kinds() if k != MEMORY)
+    kinds = ops.kinds()
+    kernel_rows = len(kinds) - kinds.count(MEMORY)
     finish_rank(
         rank, path, events.events, measured, per_step, kernel_rows, len(lanes.comm) > 0, whole
     )
