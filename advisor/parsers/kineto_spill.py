@@ -42,8 +42,8 @@ class Segment:
     last_end: float  # the latest operation end (-inf: none)
     low_key: int  # the smallest correlation key of operations or launches (-1: none)
     high_key: int
-    # every SAMPLE_EVERY-th operation start in time order: the reduction cuts the trace into
-    # groups of about equal operation counts from these, without reading the rows
+    # the start of every SAMPLE_EVERY-th operation, sorted: each stands for SAMPLE_EVERY rows
+    # when the reduction cuts the trace into groups of about equal counts without reading them
     sample: list[float]
 
 
@@ -105,7 +105,7 @@ class SpillWriter:
                 last,
                 low,
                 high,
-                sorted(ops.start)[SAMPLE_EVERY // 2 :: SAMPLE_EVERY] if len(ops) else [],
+                sorted(ops.start[SAMPLE_EVERY // 2 :: SAMPLE_EVERY]),
             )
         )
         for name, _ in OP_COLUMNS:
