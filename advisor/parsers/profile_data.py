@@ -8,7 +8,7 @@ from pathlib import Path
 from advisor.parsers.trace_steps import TraceData
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepRow:
     """One row of step_trace_time.csv."""
 
@@ -37,7 +37,7 @@ class StepRow:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class KernelGroup:
     """Kernels of one type on one core kind in one step, aggregated from kernel_details.csv."""
 
@@ -71,7 +71,7 @@ class OpStat:
     total_us: float
 
 
-@dataclass
+@dataclass(slots=True)
 class CommStep:
     """communication.json, one step: op kind -> elapse/wait ms, link -> size MB / time ms."""
 

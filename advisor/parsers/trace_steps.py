@@ -37,7 +37,7 @@ class StepWindow:
     end: float
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceStep:
     """Per-step measures reduced from the trace (times in microseconds)."""
 
