@@ -207,3 +207,19 @@ def test_real_traces_read_the_same_in_groups(name: str, monkeypatch: pytest.Monk
     passes = _tiny_groups(monkeypatch)
     assert read_kineto(path, taxonomy, skip_bad=True, split=False) == whole
     assert passes.grouped == 1 and passes.start_groups > 5
+
+
+def test_no_room_for_scratch_files_reads_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, _busy_trace())
+    taxonomy = default_taxonomy()
+    whole = read_kineto(path, taxonomy, split=False)
+    passes = _tiny_groups(monkeypatch)
+
+    def disk_full(self: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kineto_spill.SpillWriter, "flush", disk_full)
+    assert read_kineto(path, taxonomy, split=False) == whole
+    assert passes.grouped == 0

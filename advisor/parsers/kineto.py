@@ -52,14 +52,19 @@ def read_kineto(
 ) -> RankProfile:
     """One rank's trace; `split` lets a large plain trace be decoded by worker processes (off
     inside a worker that reads one rank of many)."""
-    with tempfile.TemporaryDirectory(prefix="advisor-kineto-") as scratch:
-        return _read(path, taxonomy, BadValues(skip=skip_bad), split, Path(scratch))
+    try:
+        with tempfile.TemporaryDirectory(prefix="advisor-kineto-") as scratch:
+            return _read(path, taxonomy, BadValues(skip=skip_bad), split, Path(scratch))
+    except OSError:
+        # no room for the scratch files (the trace's own read errors are InputErrors): every
+        # row held in memory instead, as the torch_npu reader falls back
+        return _read(path, taxonomy, BadValues(skip=skip_bad), False, None)
 
 
 def _read(
-    path: Path, taxonomy: Taxonomy, bad: BadValues, split: bool, scratch: Path
+    path: Path, taxonomy: Taxonomy, bad: BadValues, split: bool, scratch: Path | None
 ) -> RankProfile:
-    parallel = extract_in_parallel(path, taxonomy, scratch) if split else None
+    parallel = extract_in_parallel(path, taxonomy, scratch) if split and scratch else None
     if parallel is not None:
         events, header = parallel
     else:
@@ -70,7 +75,11 @@ def _read(
             size = 0  # the stream says why it cannot be read
         with progress.task(f"decoding {path.name}", round(size / MIB), "MiB") as bar:
             events = extract(
-                stream.blocks(lambda n: bar.advance(n / MIB)), taxonomy, path, bad, scratch / "rows"
+                stream.blocks(lambda n: bar.advance(n / MIB)),
+                taxonomy,
+                path,
+                bad,
+                scratch / "rows" if scratch else None,
             )
         header = stream.header
     rank = _rank_header(path, header)
@@ -79,7 +88,7 @@ def _read(
     for key, (name, ranks) in events.kernel_groups.items():
         rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
     spilled = sum(rows.ops for rows in events.spilled)
-    if spilled > kineto_grouped.GROUP_ROWS:
+    if spilled > kineto_grouped.GROUP_ROWS and scratch:
         kineto_grouped.reduce_in_groups(rank, path, events, taxonomy, scratch)
         return rank
     if events.spilled:
