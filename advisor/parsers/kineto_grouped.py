@@ -8,9 +8,11 @@ files, each holding one group of rows at a time:
    launches in one table), each operation's launch time written to a file beside its segment;
 2. in groups of about GROUP_ROWS operations by start time (cut from the segments' samples of
    their starts), sorted, each operation's step assigned (carrying the last step of each
-   stream from group to group), the per-step kernel tables and window bounds added up;
-3. the device windows in groups of about GROUP_ROWS operations, each group measured from the
-   operations that overlap its time range.
+   stream from group to group), the per-step kernel tables and window bounds added up, and
+   the sorted group written out: the groups follow one another, so the file is the trace in
+   time order;
+3. the device windows in groups of about GROUP_ROWS operations, each measured from the
+   operations that overlap its time range, reading that file once (kineto_sorted).
 
 Exact as the whole-trace reduction: rows are read in file order and sorted stably, groups of
 pass 2 split the operations by start time so their sorted groups follow one another as the
