@@ -246,3 +246,13 @@ def test_a_ledger_line_or_baseline_nested_too_deep_is_one_line(tmp_path: Path):
     assert_one_line_error(
         run("ledger", "--ledger", str(ledger)), "ledger.jsonl:1", "nested too deeply"
     )
+
+
+def test_a_trace_past_the_size_limit_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_text(json.dumps(kineto_trace(steps=20)))
+    size = path.stat().st_size
+    monkeypatch.setenv("ADVISOR_MAX_TRACE_BYTES", str(size // 2))
+    assert_one_line_error(run("facts", str(path)), str(path), "ADVISOR_MAX_TRACE_BYTES")
+    monkeypatch.setenv("ADVISOR_MAX_TRACE_BYTES", str(size))
+    assert run("facts", str(path)).returncode == 0
