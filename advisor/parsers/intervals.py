@@ -71,10 +71,10 @@ def union(a: Intervals, b: Intervals) -> Intervals:
     return merge_unsorted(a.starts + b.starts, a.ends + b.ends)
 
 
-def clipped_sum(intervals: Intervals, lo: float, hi: float) -> float:
-    """Total length of the (non-overlapping) intervals inside [lo, hi)."""
+def clipped_sum(intervals: Intervals, lo: float, hi: float, total: float = 0.0) -> float:
+    """Total length of the (non-overlapping) intervals inside [lo, hi), added to `total` (a
+    sum resumed over the next intervals adds the same terms in the same order)."""
     starts, ends = intervals.starts, intervals.ends
-    total = 0.0
     i = max(0, bisect_left(starts, lo) - 1)
     n = len(starts)
     while i < n and starts[i] < hi:
@@ -85,13 +85,13 @@ def clipped_sum(intervals: Intervals, lo: float, hi: float) -> float:
     return total
 
 
-def overlap_sum(a: Intervals, b: Intervals, lo: float, hi: float) -> float:
-    """Length of the intersection of two merged interval lists inside [lo, hi)."""
+def overlap_sum(a: Intervals, b: Intervals, lo: float, hi: float, total: float = 0.0) -> float:
+    """Length of the intersection of two merged interval lists inside [lo, hi), added to
+    `total`."""
     a_starts, a_ends, b_starts, b_ends = a.starts, a.ends, b.starts, b.ends
     i = max(0, bisect_left(a_starts, lo) - 1)
     j = max(0, bisect_left(b_starts, lo) - 1)
     n, m = len(a_starts), len(b_starts)
-    total = 0.0
     while i < n and j < m and a_starts[i] < hi and b_starts[j] < hi:
         start = max(a_starts[i], b_starts[j], lo)
         end = min(a_ends[i], b_ends[j], hi)

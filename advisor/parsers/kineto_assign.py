@@ -20,7 +20,8 @@ from pathlib import Path
 from advisor.model import InputError
 from advisor.parsers.kineto_columns import MEMORY, NAN, NO_CORRELATION, LaunchIndex
 from advisor.parsers.kineto_events import HostWindow
-from advisor.parsers.kineto_steps import NO_STEP, DeviceWindow
+from advisor.parsers.kineto_steps import NO_STEP
+from advisor.parsers.kineto_window import DeviceWindow
 from advisor.parsers.profile_data import RankProfile
 
 STEPLESS_NUMBER = 0

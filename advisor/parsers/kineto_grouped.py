@@ -61,15 +61,12 @@ from advisor.parsers.kineto_spill import (
     remove,
     segments,
 )
-from advisor.parsers.kineto_steps import (
+from advisor.parsers.kineto_steps import StepOps, add_step_ops, collective_kinds, finish_rank
+from advisor.parsers.kineto_window import (
     DeviceWindow,
     HostCalls,
     Measured,
-    StepOps,
     Whole,
-    add_step_ops,
-    collective_kinds,
-    finish_rank,
     lanes_of,
     measure_windows,
 )

@@ -6,187 +6,31 @@ the host preparation before the first kernel, and the kernels and collectives of
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.parsers.intervals import (
-    Intervals,
-    clipped_sum,
-    exposed_by_kind,
-    merge_unsorted,
-    merged_intervals,
-)
 from advisor.parsers.kineto_columns import (
     COMMUNICATION,
-    COMPUTE,
     MEMORY,
     NO_GROUP,
     DeviceOps,
     Signatures,
 )
 from advisor.parsers.kineto_events import KinetoEvents
-from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile, StepRow
-from advisor.parsers.trace_steps import TraceData, TraceStep, idle_gaps, preparation
+from advisor.parsers.kineto_window import (
+    DeviceWindow,
+    HostCalls,
+    Measured,
+    Whole,
+    lanes_of,
+    measure_windows,
+)
+from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile
+from advisor.parsers.trace_steps import TraceData
 
 NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
-
-
-@dataclass(frozen=True)
-class DeviceWindow:
-    number: int
-    start: float
-    end: float
-
-
-@dataclass
-class Lanes:
-    """The merged intervals of compute, communication, both, every operation, and each
-    collective kind, of some operations (in start order)."""
-
-    compute: Intervals
-    comm: Intervals
-    kernels: Intervals
-    every: Intervals
-    collectives: dict[str, Intervals]
-
-
-def lanes_of(ops: DeviceOps, kind_of: dict[int, str]) -> Lanes:
-    """One pass over the operations (in start order) for the four unions, one for the
-    collectives."""
-    compute, comm, kernels, every = Intervals(), Intervals(), Intervals(), Intervals()
-    for start, end, kind in zip(ops.start, ops.end, ops.kinds(), strict=True):
-        targets = (
-            (compute, kernels, every)
-            if kind == COMPUTE
-            else (comm, kernels, every)
-            if kind == COMMUNICATION
-            else (every,)
-        )
-        for lane in targets:
-            ends = lane.ends
-            if ends and start <= ends[-1]:
-                if end > ends[-1]:
-                    ends[-1] = end
-            else:
-                lane.starts.append(start)
-                ends.append(end)
-    kinds: dict[str, tuple[array[float], array[float]]] = {}
-    sigs = ops.signatures
-    for i, sig in enumerate(ops.signature):
-        if sigs.kind[sig] == COMMUNICATION:
-            pair = kinds.setdefault(kind_of[sigs.collective[sig]], (array("d"), array("d")))
-            pair[0].append(ops.start[i])
-            pair[1].append(ops.end[i])
-    collectives = {kind: merged_intervals(a, b) for kind, (a, b) in kinds.items()}
-    return Lanes(compute, comm, kernels, every, collectives)
-
-
-@dataclass
-class HostCalls:
-    """The host-side calls the steps count and the preparation measures."""
-
-    sync: Intervals
-    malloc: Intervals
-    loader: Intervals
-    sync_starts: list[float]
-    malloc_starts: list[float]
-    free_starts: list[float]
-
-    @classmethod
-    def of(cls, events: KinetoEvents) -> HostCalls:
-        return cls(
-            merge_unsorted(events.sync_start, events.sync_end),
-            merge_unsorted(events.malloc_start, events.malloc_end),
-            merge_unsorted(events.loader_start, events.loader_end),
-            sorted(events.sync_start),
-            sorted(events.malloc_start),
-            sorted(events.free),
-        )
-
-
-@dataclass
-class Measured:
-    """What the windows measured, in window order."""
-
-    rows: list[StepRow]
-    steps: list[TraceStep]
-    comm: list[CommStep]
-
-
-@dataclass(frozen=True)
-class Whole:
-    """What holds for the whole trace, not one group of its operations."""
-
-    linked: bool  # some operation has its launch in the trace
-    has_collectives: bool
-
-
-def measure_windows(
-    windows: list[DeviceWindow],
-    ops: DeviceOps,
-    launch_at: Sequence[float],
-    lanes: Lanes,
-    host: HostCalls,
-    per_step: dict[int, StepOps],
-    whole: Whole,
-    out: Measured,
-) -> None:
-    """Each window's step row, trace step and collectives, from the operations that overlap
-    it (and any others: only what lies in the window counts)."""
-    all_starts, all_ends = lanes.every.starts, lanes.every.ends
-    for w in windows:
-        lo, hi = w.start, w.end
-        busy = clipped_sum(lanes.every, lo, hi)
-        computing = clipped_sum(lanes.compute, lo, hi)
-        communication = clipped_sum(lanes.comm, lo, hi)
-        compute_or_comm = clipped_sum(lanes.kernels, lo, hi)
-        i = bisect_left(all_starts, lo)
-        if i > 0 and all_ends[i - 1] > lo:
-            i -= 1
-        first = max(lo, all_starts[i]) if i < len(all_starts) and all_starts[i] < hi else hi
-        exposed = compute_or_comm - computing
-        out.rows.append(
-            StepRow(
-                w.number,
-                computing,
-                exposed,
-                communication - exposed,
-                communication,
-                max(0.0, (hi - first) - busy),
-                first - lo,
-                None,
-                memory=busy - compute_or_comm,
-            )
-        )
-        gaps = idle_gaps(ops.start, ops.end, lo, hi, launch_at) if whole.linked else None
-        prep = preparation(lo, first, host.loader, host.malloc, host.sync)
-        step_ops = per_step.get(w.number)
-        out.steps.append(
-            TraceStep(
-                number=w.number,
-                duration_us=hi - lo,
-                overlap_us={},
-                kernel_count=step_ops.count if step_ops else 0,
-                launch_gap_us=gaps.host if gaps else None,
-                sync_calls=_count(host.sync_starts, lo, hi),
-                malloc_calls=_count(host.malloc_starts, lo, hi),
-                free_calls=_count(host.free_starts, lo, hi),
-                dataloader_us=clipped_sum(host.loader, lo, hi),
-                idle_dependency_us=gaps.dependency if gaps else None,
-                idle_unlinked_us=gaps.unlinked if gaps else None,
-                first_task_us=first - lo,
-                preparing_loader_us=prep[0],
-                preparing_allocator_us=prep[1],
-                preparing_sync_us=prep[2],
-                comm_exposed_by_kind_us=exposed_by_kind(lanes.collectives, lanes.compute, lo, hi)
-                if whole.has_collectives
-                else None,
-            )
-        )
-        out.comm.append(step_ops.comm if step_ops else CommStep(step=w.number, has_wait=False))
 
 
 def fill_rank(
@@ -247,10 +91,6 @@ def collective_kinds(sigs: Signatures, strings: list[str], taxonomy: Taxonomy) -
         c: taxonomy.comm_kind(strings[c])
         for c in {sigs.collective[s] for s in range(len(sigs)) if sigs.kind[s] == COMMUNICATION}
     }
-
-
-def _count(times: list[float], lo: float, hi: float) -> int:
-    return bisect_left(times, hi) - bisect_left(times, lo)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from advisor.parsers.columns import last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.idle_gaps import idle_gaps
 from advisor.parsers.intervals import (
     Intervals,
     clipped_sum,
@@ -191,47 +192,6 @@ def _launch_times(
         if paired:
             return cat, launch_at
     return None, None
-
-
-@dataclass(frozen=True)
-class Gaps:
-    """Device idle time between the kernels of a window, by what the device waited for."""
-
-    host: float  # the host launched the next kernel only after the device ran out of work
-    dependency: float  # launched in time, yet the device waited (another stream, event, rank)
-    unlinked: float  # no launch flow for the next kernel: cannot tell
-
-
-def idle_gaps(
-    starts: Sequence[float],
-    ends: Sequence[float],
-    lo: float,
-    hi: float,
-    launch_at: Sequence[float],
-) -> Gaps:
-    """Idle gaps between the kernels of [lo, hi) (parallel start/end sequences sorted by
-    start), attributed by the next kernel's launch time (`launch_at`, aligned with the
-    kernels; NaN where the trace links no launch).
-
-    Gaps before the step's first kernel belong to the step's preparation, not to dispatch.
-    """
-    i = bisect_left(starts, lo)
-    busy_until: float | None = None
-    host = dependency = unlinked = 0.0
-    n = len(starts)
-    while i < n and starts[i] < hi:
-        start, end = starts[i], ends[i]
-        if busy_until is not None and start > busy_until:
-            launch = launch_at[i]
-            if launch != launch:  # NaN: no launch linked
-                unlinked += start - busy_until
-            elif launch >= busy_until:
-                host += start - busy_until
-            else:
-                dependency += start - busy_until
-        busy_until = end if busy_until is None else max(busy_until, end)
-        i += 1
-    return Gaps(host, dependency, unlinked)
 
 
 def first_start(starts: Sequence[float], lo: float, hi: float) -> float | None:
