@@ -17,8 +17,10 @@ files, each holding one group of rows at a time:
 Exact as the whole-trace reduction: rows are read in file order and sorted stably, groups of
 pass 2 split the operations by start time so their sorted groups follow one another as the
 whole sorted trace, and every window measure looks only at the operations that overlap the
-window. Memory is bounded by the group, or by the largest step when one step holds more than a
-group (a trace without ProfilerStep markers is one window: its operations are measured at once).
+window. Memory is bounded by the group: a window holding more operations (a long step, a trace
+without ProfilerStep markers) is measured a piece at a time, its sums resumed (kineto_window);
+only a run of operations with no gap between them (one kernel spanning all the others) is held
+whole.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from advisor.parsers.kineto_window import (
     HostCalls,
     Measured,
     Whole,
+    WindowSums,
     lanes_of,
     measure_windows,
 )
@@ -289,7 +292,15 @@ def reduce_in_groups(
     starting.reverse()
     for k, group in enumerate(groups):  # pass 3
         after = starting[k + 1] if k + 1 < len(groups) else INF
-        ops, launch_at = reader.group(starting[k], max(w.end for w in group), after)
+        hi = max(w.end for w in group)
+        if len(group) == 1 and reader.can_split(hi, after):
+            # one window (a long step, or a trace without steps): a piece at a time
+            sums = WindowSums(group[0])
+            for ops, launch_at in reader.pieces(starting[k], hi, after, GROUP_ROWS):
+                sums.add(ops, launch_at, lanes_of(ops, kind_of), whole)
+            sums.finish(host, per_step, whole, measured)
+            continue
+        ops, launch_at = reader.group(starting[k], hi, after)
         lanes = lanes_of(ops, kind_of)
         measure_windows(group, ops, launch_at, lanes, host, per_step, whole, measured)
         del ops, launch_at, lanes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,10 +95,60 @@ class OverlapReader:
         cut = bisect_left(held.start, later)
         if cut:
             self.held = held.keep([i for i in range(cut) if ends[i] > later], cut, len(held))
+        return self._ops(rows)
+
+    def pieces(
+        self, lo: float, hi: float, later: float, size: int
+    ) -> Iterator[tuple[DeviceOps, array[float]]]:
+        """What `group` returns, in pieces of about `size` rows, each cut where every row
+        before it has ended before the next one starts: no union of any lane crosses a cut, so
+        resumed sums (kineto_window.WindowSums) add the same terms as over the whole. Only
+        where no later group starts before `hi` (`later` >= hi) and nothing held starts after
+        it (`can_split`)."""
+        held = self.held
+        begin = bisect_left(held.start, lo)
+        ends = held.end
+        self.held = held.keep([i for i in range(begin) if ends[i] > lo], begin, len(held))
+        while self._take_some(hi, size):
+            held = self.held
+            cut = _last_gap(held.start, held.end)
+            if cut:  # else one run of overlapping rows so far: take more
+                self.held = held.keep([], cut, len(held))
+                yield self._ops(held.keep([], 0, cut))
+        held = self.held
+        yield self._ops(held)
+        cut = bisect_left(held.start, later)
+        ends = held.end
+        self.held = held.keep([i for i in range(cut) if ends[i] > later], cut, len(held))
+
+    def can_split(self, hi: float, later: float) -> bool:
+        held = self.held.start
+        return later >= hi and (not held or held[-1] < hi)
+
+    def _ops(self, rows: SortedRows) -> tuple[DeviceOps, array[float]]:
         ops = DeviceOps()
         ops.signatures = self.signatures
         ops.start, ops.end, ops.signature = rows.start, rows.end, rows.signature
         return ops, rows.launch_at
+
+    def _take_some(self, hi: float, count: int) -> bool:
+        """Move up to `count` rows starting before `hi` from the file into `held`; whether
+        any such row was moved."""
+        taken = 0
+        while taken < count:
+            chunk = self.chunk
+            stop = min(bisect_left(chunk.start, hi, self.pos), self.pos + count - taken)
+            self.held.extend(chunk, self.pos, stop)
+            taken += stop - self.pos
+            self.pos = stop
+            if stop < len(chunk):
+                if chunk.start[stop] >= hi:
+                    break
+                continue
+            if not self.runs:
+                break
+            self.chunk, self.pos = self._next_run(self.runs.pop()), 0
+        return taken > 0
 
     def _take_until(self, hi: float) -> None:
         """Move the rows starting before `hi` from the file into `held`."""
@@ -115,3 +166,14 @@ class OverlapReader:
         for name, _ in COLUMNS:
             getattr(out, name).fromfile(self.handle, count)
         return out
+
+
+def _last_gap(starts: array[float], ends: array[float]) -> int:
+    """The last row that starts after every row before it has ended (0: none)."""
+    last, top = 0, float("-inf")
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        if i and start > top:
+            last = i
+        if end > top:
+            top = end
+    return last
