@@ -115,6 +115,18 @@ def _busy_trace(**changes: Any) -> dict[str, Any]:
     return data
 
 
+def _whole_then_tiny(
+    path: Path, monkeypatch: pytest.MonkeyPatch, skip_bad: bool = False
+) -> tuple[RankProfile, Passes]:
+    """The trace read at the default sizes, then the tiny groups switched on."""
+    whole = read_kineto(path, default_taxonomy(), skip_bad=skip_bad, split=False)
+    return whole, _tiny_groups(monkeypatch)
+
+
+def _read(path: Path, split: bool = False, skip_bad: bool = False) -> RankProfile:
+    return read_kineto(path, default_taxonomy(), skip_bad=skip_bad, split=split)
+
+
 def _equal(whole: RankProfile, grouped: RankProfile) -> None:
     assert whole.trace is not None and whole.step_rows
     assert any(s.launch_gap_us for s in whole.trace.steps), "no launch gap measured"
@@ -126,10 +138,8 @@ def test_a_busy_trace_reads_the_same_in_groups(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _write(tmp_path, _busy_trace())
-    taxonomy = default_taxonomy()
-    whole = read_kineto(path, taxonomy, split=False)
-    passes = _tiny_groups(monkeypatch)
-    grouped = read_kineto(path, taxonomy, split=False)
+    whole, passes = _whole_then_tiny(path, monkeypatch)
+    grouped = _read(path)
     _equal(whole, grouped)
     assert any("13 launched no device work" in w for w in grouped.warnings)
     assert passes.grouped == 1
@@ -145,10 +155,8 @@ def test_sparse_correlation_ids_read_the_same_in_groups(
         if isinstance(args.get("correlation"), int):
             args["correlation"] = args["correlation"] * 7919 + 3
     path = _write(tmp_path, data)
-    taxonomy = default_taxonomy()
-    whole = read_kineto(path, taxonomy, split=False)
-    passes = _tiny_groups(monkeypatch)
-    _equal(whole, read_kineto(path, taxonomy, split=False))
+    whole, passes = _whole_then_tiny(path, monkeypatch)
+    _equal(whole, _read(path))
     assert passes.grouped == 1 and passes.tables > 5
 
 
@@ -160,10 +168,8 @@ def test_a_stepless_trace_reads_the_same_in_groups(
         e for e in data["traceEvents"] if not e["name"].startswith("ProfilerStep")
     ]
     path = _write(tmp_path, data)
-    taxonomy = default_taxonomy()
-    whole = read_kineto(path, taxonomy, split=False)
-    passes = _tiny_groups(monkeypatch)
-    grouped = read_kineto(path, taxonomy, split=False)
+    whole, passes = _whole_then_tiny(path, monkeypatch)
+    grouped = _read(path)
     assert grouped.stepless and grouped == whole
     # the one window measured ~60 operations at a time
     assert passes.grouped == 1 and passes.window_groups == 1 and passes.pieces > 5
@@ -174,13 +180,12 @@ def test_worker_parts_read_the_same_in_groups(
 ) -> None:
     """Byte ranges decoded by workers, each with its own signature numbering, then grouped."""
     path = _write(tmp_path, _busy_trace())
-    taxonomy = default_taxonomy()
-    whole = read_kineto(path, taxonomy, split=False)
+    whole = _read(path)
     monkeypatch.setattr(kineto_parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(kineto_parallel.os, "cpu_count", lambda: 4)
-    assert read_kineto(path, taxonomy, split=True) == whole  # spilled, read back at once
+    assert _read(path, split=True) == whole  # spilled, read back at once
     passes = _tiny_groups(monkeypatch)
-    _equal(whole, read_kineto(path, taxonomy, split=True))
+    _equal(whole, _read(path, split=True))
     assert passes.grouped == 1
 
 
@@ -217,10 +222,8 @@ def test_decoding_writes_its_rows_out_as_they_grow(
 )
 def test_real_traces_read_the_same_in_groups(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = REAL / name
-    taxonomy = default_taxonomy()
-    whole = read_kineto(path, taxonomy, skip_bad=True, split=False)
-    passes = _tiny_groups(monkeypatch)
-    assert read_kineto(path, taxonomy, skip_bad=True, split=False) == whole
+    whole, passes = _whole_then_tiny(path, monkeypatch, skip_bad=True)
+    assert _read(path, skip_bad=True) == whole
     assert passes.grouped == 1 and passes.start_groups > 5
 
 
@@ -228,13 +231,11 @@ def test_no_room_for_scratch_files_reads_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _write(tmp_path, _busy_trace())
-    taxonomy = default_taxonomy()
-    whole = read_kineto(path, taxonomy, split=False)
-    passes = _tiny_groups(monkeypatch)
+    whole, passes = _whole_then_tiny(path, monkeypatch)
 
     def disk_full(self: Any) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(kineto_spill.SpillWriter, "flush", disk_full)
-    assert read_kineto(path, taxonomy, split=False) == whole
+    assert _read(path) == whole
     assert passes.grouped == 0
