@@ -55,7 +55,6 @@ from advisor.parsers.kineto_events import KinetoEvents
 from advisor.parsers.kineto_sorted import OverlapReader, SortedWriter
 from advisor.parsers.kineto_spill import (
     SAMPLE_EVERY,
-    OpRows,
     SpilledRows,
     read_correlation,
     read_launches,
@@ -118,7 +117,7 @@ class _Rows:
     def read(self, lo: float, hi: float) -> tuple[DeviceOps, array[float]]:
         """The operations starting in [lo, hi), in file order, then sorted by (start, end)
         stably; with their launch times."""
-        out = OpRows()
+        out = DeviceOps()
         launch_at: array[float] = array("d")
         with self.launches.open("rb") as joined:
             for k, (rows, segment, handle) in enumerate(segments(self.parts)):

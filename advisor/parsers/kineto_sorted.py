@@ -44,6 +44,15 @@ class SortedRows:
             setattr(out, name, kept)
         return out
 
+    def from_time(self, t: float) -> SortedRows:
+        """The rows a measure from `t` on may need: those starting at or after it, and those
+        starting before it that end after it."""
+        cut = bisect_left(self.start, t)
+        if not cut:
+            return self
+        ends = self.end
+        return self.keep([i for i in range(cut) if ends[i] > t], cut, len(self))
+
     def __len__(self) -> int:
         return len(self.start)
 
@@ -92,9 +101,7 @@ class OverlapReader:
             rows = held
         else:
             rows = held.keep(reaching, begin, stop)
-        cut = bisect_left(held.start, later)
-        if cut:
-            self.held = held.keep([i for i in range(cut) if ends[i] > later], cut, len(held))
+        self.held = held.from_time(later)
         return self._ops(rows)
 
     def pieces(
@@ -105,10 +112,7 @@ class OverlapReader:
         resumed sums (kineto_window.WindowSums) add the same terms as over the whole. Only
         where no later group starts before `hi` (`later` >= hi) and nothing held starts after
         it (`can_split`)."""
-        held = self.held
-        begin = bisect_left(held.start, lo)
-        ends = held.end
-        self.held = held.keep([i for i in range(begin) if ends[i] > lo], begin, len(held))
+        self.held = self.held.from_time(lo)
         while self._take_some(hi, size):
             held = self.held
             cut = _last_gap(held.start, held.end)
@@ -117,9 +121,7 @@ class OverlapReader:
                 yield self._ops(held.keep([], 0, cut))
         held = self.held
         yield self._ops(held)
-        cut = bisect_left(held.start, later)
-        ends = held.end
-        self.held = held.keep([i for i in range(cut) if ends[i] > later], cut, len(held))
+        self.held = held.from_time(later)
 
     def can_split(self, hi: float, later: float) -> bool:
         held = self.held.start

@@ -119,23 +119,11 @@ class SpillWriter:
         self.handle.flush()
 
 
-@dataclass
-class OpRows:
-    """Operation rows read back: times, merged signature ids, correlation keys."""
-
-    start: array[float] = field(default_factory=lambda: array("d"))
-    end: array[float] = field(default_factory=lambda: array("d"))
-    signature: array[int] = field(default_factory=lambda: array("i"))
-    correlation: array[int] = field(default_factory=lambda: array("q"))
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-
-def read_ops(rows: SpilledRows, segment: Segment, handle: Any) -> OpRows:
-    """One segment's operations, signatures in the merged numbering."""
+def read_ops(rows: SpilledRows, segment: Segment, handle: Any) -> DeviceOps:
+    """One segment's operation columns, signatures in the merged numbering (their table is
+    the merged one, not attached here)."""
     handle.seek(segment.offset)
-    out = OpRows()
+    out = DeviceOps()
     for name, _ in OP_COLUMNS:
         getattr(out, name).fromfile(handle, segment.ops)
     ids = rows.signature_ids
