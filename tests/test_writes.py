@@ -88,7 +88,7 @@ def test_a_ledger_that_cannot_be_appended_is_one_line(tmp_path: Path):
     folder.mkdir()
     ledger = Ledger.load(folder / "ledger.jsonl")
     (folder / "ledger.jsonl").mkdir()  # a directory where the file should be
-    with pytest.raises(InputError, match="cannot append"):
+    with pytest.raises(InputError, match="not a regular file"):
         ledger.append("proposed", "feature.task-queue-level2")
 
 

@@ -65,5 +65,8 @@ def run_compare(
     ledger = Ledger.load(ledger_path) if ledger_path else None
     base_config, cand_config = _configs(ledger, baseline.config, candidate.config)
     result = compare(base, cand, default_taxonomy(), base_config, cand_config)
-    note = _record(ledger, result) if ledger is not None else None
+    note = None
+    if ledger is not None:
+        note = _record(ledger, result)
+        result.warnings.extend(ledger.warnings)  # torn lines read past or set aside
     return result, note

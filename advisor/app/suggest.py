@@ -199,6 +199,9 @@ def run_suggest(
     config_hash = file_hash(config.path)  # the config the suggestion was made for
     if options.write and rec is not None and rec.patch is not None and rec.patch.changes:
         try:
+            if ledger is not None and options.records:
+                # an edit that is applied must be recorded: the ledger's preconditions first
+                ledger.check_writable()
             run.written = write_patch(rec.patch)
         except InputError as exc:  # a review change, a read-only file...: nothing is recorded
             run.write_error = exc

@@ -215,4 +215,6 @@ def ledger_cmd(
             raise DataError(f"--mark: status must be one of {', '.join(STATUSES)}")
         _known_feature(feature, rules_dir)  # a mark on no feature would never take effect
         book.append(status, feature)
+    for warning in book.warnings:  # torn lines read past or set aside
+        console.warn(warning)
     typer.echo(ledger_text(book), nl=False)

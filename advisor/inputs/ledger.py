@@ -98,6 +98,7 @@ class Ledger:
         entries: list[dict[str, Any]] = []
         warnings: list[str] = []
         if path.exists():
+            _require_regular(path)
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
@@ -106,25 +107,9 @@ class Ledger:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
-                try:
-                    entry = json.loads(line)
-                except RecursionError:
-                    raise InputError(f"{path}:{number}", "JSON nested too deeply") from None
-                except json.JSONDecodeError as exc:
-                    if number == len(lines) and not text.endswith("\n"):
-                        # a write cut by a crash or a full disk: the entry never happened
-                        warnings.append(f"{path}:{number}: an incomplete last line is ignored")
-                        continue
-                    raise InputError(f"{path}:{number}", f"not a JSON line ({exc.msg})") from None
-                if (
-                    not isinstance(entry, dict)
-                    or entry.get("event") not in STATUSES
-                    or "feature" not in entry
-                ):
-                    raise InputError(
-                        f"{path}:{number}", "not a ledger entry (needs 'event' and 'feature')"
-                    )
-                entries.append(entry)
+                entry = _entry(path, number, line, warnings, last=number == len(lines))
+                if entry is not None:
+                    entries.append(entry)
         return cls(path, entries, warnings)
 
     def events(self) -> list[LedgerEvent]:
@@ -164,13 +149,21 @@ class Ledger:
             self.entries.append(entry)
             return entry
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+        self.check_writable()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # one write of the whole line on an O_APPEND descriptor, under an exclusive lock:
             # concurrent runs never interleave or tear each other's lines
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
+                torn = _set_aside_torn_tail(fd, self.path)
+                if torn:
+                    self.warnings.append(
+                        f"{self.path}: its last line was incomplete ({torn} bytes, a write cut "
+                        f"short); it was moved to {torn_path(self.path)} and the new entry "
+                        "starts on a line of its own"
+                    )
                 written = os.write(fd, line)
                 if written != len(line):
                     raise OSError(errno.ENOSPC, "short write")
@@ -181,3 +174,110 @@ class Ledger:
             raise InputError(str(self.path), f"cannot append: {exc.strerror or exc}") from None
         self.entries.append(entry)
         return entry
+
+    def check_writable(self) -> None:
+        """Every precondition of an append, checked before anything the user owns changes: the
+        ledger's folder is a folder (or can be made), the ledger a regular file (or absent) that
+        can be written. A command that edits a config checks this first, so an edit is never
+        applied and left unrecorded."""
+        folder = self.path.parent
+        existing = next((p for p in (folder, *folder.parents) if os.path.lexists(p)), None)
+        if existing is not None and not existing.is_dir():
+            raise InputError(
+                str(existing),
+                f"is not a folder, so the ledger {self.path} cannot be written there "
+                "(move it away, or give another place with --ledger)",
+            )
+        if (
+            existing is not None
+            and not os.access(existing, os.W_OK | os.X_OK)
+            and existing != folder
+        ):
+            raise InputError(
+                str(existing), f"cannot create the ledger's folder {folder}: permission denied"
+            )
+        if os.path.lexists(self.path):
+            _require_regular(self.path)
+            if not os.access(self.path, os.W_OK):
+                raise InputError(str(self.path), "cannot append to the ledger: permission denied")
+        elif folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise InputError(str(folder), "cannot create the ledger there: permission denied")
+
+
+def torn_path(path: Path) -> Path:
+    """Where incomplete last lines are kept: beside the ledger, never inside it."""
+    return path.with_name(path.name + ".torn")
+
+
+def _require_regular(path: Path) -> None:
+    # a FIFO or a device would block or never end: the ledger is a plain file or nothing
+    if path.exists() and not path.is_file():
+        raise InputError(str(path), "is not a regular file, so it cannot be the ledger")
+
+
+def _entry(
+    path: Path, number: int, line: str, warnings: list[str], *, last: bool
+) -> dict[str, Any] | None:
+    """One ledger line as an entry. A line that is not JSON is a torn write: at the end it is
+    skipped; inside the file it is a record appended onto a torn line by an older writer, and
+    the complete record after the torn bytes is recovered."""
+    try:
+        entry = json.loads(line)
+    except RecursionError:
+        raise InputError(f"{path}:{number}", "JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        recovered = _recover(line)
+        if recovered is not None:
+            warnings.append(
+                f"{path}:{number}: the line starts with an incomplete entry (a write cut "
+                "short); the complete entry after it is read"
+            )
+            entry = recovered
+        elif last:
+            # a write cut by a crash or a full disk: the entry never happened
+            warnings.append(f"{path}:{number}: an incomplete last line is ignored")
+            return None
+        else:
+            raise InputError(f"{path}:{number}", f"not a JSON line ({exc.msg})") from None
+    if not isinstance(entry, dict) or entry.get("event") not in STATUSES or "feature" not in entry:
+        raise InputError(f"{path}:{number}", "not a ledger entry (needs 'event' and 'feature')")
+    return entry
+
+
+def _recover(line: str) -> dict[str, Any] | None:
+    """The last complete entry in a line that begins with torn bytes (every entry this tool
+    writes begins with its schema key)."""
+    start = line.rfind('{"schema"')
+    if start <= 0:
+        return None
+    try:
+        entry = json.loads(line[start:])
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _set_aside_torn_tail(fd: int, path: Path) -> int:
+    """If the ledger does not end with a newline (a killed writer, an editor, a torn copy), move
+    the incomplete last line to `<ledger>.torn` and cut it from the ledger, so the next entry
+    starts on a line of its own. Runs under the append lock. Returns the bytes moved."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return 0
+    start = size
+    while start > 0:
+        block = os.pread(fd, min(65536, start), max(0, start - 65536))
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            start = start - len(block) + cut + 1
+            break
+        start -= len(block)
+    tail = os.pread(fd, size - start, start)
+    aside = os.open(torn_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(aside, tail + b"\n")
+        os.fsync(aside)
+    finally:
+        os.close(aside)
+    os.ftruncate(fd, start)
+    return len(tail)
