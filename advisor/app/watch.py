@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
+from typing import Any, TextIO
 
 from advisor.model import InputError
 from advisor.parsers.trainlog import Iteration, parse_line
@@ -62,42 +64,107 @@ class Watcher:
         return None, ""
 
 
+def check_timing(poll: float, idle_timeout: float | None) -> None:
+    """--poll must be a positive number of seconds (0 would spin a core, a negative or NaN
+    sleep fails) and --idle-timeout a non-negative one."""
+    if not math.isfinite(poll) or poll <= 0:
+        raise InputError("--poll", f"must be a positive number of seconds, not {poll:g}")
+    if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout < 0):
+        raise InputError(
+            "--idle-timeout", f"must be a non-negative number of seconds, not {idle_timeout:g}"
+        )
+
+
+@dataclass
+class _Reading:
+    """The open log and what has been read of it: enough to tell an append from a rewrite."""
+
+    path: Path
+    handle: TextIO
+    inode: int
+    mtime_ns: int
+    consumed: Any  # hashlib object over the text read so far
+    chars: int = 0  # how much text that is
+
+    @classmethod
+    def open(cls, path: Path) -> _Reading:
+        try:
+            _require_regular(path)
+            handle = path.open("r", encoding="utf-8", errors="replace", newline="")
+        except OSError as exc:
+            raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        stat = os.fstat(handle.fileno())
+        return cls(path, handle, stat.st_ino, stat.st_mtime_ns, hashlib.sha256())
+
+    def read(self, chunk: str) -> None:
+        self.consumed.update(chunk.encode("utf-8", "surrogateescape"))
+        self.chars += len(chunk)
+
+    def replaced(self) -> bool:
+        """Rotated (another file), truncated, or rewritten in place to the same size or
+        longer with other content: the whole file is read again from its start."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return False
+        if stat.st_ino != self.inode or stat.st_size < self.handle.tell():
+            return True
+        if stat.st_mtime_ns == self.mtime_ns:
+            return False
+        self.mtime_ns = stat.st_mtime_ns
+        return self._prefix_differs()
+
+    def _prefix_differs(self) -> bool:
+        # written since the last look but nothing new to read: compare what was read with what
+        # the file now holds there (only on a change without growth, never on plain appends)
+        again = hashlib.sha256()
+        try:
+            with self.path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
+                again.update(handle.read(self.chars).encode("utf-8", "surrogateescape"))
+        except OSError:
+            return False
+        return bool(again.digest() != self.consumed.digest())
+
+
+def _require_regular(path: Path) -> None:
+    # a FIFO blocks its reader until a writer opens it; a log is a plain file
+    if path.exists() and not path.is_file():
+        raise InputError(str(path), "is not a regular file: give the training log itself")
+
+
 def follow(
-    path: Path, poll: float, idle_timeout: float | None, sleep: Callable[[float], None] = time.sleep
+    path: Path,
+    poll: float,
+    idle_timeout: float | None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[tuple[int, str]]:
-    """Lines of a growing file (like tail -f from the start); reopens a rotated or truncated file."""
-    try:
-        handle = path.open("r", encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    inode = os.fstat(handle.fileno()).st_ino
-    buffer, number, idle = "", 0, 0.0
+    """Lines of a growing file (like tail -f from the start); reads a rotated, truncated or
+    rewritten file again from its start."""
+    check_timing(poll, idle_timeout)
+    reading = _Reading.open(path)
+    buffer, number, quiet_since = "", 0, clock()
     try:
         while True:
-            chunk = handle.readline()
+            chunk = reading.handle.readline()
             if chunk:
-                idle = 0.0
+                reading.read(chunk)
+                quiet_since = clock()
                 buffer += chunk
                 if buffer.endswith("\n"):
                     number += 1
-                    yield number, buffer.rstrip("\n")
+                    yield number, buffer.rstrip("\r\n")
                     buffer = ""
                 continue
-            try:
-                stat = path.stat()
-            except OSError:
-                stat = None
-            if stat is not None and (stat.st_ino != inode or stat.st_size < handle.tell()):
-                handle.close()
-                handle = path.open("r", encoding="utf-8", errors="replace")
-                inode, buffer = os.fstat(handle.fileno()).st_ino, ""
+            if reading.replaced():
+                reading.handle.close()
+                reading, buffer = _Reading.open(path), ""
                 continue
-            if idle_timeout is not None and idle >= idle_timeout:
+            if idle_timeout is not None and clock() - quiet_since >= idle_timeout:
                 return
             sleep(poll)
-            idle += poll
     finally:
-        handle.close()
+        reading.handle.close()
 
 
 def watch(
