@@ -123,3 +123,44 @@ def test_a_ledger_in_an_unwritable_folder_is_refused_before_writing(tmp_path: Pa
     folder.chmod(0o555)
     with pytest.raises(InputError, match="permission denied"):
         Ledger(folder / ".advisor" / "ledger.jsonl", []).check_writable()
+
+
+def _repo_with_ledger(tmp_path: Path, *jobs: str) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    for job in jobs:
+        ledger = repo / job / ".advisor" / "ledger.jsonl"
+        ledger.parent.mkdir(parents=True)
+        ledger.write_text(json.dumps(ENTRY) + "\n")
+    return repo
+
+
+def test_ledger_at_the_repository_root_finds_the_ledger_of_the_job_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo_with_ledger(tmp_path, "examples/fsdp2")
+    monkeypatch.chdir(repo)
+    ran = run_cli("ledger")
+    assert ran.exit_code == 0, ran.output
+    assert "examples/fsdp2/.advisor/ledger.jsonl" in ran.stderr
+    assert "feature.task-queue-level2" in ran.stdout
+
+
+def test_ledger_below_a_job_folder_finds_the_ledger_above(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo_with_ledger(tmp_path, "examples/fsdp2")
+    (repo / "examples" / "fsdp2" / "logs").mkdir()
+    monkeypatch.chdir(repo / "examples" / "fsdp2" / "logs")
+    ran = run_cli("ledger")
+    assert ran.exit_code == 0 and "feature.task-queue-level2" in ran.stdout, ran.output
+
+
+def test_several_ledgers_below_ask_the_user_to_choose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo_with_ledger(tmp_path, "jobs/a", "jobs/b")
+    monkeypatch.chdir(repo)
+    ran = run_cli("ledger")
+    assert ran.exit_code == 2, ran.output
+    assert "jobs/a/.advisor/ledger.jsonl" in ran.stderr and "--ledger" in ran.stderr

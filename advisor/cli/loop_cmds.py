@@ -190,6 +190,28 @@ def _known_feature(feature: str, rules_dir: list[Path] | None) -> None:
         )
 
 
+def _nearest_ledger() -> Path:
+    """The ledger meant when none is named: the nearest above the current folder, else the one
+    below it in the repository (several: the user chooses)."""
+    from advisor.inputs.ledger import LEDGER_DIR, LEDGER_NAME, find_ledgers
+
+    found = find_ledgers(Path.cwd())
+    if not found:
+        return Path(LEDGER_DIR) / LEDGER_NAME
+    if len(found) > 1:
+        listed = ", ".join(_shown(p) for p in found)
+        raise DataError(f"several ledgers found ({listed}): choose one with --ledger or --config")
+    console.note(f"reading the ledger {_shown(found[0])}")
+    return found[0]
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def ledger_cmd(
     config: Annotated[
         Path | None, typer.Option("--config", help="Find the ledger next to this config.")
@@ -206,7 +228,7 @@ def ledger_cmd(
     from advisor.render.ledger import ledger_text
 
     if ledger is None and config is None:
-        ledger = Path(".advisor/ledger.jsonl")
+        ledger = _nearest_ledger()
     path = ledger or default_path(config)  # type: ignore[arg-type]
     book = Ledger.load(path)
     if mark:

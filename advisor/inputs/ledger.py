@@ -281,3 +281,37 @@ def _set_aside_torn_tail(fd: int, path: Path) -> int:
         os.close(aside)
     os.ftruncate(fd, start)
     return len(tail)
+
+
+LEDGER_DIR = ".advisor"
+LEDGER_NAME = "ledger.jsonl"
+_SEARCH_DEPTH = 4  # folders below the start searched for a ledger (a repository's job folders)
+_SKIPPED = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox"})
+
+
+def find_ledgers(start: Path) -> list[Path]:
+    """The ledgers a command run in `start` means, as git finds its repository: the nearest
+    `.advisor/ledger.jsonl` in `start` or a folder above it; else every one below the
+    repository's top (or `start` outside a repository), a few levels deep. Several found means
+    the user must choose."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / LEDGER_DIR / LEDGER_NAME
+        if candidate.is_file():
+            return [candidate]
+    top = next((f for f in (start, *start.parents) if (f / ".git").exists()), start)
+    return sorted(_below(top, _SEARCH_DEPTH))
+
+
+def _below(folder: Path, depth: int) -> list[Path]:
+    found: list[Path] = []
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return found
+    for child in children:
+        if child.name == LEDGER_DIR and (child / LEDGER_NAME).is_file():
+            found.append(child / LEDGER_NAME)
+        elif depth > 0 and child.name not in _SKIPPED and child.is_dir() and not child.is_symlink():
+            found.extend(_below(child, depth - 1))
+    return found
