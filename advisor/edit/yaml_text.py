@@ -48,11 +48,13 @@ class YamlTextEditor:
         """`raw` is the config's text exactly as read (the edits and the diff start from it)."""
         self.path = path
         crlf = raw.count("\r\n")
-        if crlf and crlf != raw.count("\n"):
-            raise InputError(str(path), "mixed CRLF and LF line endings: refusing to edit it")
-        self.newline = "\r\n" if crlf else "\n"
+        lone_cr, lone_lf = raw.count("\r") - crlf, raw.count("\n") - crlf
+        if sum(1 for n in (crlf, lone_cr, lone_lf) if n) > 1:
+            raise InputError(str(path), "mixed line endings (CRLF, LF, CR): refusing to edit it")
+        # the file's own line ending is kept: CRLF (Windows), CR alone (classic Mac) or LF
+        self.newline = "\r\n" if crlf else "\r" if lone_cr else "\n"
         self.original = raw
-        normalized = raw.replace("\r\n", "\n")
+        normalized = raw.replace("\r\n", "\n").replace("\r", "\n")
         self.final_newline = normalized.endswith("\n")
         self.lines = normalized.split("\n")
         if self.final_newline:

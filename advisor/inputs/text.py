@@ -11,6 +11,9 @@ from advisor.model import InputError
 def read_text(path: Path) -> str:
     """The file's text exactly as stored (line endings kept), decoded as UTF-8."""
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            # a FIFO or a device blocks its reader or never ends: only plain files are read
+            raise InputError(str(path), "is not a regular file (a pipe, socket or device)")
         data = path.read_bytes()
         if len(data) > limits.text_max_bytes():
             raise InputError(

@@ -8,6 +8,7 @@ so a dump-based round trip cannot keep upstream configs byte for byte.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,25 @@ def _flow_depth(text: str) -> int:
             deepest = max(deepest, depth)
         elif ch in "]}" and depth:
             depth -= 1
+    return deepest
+
+
+def _data_depth(data: Any, limit: int) -> int:
+    """How deep mappings and lists nest (block style as well as flow), counted without
+    recursion; stops past `limit` (everything that reads the data afterwards recurses)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(data, 1)]
+    seen: set[int] = set()
+    while pending:
+        node, depth = pending.pop()
+        if not isinstance(node, dict | list) or id(node) in seen:
+            continue
+        seen.add(id(node))  # an alias is visited once
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        pending.extend((child, depth + 1) for child in children)
     return deepest
 
 
@@ -184,6 +204,16 @@ def _parse(loader: YAML, text: str, where: str) -> Any:
         raise InputError(where, f"{getattr(exc, 'problem', None) or 'invalid YAML'}{at}") from None
     except RecursionError:
         raise InputError(where, "nested too deeply to parse") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        digits = re.search(r"value has (\d+) digits", str(exc))
+        size = f" of {int(digits.group(1)):,} digits" if digits else ""
+        raise InputError(where, f"holds an integer{size}, too long to be a setting") from None
+    depth = _data_depth(data, limits.yaml_max_depth())
+    if depth > limits.yaml_max_depth():
+        raise InputError(
+            where,
+            f"nested more than {limits.yaml_max_depth()} levels deep (ADVISOR_YAML_MAX_DEPTH)",
+        )
     if "*" in text:  # aliases: refuse a document that expands beyond the limit
         nodes = _expanded_size(data, limits.yaml_max_nodes())
         if nodes > limits.yaml_max_nodes():
