@@ -403,16 +403,17 @@ def test_suggestion_json_validates(tmp_path: Path, preset: str):
 
 
 def test_a_profile_older_than_the_launch_script_is_stale(tmp_path: Path):
-    # the profiled run lacked the task queue; the launch script sets it now
-    env = only_env(UPSTREAM_ENV, drop=("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"))
+    # the profiled run had launch blocking on (torch_npu records it); the launch script turns
+    # it off now: the profile no longer describes the job
+    env = only_env(UPSTREAM_ENV, ASCEND_LAUNCH_BLOCKING="1")
     prof, config, script = make_job(
-        tmp_path, "host-bound", env=env, exports={**env, "TASK_QUEUE_ENABLE": "2"}
+        tmp_path, "host-bound", env=env, exports={**env, "ASCEND_LAUNCH_BLOCKING": "0"}
     )
     run = suggest(prof, config, script)
     assert run.suggestion.status == "stale"
     assert run.suggestion.recommendation is None
-    assert "TASK_QUEUE_ENABLE=2" in run.suggestion.summary
+    assert "ASCEND_LAUNCH_BLOCKING=0" in run.suggestion.summary
     assert "profile again" in run.suggestion.summary
     # without the launch script the recorded environment is all there is: the fix is proposed
     run = suggest(prof, config, None)
-    assert run.suggestion.recommendation.feature == "feature.task-queue-level2"
+    assert run.suggestion.recommendation.feature == "feature.remove-launch-blocking"

@@ -9,7 +9,7 @@ from pathlib import Path
 from advisor.app.pipeline import add_estimates, collect_facts
 from advisor.app.read_ranks import ReadOptions
 from advisor.engine.conditions import Context
-from advisor.facts.catalogue import ENV_PREFIX
+from advisor.engine.recorded_env import recorded_environment
 from advisor.inputs import dialect
 from advisor.inputs.documents import Document, document_kind, load_document
 from advisor.inputs.launch import LaunchScript, effective_config, parse_launch
@@ -47,12 +47,14 @@ def job_context(
 ) -> Context:
     """Facts, the effective config and the environment.
 
-    The environment that ran is what the profiler recorded; the environment now is that, with
+    The environment that ran is what the profiler recorded (of the variables it records at all:
+    rules/profilers.yaml); the environment now is that, with
     the launch script's exports on top (the script is what the next run will use). Conditions
     judge the next change, so they see the environment now; both are kept.
     """
     values = {f.id: f.value for f in facts.facts if f.scope == JOB_SCOPE}
-    ran = {k[len(ENV_PREFIX) :]: str(v) for k, v in values.items() if k.startswith(ENV_PREFIX)}
+    # only what the profiler records: a variable it does not list is unknown, not unset
+    ran = dict(recorded_environment(values).values)
     now: dict[str, str] | None = {**ran, **(launch.env if launch else {})}
     if not ran and launch is None:
         now = None

@@ -18,6 +18,7 @@ from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
 from advisor.engine.planner import plan
+from advisor.engine.recorded_env import unrecorded_settings
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.configs import config_problems, dialect_problems
 from advisor.inputs.documents import Document, plain_config
@@ -166,6 +167,37 @@ def _record(
     )
 
 
+def _unrecorded_notes(
+    graph: RuleGraph, diagnosis: Diagnosis, job: Job, suggestion: Suggestion
+) -> list[str]:
+    """Say which of the launch script's settings the advice took as applied although the profile
+    cannot confirm them: only those of the main bottleneck's features that come before the one
+    proposed (the ones that would otherwise have been proposed instead)."""
+    ctx = job.context
+    if diagnosis.main is None or job.launch is None:
+        return []
+    features = graph.features_for(diagnosis.main.id)
+    chosen = suggestion.recommendation.feature if suggestion.recommendation else None
+    before = next((order for order, rule in features if rule.id == chosen), None)
+    names = [
+        rule.applied_when.names("env")
+        for order, rule in features
+        if rule.applied_when is not None and (before is None or order < before)
+    ]
+    unknown = unrecorded_settings(ctx.env, ctx.env_ran, names)
+    if not unknown:
+        return []
+    framework = ctx.facts.get("profile.framework") or "the profiler"
+    settings = ", ".join(f"{name}={value}" for name, value in sorted(unknown.items()))
+    one = len(unknown) == 1
+    return [
+        f"the profile cannot tell whether {settings} (set by the launch script) applied to the "
+        f"profiled run: {framework} does not record {'it' if one else 'them'}. The advice "
+        f"assumes {'it' if one else 'they'} did; if the profile predates the launch script, "
+        "profile again"
+    ]
+
+
 def run_suggest(
     job: JobOptions, rules: RuleOptions | None = None, options: SuggestOptions | None = None
 ) -> SuggestRun:
@@ -195,6 +227,7 @@ def run_suggest(
             "the launch environment is unknown (the profile recorded none and no --launch was given): "
             "check whether the variable is already set"
         )
+    notes.extend(_unrecorded_notes(graph, diagnosis, loaded, suggestion))
     run = SuggestRun(loaded.facts, diagnosis, suggestion, ledger, notes)
     config_hash = file_hash(config.path)  # the config the suggestion was made for
     if options.write and rec is not None and rec.patch is not None and rec.patch.changes:

@@ -110,6 +110,8 @@ def stale(graph: RuleGraph, diagnosis: Diagnosis, ctx: Context) -> Suggestion | 
         if rule.applied_when is not None
         and rule.applied_when.names("env")
         and not rule.applied_when.names("config")
+        # a variable the profiler does not record is unknown in the profile, never a difference
+        and all(name in ctx.env_ran for name in rule.applied_when.names("env"))
         and is_applied(rule, ctx)
         and not is_applied(rule, ran)
     ]

@@ -17,7 +17,7 @@ from tests.synth.layout import (
 )
 from tests.synth.scenario import Scenario
 from tests.synth.timeline import NS, StepPlan, plan_steps
-from tests.synth.writer import Written, profiler_info
+from tests.synth.writer import Written, profiler_info, recorded_env
 
 PROFILER_TABLES = {
     "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
@@ -150,7 +150,7 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
     meta = {
         "SCHEMA_VERSION_MAJOR": "1",
         "SCHEMA_VERSION": "1.0.0",
-        "ENV_VARIABLES": json.dumps(dict(s.env)),
+        "ENV_VARIABLES": json.dumps(recorded_env(s.env)),
         "distributed_args": json.dumps(
             {
                 "world_size": s.world_size,

@@ -71,6 +71,27 @@ def profiler_info(s: Scenario) -> dict[str, Any]:
     return info
 
 
+# torch_npu's metadata lists a fixed set of variables read with os.environ.get(name, ""): unset
+# ones appear as "", and nothing else of the launch environment (TASK_QUEUE_ENABLE,
+# CPU_AFFINITY_CONF...) is ever recorded
+TORCH_NPU_RECORDED_ENV = (
+    "ASCEND_GLOBAL_LOG_LEVEL",
+    "HCCL_RDMA_TC",
+    "HCCL_RDMA_SL",
+    "ACLNN_CACHE_LIMIT",
+    "HOST_CACHE_CAPACITY",
+    "ASCEND_ENHANCE_ENABLE",
+    "PYTORCH_NPU_ALLOC_CONF",
+    "ASCEND_LAUNCH_BLOCKING",
+    "HCCL_ALGO",
+)
+
+
+def recorded_env(env: dict[str, str]) -> dict[str, str]:
+    """The launch environment as torch_npu writes it into ENV_VARIABLES."""
+    return {name: env.get(name, "") for name in TORCH_NPU_RECORDED_ENV}
+
+
 def write_profile(parent: Path, s: Scenario) -> Written:
     """Write one rank's profile directory under `parent` and return it with its ground truth."""
     suffix = "_ascend_ms" if s.framework == "mindspore" else "_ascend_pt"
@@ -80,7 +101,7 @@ def write_profile(parent: Path, s: Scenario) -> Written:
     plans = plan_steps(s)
     (directory / f"profiler_info_{s.rank}.json").write_text(json.dumps(profiler_info(s), indent=2))
     meta = {
-        "ENV_VARIABLES": dict(s.env),
+        "ENV_VARIABLES": recorded_env(s.env),
         "distributed_args": {
             "world_size": s.world_size,
             "rank": s.rank,
