@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import time
@@ -10,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any, TextIO
+from typing import BinaryIO
 
 from advisor.model import InputError
 from advisor.parsers.trainlog import Iteration, parse_line
@@ -80,50 +79,43 @@ class _Reading:
     """The open log and what has been read of it: enough to tell an append from a rewrite."""
 
     path: Path
-    handle: TextIO
+    handle: BinaryIO
     inode: int
-    mtime_ns: int
-    consumed: Any  # hashlib object over the text read so far
-    chars: int = 0  # how much text that is
+    last: bytes = b""  # the last bytes read (up to FINGERPRINT): a rewrite changes them
 
     @classmethod
     def open(cls, path: Path) -> _Reading:
         try:
             _require_regular(path)
-            handle = path.open("r", encoding="utf-8", errors="replace", newline="")
+            handle = path.open("rb")
         except OSError as exc:
             raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-        stat = os.fstat(handle.fileno())
-        return cls(path, handle, stat.st_ino, stat.st_mtime_ns, hashlib.sha256())
+        return cls(path, handle, os.fstat(handle.fileno()).st_ino)
 
-    def read(self, chunk: str) -> None:
-        self.consumed.update(chunk.encode("utf-8", "surrogateescape"))
-        self.chars += len(chunk)
+    def readline(self) -> bytes:
+        chunk = self.handle.readline()
+        if chunk:
+            self.last = (self.last + chunk)[-FINGERPRINT:]
+        return chunk
 
     def replaced(self) -> bool:
-        """Rotated (another file), truncated, or rewritten in place to the same size or
-        longer with other content: the whole file is read again from its start."""
+        """Rotated (another file), truncated, or rewritten in place (same size, shorter or
+        longer, other content where it was read): read the whole file again from its start.
+        Costs one small read of the bytes before the position per poll, never the whole file."""
         try:
             stat = self.path.stat()
         except OSError:
             return False
-        if stat.st_ino != self.inode or stat.st_size < self.handle.tell():
+        position = self.handle.tell()
+        if stat.st_ino != self.inode or stat.st_size < position:
             return True
-        if stat.st_mtime_ns == self.mtime_ns:
+        if not self.last:
             return False
-        self.mtime_ns = stat.st_mtime_ns
-        return self._prefix_differs()
+        there = os.pread(self.handle.fileno(), len(self.last), position - len(self.last))
+        return there != self.last
 
-    def _prefix_differs(self) -> bool:
-        # written since the last look but nothing new to read: compare what was read with what
-        # the file now holds there (only on a change without growth, never on plain appends)
-        again = hashlib.sha256()
-        try:
-            with self.path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
-                again.update(handle.read(self.chars).encode("utf-8", "surrogateescape"))
-        except OSError:
-            return False
-        return bool(again.digest() != self.consumed.digest())
+
+FINGERPRINT = 4096
 
 
 def _require_regular(path: Path) -> None:
@@ -146,19 +138,18 @@ def follow(
     buffer, number, quiet_since = "", 0, clock()
     try:
         while True:
-            chunk = reading.handle.readline()
+            if reading.replaced():
+                reading.handle.close()
+                reading, buffer = _Reading.open(path), ""
+                continue
+            chunk = reading.readline()
             if chunk:
-                reading.read(chunk)
                 quiet_since = clock()
-                buffer += chunk
+                buffer += chunk.decode("utf-8", errors="replace")
                 if buffer.endswith("\n"):
                     number += 1
                     yield number, buffer.rstrip("\r\n")
                     buffer = ""
-                continue
-            if reading.replaced():
-                reading.handle.close()
-                reading, buffer = _Reading.open(path), ""
                 continue
             if idle_timeout is not None and clock() - quiet_since >= idle_timeout:
                 return
