@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.inputs.launcher import launcher_end
-from advisor.inputs.shell_commands import Command, split_commands
-from advisor.inputs.shell_expand import OPAQUE, Expander, Value, split_fields
+from advisor.shell.commands import Command, split_commands
+from advisor.shell.expand import OPAQUE, Expander, Value, split_fields
+from advisor.shell.launcher import launcher_end
 
 _EXPORTERS = {"export", "declare", "typeset"}
 

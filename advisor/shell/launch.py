@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.inputs.launcher import launcher_end
-from advisor.inputs.shell_words import word_end
-from advisor.inputs.text import read_text
-from advisor.inputs.values import bool_word
+from advisor.core.text import read_text
+from advisor.core.values import bool_word
 from advisor.model import InputError
+from advisor.shell.launcher import launcher_end
+from advisor.shell.words import word_end
 
 _EXPORT = re.compile(r"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SOURCE = re.compile(r"^\s*(?:source|\.)\s+(.+?)\s*$")
