@@ -184,7 +184,7 @@ def test_a_non_utf8_launch_script_is_one_line(tmp_path: Path):
 
 
 def test_limits_can_be_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from advisor.inputs.yamlio import load_data
+    from advisor.core.yamlio import load_data
 
     path = tmp_path / "deep.yaml"
     path.write_text("x: " + "[" * 80 + "]" * 80 + "\n", encoding="utf-8")

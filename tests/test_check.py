@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from advisor.app.check import run_check
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
-from advisor.inputs.validation import schema_errors
-from advisor.inputs.yamlio import load_data
+from advisor.core.validation import schema_errors
+from advisor.core.yamlio import load_data
 
 runner = CliRunner()
 CASES = load_data(Path(__file__).parent / "cases" / "policies.yaml")

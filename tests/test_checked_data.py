@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.inputs import checked_data, validation
-from advisor.inputs.checked_data import CACHE_ENV, cache_dir, load_checked
+from advisor.core import checked_data, validation
+from advisor.core.checked_data import CACHE_ENV, cache_dir, load_checked
 from advisor.model import InputError
 
 DEVICES = """\

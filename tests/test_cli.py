@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.inputs.validation import schema_errors
+from advisor.core.validation import schema_errors
 from tests.synth import PRESETS, write_profile
 
 runner = CliRunner()

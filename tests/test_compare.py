@@ -13,10 +13,10 @@ from advisor.app.job import JobOptions
 from advisor.app.pipeline import log_facts, profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
+from advisor.core.validation import schema_errors
 from advisor.edit.writer import write_patch as write_changes
 from advisor.engine.compare import compare
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.inputs.validation import schema_errors
 from tests.synth import PRESETS, write_profile
 from tests.test_trainlog import fsdp2_line
 

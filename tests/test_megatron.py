@@ -10,17 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from advisor.edit.megatron_text import MegatronEditor
+from advisor.dialects.base import Probe
+from advisor.dialects.megatron.layout import layout_of
+from advisor.dialects.megatron.script import read_megatron
+from advisor.dialects.megatron.text_editor import MegatronEditor
+from advisor.dialects.registry import registry
 from advisor.engine.conditions import Context, Truth, compile_condition
-from advisor.inputs.dialect import detect
-from advisor.inputs.megatron import read_megatron
-from advisor.inputs.megatron_layout import layout_of
 from advisor.model import InputError
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "mindspeed-llm-scripts"
 needs_real = pytest.mark.skipif(
     not REAL.is_dir(), reason="../shared/real/mindspeed-llm-scripts is not beside the checkout"
 )
+
+
+def detect(path: Path, text: str) -> str | None:
+    found = registry().detect(Probe(path, text))
+    return found.id if found is not None else None
 
 
 def read(text: str, name: str = "pretrain.sh"):

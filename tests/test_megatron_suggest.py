@@ -11,8 +11,8 @@ import pytest
 from advisor.app.compare import Side, run_compare
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.dialects.megatron.script import read_megatron
 from advisor.edit.writer import write_changes, write_patch
-from advisor.inputs.megatron import read_megatron
 from advisor.model import InputError
 from tests.synth import PRESETS, write_pipeline, write_profile
 
@@ -250,22 +250,24 @@ def test_more_micro_batches_halves_the_knob_and_prints_the_new_bubble(tmp_path: 
 
 
 def test_a_layout_change_says_whether_the_checkpoint_needs_converting(tmp_path: Path):
-    from advisor.edit.megatron_args import megatron_changes
-    from advisor.inputs.documents import load_document
+    from advisor.dialects.megatron.edit import megatron_changes
+    from advisor.dialects.registry import load_document
     from advisor.model import PatchOp
 
     config = script(tmp_path)
     doc = load_document(config)
-    _, notes = megatron_changes(doc, [PatchOp("set", "args.tensor-model-parallel-size", 2)])
+    tp2 = [PatchOp("set", "args.tensor-model-parallel-size", 2)]
+    _, notes = megatron_changes(doc.megatron, doc.layout, tp2)
     assert any("re-convert the checkpoint" in n for n in notes)
     assert any("data-parallel size: 8 -> 4" in n for n in notes)
     converting = script(tmp_path, "--enable-hf2mg-convert")
-    _, notes = megatron_changes(
-        load_document(converting), [PatchOp("set", "args.tensor-model-parallel-size", 2)]
-    )
+    converts = load_document(converting)
+    _, notes = megatron_changes(converts.megatron, converts.layout, tp2)
     assert any("no re-conversion is needed" in n for n in notes)
     with pytest.raises(InputError, match="not divisible"):
-        megatron_changes(doc, [PatchOp("set", "args.tensor-model-parallel-size", 3)])
+        megatron_changes(
+            doc.megatron, doc.layout, [PatchOp("set", "args.tensor-model-parallel-size", 3)]
+        )
 
 
 def test_the_loop_suggest_write_profile_compare_next(tmp_path: Path):

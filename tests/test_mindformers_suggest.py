@@ -12,8 +12,8 @@ import pytest
 from advisor.app.compare import Side, run_compare
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.core.yamlio import load_data
 from advisor.edit.writer import write_changes
-from advisor.inputs.yamlio import load_data
 from advisor.model import InputError
 from tests.synth import PRESETS, write_pipeline, write_profile
 

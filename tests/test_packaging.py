@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.inputs.resources import rules_dir, schemas_dir
+from advisor.core.resources import rules_dir, schemas_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

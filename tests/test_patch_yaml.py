@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.core.yamlio import load_data
+from advisor.dialects.fsdp2.schema import config_problems, load_config
 from advisor.edit.yaml_text import YamlTextEditor
-from advisor.inputs.configs import config_problems, load_config
-from advisor.inputs.yamlio import load_data
 from advisor.model import InputError
 
 GOLDEN = Path(__file__).parent / "golden"

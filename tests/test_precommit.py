@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.inputs.validation import schema_errors
+from advisor.core.validation import schema_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from advisor.core.resources import schemas_dir
 from advisor.engine import rule_model as m
-from advisor.inputs.resources import schemas_dir
 
 SCHEMA = json.loads((schemas_dir() / "rule.schema.json").read_text(encoding="utf-8"))
 DEFS = SCHEMA["$defs"]

@@ -13,11 +13,11 @@ from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
+from advisor.core.resources import rules_dir
 from advisor.engine.graph import build_graph, integrity_errors
 from advisor.engine.rule_model import FeatureRule
 from advisor.engine.rules import load_rules, load_settings
 from advisor.engine.settings import RuleOptions
-from advisor.inputs.resources import rules_dir
 from advisor.model import Applicability, DataError, InputError
 
 runner = CliRunner()

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from advisor.edit.launch_text import LaunchTextEditor
-from advisor.inputs.launch import parse_launch
-from advisor.inputs.shell_words import value_of, word_end
 from advisor.model import InputError
+from advisor.shell.launch import parse_launch
+from advisor.shell.words import value_of, word_end
 
 COMMAND = "torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n"
 
@@ -198,7 +198,7 @@ def test_an_edit_the_command_might_not_see_is_refused(tmp_path: Path, body: str)
 
 
 def test_chained_and_later_assignments_are_read_as_bash_does(tmp_path: Path):
-    from advisor.inputs.shell_env import effective_env
+    from advisor.shell.env import effective_env
 
     text = _edit(tmp_path, "export A=1; export TASK_QUEUE_ENABLE=1\nB=2\nexport B\n")
     script = tmp_path / "run.sh"

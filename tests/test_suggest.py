@@ -380,7 +380,7 @@ def test_launch_world_size_must_match_the_profile(tmp_path: Path):
 
 @pytest.mark.parametrize("preset", ["comm-bound", "level0", "healthy", "unfused-attention"])
 def test_suggestion_json_validates(tmp_path: Path, preset: str):
-    from advisor.inputs.validation import schema_errors
+    from advisor.core.validation import schema_errors
 
     prof, config, script = make_job(
         tmp_path, preset, model_id="" if preset == "unfused-attention" else "qwen3_moe"

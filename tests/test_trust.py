@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
+from advisor.core.validation import schema_errors
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import diagnose
 from advisor.engine.loop import History
 from advisor.engine.planner import plan
-from advisor.inputs.validation import schema_errors
 
 GRAPH = load_graph()
 FSDP = {"parallel": {"fsdp_size": 8, "num_to_forward_prefetch": 1}, "model": {"model_id": "qwen3"}}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from advisor.core.yamlio import load_data
 from advisor.inputs.ledger import Ledger
-from advisor.inputs.yamlio import load_data
 from advisor.model import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

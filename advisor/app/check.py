@@ -7,13 +7,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.edit.patch import document_changes
+from advisor.core.text import read_text
+from advisor.dialects.base import Document
+from advisor.dialects.registry import LABELS, read_document, registry
 from advisor.edit.writer import write_file
 from advisor.engine.policy import check_document
 from advisor.engine.rules import RuleSet
-from advisor.inputs.dialect import LABELS
-from advisor.inputs.documents import Document, document_kind, load_document
-from advisor.inputs.text import read_text
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 
 BASELINE_SCHEMA = "advisor/baseline@1"
@@ -32,12 +31,14 @@ class CheckResult:
 
     @property
     def dialects(self) -> dict[str, str]:
-        return {str(d.path): d.kind for d in self.documents}
+        return {str(d.path): d.dialect_id for d in self.documents}
 
 
-_SUFFIXES = {".yaml", ".yml", ".sh", ".bash"}
 _NOT_SOURCES = {"node_modules", "__pycache__", "venv"}
-_NOT_TRAINING = "not a training config or launch script (" + ", ".join(LABELS.values()) + ")"
+
+
+def _not_training() -> str:
+    return "not a training config or launch script (" + ", ".join(LABELS.values()) + ")"
 
 
 def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[Path]]:
@@ -46,6 +47,7 @@ def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[
     no training file."""
     files: list[Path] = []
     found: set[Path] = set()
+    suffixes = registry().suffixes
     for path in paths:
         if not path.is_dir():
             files.append(path)
@@ -54,7 +56,7 @@ def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[
             parts = item.relative_to(path).parts
             if any(p in _NOT_SOURCES or p.startswith(".") for p in parts[:-1]):
                 continue
-            if item.suffix in _SUFFIXES and item.is_file():
+            if item.suffix in suffixes and item.is_file():
                 files.append(item)
                 found.add(item)
     return files, found
@@ -69,15 +71,14 @@ def load_documents(
     unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
     for path in files:
-        kind = document_kind(path)
-        if kind is None:
-            if path not in found:
-                unread.append(path)
-            continue
-        documents.append(load_document(path, kind))
+        doc = read_document(path)
+        if doc is not None:
+            documents.append(doc)
+        elif path not in found:
+            unread.append(path)
     # a file a checked script sources is checked through it (its exports, on its own lines)
-    sourced = {p.resolve() for doc in documents if doc.script is not None for p in doc.script.texts}
-    skipped = [(str(p), _NOT_TRAINING) for p in unread if p.resolve() not in sourced]
+    sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
+    skipped = [(str(p), _not_training()) for p in unread if p.resolve() not in sourced]
     return documents, skipped
 
 
@@ -117,7 +118,8 @@ def run_check(
     findings = []
     origins = []
     for doc in documents:
-        for finding in check_document(doc, rules):
+        checks = registry().of(doc.dialect_id).checks
+        for finding in check_document(doc, rules, checks):
             in_baseline = finding.fingerprint in accepted
             findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
             origins.append(doc)
@@ -139,13 +141,13 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
     changes: list[FileChange] = []
     for doc in result.documents:
         mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
-        changes.extend(document_changes(doc, _fixes(mine, safe_only=True)))
+        changes.extend(doc.fix_changes(_fixes(mine, safe_only=True)))
     return changes
 
 
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
     """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
     return [
-        document_changes(result.origin(i), _fixes([f], safe_only=False)) if f.patch else []
+        result.origin(i).fix_changes(_fixes([f], safe_only=False)) if f.patch else []
         for i, f in enumerate(result.findings)
     ]

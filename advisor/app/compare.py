@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.app.pipeline import side_facts
+from advisor.dialects.registry import load_config_values as load_config
 from advisor.engine.compare import Comparison, compare
-from advisor.inputs.documents import load_config_values as load_config
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError

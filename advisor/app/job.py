@@ -8,12 +8,12 @@ from pathlib import Path
 
 from advisor.app.pipeline import add_estimates, collect_facts
 from advisor.app.read_ranks import ReadOptions
+from advisor.dialects.base import JobConfig
+from advisor.dialects.registry import load_job_config, registry
 from advisor.engine.conditions import Context
 from advisor.engine.recorded_env import recorded_environment
-from advisor.inputs import dialect
-from advisor.inputs.documents import Document, document_kind, load_document
-from advisor.inputs.launch import LaunchScript, effective_config, parse_launch
-from advisor.model import JOB_SCOPE, FactSet, InputError
+from advisor.model import JOB_SCOPE, FactSet
+from advisor.shell.launch import LaunchScript, parse_launch
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class JobOptions:
 @dataclass(frozen=True)
 class Job:
     facts: FactSet
-    config: Document | None  # the config as read: text, positions, data
+    config: JobConfig | None  # the config as read: text, positions, data
     launch: LaunchScript | None
     effective: dict[str, object] | None  # the config after the command line's overrides
     context: Context
@@ -60,41 +60,17 @@ def job_context(
         now = None
     if kind is None:
         # no config given: the profile's framework says which backend's features to offer
-        kind = (
-            dialect.MINDFORMERS if values.get("profile.framework") == "mindspore" else dialect.FSDP2
-        )
+        kind = registry().default_for(values.get("profile.framework"))
     return Context(facts=values, config=effective, env=now, env_ran=ran or None, dialect=kind)
 
 
-def _load_config(path: Path) -> Document:
-    kind = document_kind(path)
-    if kind == dialect.LAUNCH:
-        raise InputError(
-            str(path), "is an FSDP2 launch script: give it as --launch, with its YAML config"
-        )
-    return load_document(path, kind)  # refuses a file of no known dialect with the reason
-
-
 def load_job(options: JobOptions) -> Job:
-    config = _load_config(options.config) if options.config else None
+    config = load_job_config(options.config) if options.config else None
     launch = parse_launch(options.launch) if options.launch else None
-    if config is not None and config.kind == dialect.MEGATRON:
-        if (
-            launch is not None
-            and options.launch
-            and options.launch.resolve() != config.path.resolve()
-        ):
-            raise InputError(
-                str(options.launch),
-                "a Megatron-backend script is its own launch script: give it once, as the config",
-            )
-        launch = config.script
-    if config is None:
-        effective = None
-    elif config.kind == dialect.MEGATRON:
-        effective = dict(config.config or {})
-    else:
-        effective = effective_config(config.data, launch)
+    effective = None
+    if config is not None:
+        launch = config.job_launch(launch)
+        effective = config.effective(launch)
     facts = collect_facts(
         options.profile,
         list(options.logs),
@@ -105,5 +81,5 @@ def load_job(options: JobOptions) -> Job:
     )
     if options.model_config is not None:
         add_estimates(facts, options.model_config, effective)
-    kind = config.kind if config is not None else None
+    kind = config.dialect_id if config is not None else None
     return Job(facts, config, launch, effective, job_context(facts, effective, launch, kind))

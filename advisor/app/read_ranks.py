@@ -102,29 +102,33 @@ def choose_deep(summaries: list[RankSummary], count: int, taxonomy: Taxonomy) ->
     return sorted(chosen)
 
 
-def read_ranks(
+def _two_tier(tasks: list[RankTask], deep: int | None, taxonomy: Taxonomy) -> bool:
+    """Whether the step models are read first and only some ranks in full (never for PyTorch
+    traces, which have no step model apart)."""
+    if not tasks or tasks[0].kind == KINETO or deep is None:
+        return False
+    if deep >= 0:
+        return deep < len(tasks)
+    return len(tasks) > taxonomy.deep_all_max_ranks
+
+
+def _read_all(
+    tasks: list[RankTask], executor: Executor, deep: int | None, skip_bad: bool
+) -> RankReading:
+    done, failed = _run(executor, tasks, "reading ranks", skip_bad)
+    how = ""
+    if deep == 0 and tasks and tasks[0].kind == KINETO:
+        how = "; read in full: a PyTorch trace has no step model apart (--deep 0 ignored)"
+    return _result(done, failed, len(tasks), how)
+
+
+def _read_two_tiers(
     tasks: list[RankTask],
     executor: Executor,
-    options: ReadOptions,
+    deep: int | None,
     taxonomy: Taxonomy,
     skip_bad: bool,
 ) -> RankReading:
-    deep = parse_deep(options.deep)
-    two_tier = (
-        tasks
-        and tasks[0].kind != KINETO
-        and deep is not None
-        and (
-            (deep >= 0 and deep < len(tasks))
-            or (deep < 0 and len(tasks) > taxonomy.deep_all_max_ranks)
-        )
-    )
-    if not two_tier:
-        done, failed = _run(executor, tasks, "reading ranks", skip_bad)
-        how = ""
-        if deep == 0 and tasks and tasks[0].kind == KINETO:
-            how = "; read in full: a PyTorch trace has no step model apart (--deep 0 ignored)"
-        return _result(done, failed, len(tasks), how)
     cheap, failed = _run(
         executor, [replace(t, deep=False) for t in tasks], "reading step models", skip_bad
     )
@@ -153,6 +157,19 @@ def read_ranks(
         "sample; --deep all reads every rank in full)"
     )
     return _result(merged, failed + failed_deep, len(tasks), how)
+
+
+def read_ranks(
+    tasks: list[RankTask],
+    executor: Executor,
+    options: ReadOptions,
+    taxonomy: Taxonomy,
+    skip_bad: bool,
+) -> RankReading:
+    deep = parse_deep(options.deep)
+    if _two_tier(tasks, deep, taxonomy):
+        return _read_two_tiers(tasks, executor, deep, taxonomy, skip_bad)
+    return _read_all(tasks, executor, deep, skip_bad)
 
 
 def _label_order(label: str) -> tuple[int, str]:

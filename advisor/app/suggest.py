@@ -11,7 +11,8 @@ from pathlib import Path
 
 from advisor.app.job import Job, JobOptions, load_job
 from advisor.app.rulesets import load_graph
-from advisor.edit.patch import place, unified_diff
+from advisor.dialects.base import JobConfig, plain_config
+from advisor.edit.patch import unified_diff
 from advisor.edit.writer import write_patch
 from advisor.engine.changes import is_applied
 from advisor.engine.diagnose import Diagnosis, diagnose
@@ -20,10 +21,7 @@ from advisor.engine.loop import History
 from advisor.engine.planner import plan
 from advisor.engine.recorded_env import unrecorded_settings
 from advisor.engine.settings import RuleOptions
-from advisor.inputs.configs import config_problems, dialect_problems
-from advisor.inputs.documents import Document, plain_config
 from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
-from advisor.inputs.parallel import fsdp_size, mindformers_devices
 from advisor.model import FactSet, InputError, PatchTarget, Suggestion
 
 
@@ -54,68 +52,13 @@ class SuggestRun:
     write_error: InputError | None = None  # why --write refused (the suggestion stands)
 
 
-def _check_config(job: Job, config: Document) -> None:
-    if config.layout is not None and config.layout.problems:
-        flag, message = config.layout.problems[0]
-        raise InputError(str(config.path), f"{message} (--{flag}): fix the parallel sizes first")
-    if config.kind == "mindformers-config":
-        mf = dialect_problems(config.data, config.kind)
-        if mf:
-            raise InputError(str(config.path), f"{mf[0]}; fix it first (advisor check lists all)")
-        return
-    if config.kind != "fsdp2-config":
-        return  # a Megatron script's arguments are checked by `advisor check`
-    problems = config_problems(config.data)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InputError(
-            str(config.path),
-            f"fails the FSDP2 config schema: {problems[0]}{more}; fix it first "
-            f"(advisor check {config.path} lists every problem, --fix moves misplaced keys)",
-        )
-    cli_problems = config_problems(job.effective)
-    if cli_problems and job.launch is not None:
-        raise InputError(
-            str(job.launch.path), f"a command-line override is invalid: {cli_problems[0]}"
-        )
-
-
-def _check_world_size(job: Job, config: Document) -> None:
+def _check_same_job(job: Job, config: JobConfig) -> None:
+    """The config must be sound and describe the job the profile ran (the dialect says how)."""
+    assert job.effective is not None  # a config was given
+    config.check_ready(job.launch, job.effective)
     recorded = job.facts.value("profile.world_size")
-    if not isinstance(recorded, int):
-        return
-    fsdp = fsdp_size(job.effective)
-    if fsdp is not None and fsdp not in (1, recorded):
-        raise InputError(
-            str(config.path),
-            f"parallel.fsdp_size is {fsdp} but the profile ran with world size {recorded}: "
-            "the profile and the config are not the same job",
-        )
-    if config.kind == "mindformers-config":
-        devices = mindformers_devices(config.data)
-        if devices is not None and devices != recorded:
-            raise InputError(
-                str(config.path),
-                f"parallel_config asks for {devices} devices (data x model x context x pipeline) "
-                f"but the profile ran with world size {recorded}: not the same job",
-            )
-        return
-    if config.megatron is not None:
-        world = config.megatron.world_size
-        if world is not None and world != recorded:
-            raise InputError(
-                str(config.path),
-                f"the script starts {world} processes (--nnodes x --nproc_per_node) but the "
-                f"profile ran with world size {recorded}: not the same job",
-            )
-        return
-    launch = job.launch
-    if launch is not None and launch.world_size is not None and launch.world_size != recorded:
-        raise InputError(
-            str(launch.path),
-            f"the launch command starts {launch.world_size} processes (nnodes x nproc_per_node) but the "
-            f"profile ran with world size {recorded}",
-        )
+    if isinstance(recorded, int):
+        config.check_same_job(recorded, job.launch)
 
 
 def _mark_applied(ledger: Ledger, graph: RuleGraph, job: Job, record: bool) -> list[str]:
@@ -129,17 +72,17 @@ def _mark_applied(ledger: Ledger, graph: RuleGraph, job: Job, record: bool) -> l
     return [f"the previous suggestion ({rule.id}) is now applied; moving on"]
 
 
-def _placed(suggestion: Suggestion, config: Document, job: Job) -> Suggestion:
+def _placed(suggestion: Suggestion, config: JobConfig, job: Job) -> Suggestion:
     rec = suggestion.recommendation
     if rec is None or rec.patch is None:
         return suggestion
-    patch = place(rec.patch, config, job.launch)
+    patch = config.place(rec.patch, job.launch)
     rec = dataclasses.replace(rec, patch=patch, diff=unified_diff(patch.changes))
     return dataclasses.replace(suggestion, recommendation=rec)
 
 
 def _record(
-    ledger: Ledger, run: SuggestRun, job: Job, config: Document, profile: Path, config_hash: str
+    ledger: Ledger, run: SuggestRun, job: Job, config: JobConfig, profile: Path, config_hash: str
 ) -> None:
     rec = run.suggestion.recommendation
     if rec is None or rec.undo:
@@ -198,6 +141,46 @@ def _unrecorded_notes(
     ]
 
 
+def _open_ledger(
+    options: SuggestOptions, config: JobConfig, graph: RuleGraph, job: Job
+) -> tuple[Ledger | None, list[str]]:
+    """The job's ledger (none when not used), with the previous suggestion marked applied
+    when the config now has it."""
+    if not options.use_ledger:
+        return None, []
+    ledger = Ledger.load(options.ledger or default_path(config.path))
+    notes = _mark_applied(ledger, graph, job, not options.read_only)
+    job.facts.warnings.extend(ledger.warnings)
+    return ledger, notes
+
+
+def _env_notes(suggestion: Suggestion, job: Job) -> list[str]:
+    rec = suggestion.recommendation
+    patch = rec.patch if rec is not None else None
+    if patch is None or patch.target is not PatchTarget.env or job.context.env is not None:
+        return []
+    return [
+        "the launch environment is unknown (the profile recorded none and no --launch was given): "
+        "check whether the variable is already set"
+    ]
+
+
+def _write(run: SuggestRun, recording: Ledger | None) -> bool:
+    """`--write`: the patch's files edited; False when refused (the suggestion stands)."""
+    rec = run.suggestion.recommendation
+    if rec is None or rec.patch is None or not rec.patch.changes:
+        return True
+    try:
+        if recording is not None:
+            # an edit that is applied must be recorded: the ledger's preconditions first
+            recording.check_writable()
+        run.written = write_patch(rec.patch)
+    except InputError as exc:  # a review change, a read-only file...: nothing is recorded
+        run.write_error = exc
+        return False
+    return True
+
+
 def run_suggest(
     job: JobOptions, rules: RuleOptions | None = None, options: SuggestOptions | None = None
 ) -> SuggestRun:
@@ -208,37 +191,20 @@ def run_suggest(
     loaded = load_job(job)
     config = loaded.config
     assert config is not None  # job.config was given
-    _check_config(loaded, config)
-    _check_world_size(loaded, config)
-    ledger = None
-    if options.use_ledger:
-        ledger = Ledger.load(options.ledger or default_path(config.path))
-    notes = _mark_applied(ledger, graph, loaded, not options.read_only) if ledger else []
-    if ledger is not None:
-        loaded.facts.warnings.extend(ledger.warnings)
-    fingerprint = files_fingerprint(loaded.facts.inputs)
-    history = History.of(ledger.events() if ledger else [], profile=fingerprint)
+    _check_same_job(loaded, config)
+    ledger, notes = _open_ledger(options, config, graph, loaded)
+    history = History.of(
+        ledger.events() if ledger else [], profile=files_fingerprint(loaded.facts.inputs)
+    )
     diagnosis = diagnose(graph, loaded.context)
     suggestion = plan(graph, diagnosis, loaded.context, history, loaded.facts.facts)
     suggestion = _placed(suggestion, config, loaded)
-    rec = suggestion.recommendation
-    if rec and rec.patch and rec.patch.target is PatchTarget.env and loaded.context.env is None:
-        notes.append(
-            "the launch environment is unknown (the profile recorded none and no --launch was given): "
-            "check whether the variable is already set"
-        )
-    notes.extend(_unrecorded_notes(graph, diagnosis, loaded, suggestion))
+    notes += _env_notes(suggestion, loaded)
+    notes += _unrecorded_notes(graph, diagnosis, loaded, suggestion)
     run = SuggestRun(loaded.facts, diagnosis, suggestion, ledger, notes)
     config_hash = file_hash(config.path)  # the config the suggestion was made for
-    if options.write and rec is not None and rec.patch is not None and rec.patch.changes:
-        try:
-            if ledger is not None and options.records:
-                # an edit that is applied must be recorded: the ledger's preconditions first
-                ledger.check_writable()
-            run.written = write_patch(rec.patch)
-        except InputError as exc:  # a review change, a read-only file...: nothing is recorded
-            run.write_error = exc
-            return run
+    if options.write and not _write(run, ledger if options.records else None):
+        return run
     if ledger is not None and options.records:
         _record(ledger, run, loaded, config, job.profile, config_hash)
     return run

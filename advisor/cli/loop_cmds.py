@@ -104,6 +104,7 @@ def estimate_cmd(
 ) -> None:
     """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs."""
     from advisor.app.pipeline import log_facts
+    from advisor.dialects.fsdp2.schema import load_config
     from advisor.facts.estimate import (
         device_memory_gib,
         estimate,
@@ -111,7 +112,6 @@ def estimate_cmd(
         peak_tflops,
         training_and_assumptions,
     )
-    from advisor.inputs.configs import load_config
     from advisor.render.facts import FORMATS as FACTS_FORMATS
     from advisor.render.facts import FactsReport
 

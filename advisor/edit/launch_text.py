@@ -14,17 +14,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from advisor.inputs.launch import (
+from advisor.core.text import read_text
+from advisor.model import InputError
+from advisor.shell.env import effective_env
+from advisor.shell.expand import ShellError
+from advisor.shell.launch import (
     LaunchScript,
     heredoc_lines,
     resolve_source,
     standalone_assignment,
 )
-from advisor.inputs.shell_env import effective_env
-from advisor.inputs.shell_expand import ShellError
-from advisor.inputs.shell_words import block_depths, is_static, value_of, word_end
-from advisor.inputs.text import read_text
-from advisor.model import InputError
+from advisor.shell.words import block_depths, is_static, value_of, word_end
 
 _SAFE_SHELL = re.compile(r"^[A-Za-z0-9_./:,=+@%-]+$")
 

@@ -1,7 +1,8 @@
 """Place a change where its effective value comes from, and turn patch ops into file edits.
 
 One module serves `suggest` (one recommended patch), `check --fix` (every safe fix of a
-document, applied in order) and SARIF `fixes` (each finding's own edit). Config keys are edited
+document, applied in order) and SARIF `fixes` (each finding's own edit); which of these a
+document's change becomes is its dialect's choice. Config keys are edited
 in the YAML unless the launch command overrides them (then the flag in the script is edited,
 since the YAML value would be ignored); environment variables are edited in the launch script
 (or printed as lines to add when no script was given). Editors start from the text that was
@@ -12,16 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from advisor.core.yamlio import locate
 from advisor.edit.launch_text import LaunchTextEditor, shell_value
 from advisor.edit.yaml_text import YamlTextEditor
-from advisor.inputs.configs import dialect_problems
-from advisor.inputs.documents import Document
-from advisor.inputs.launch import LaunchScript, effective_config
-from advisor.inputs.yamlio import locate
 from advisor.model import FileChange, InputError, Patch, PatchOp, PatchTarget
+from advisor.shell.launch import LaunchScript, effective_config
 
 
 def _label(path: Path) -> str:
@@ -63,50 +62,8 @@ def _apply_env(editor: LaunchTextEditor, ops: Iterable[PatchOp]) -> None:
             editor.remove_env(op.path)
 
 
-def _place_megatron(patch: Patch, config: Document) -> Patch:
-    from advisor.edit.megatron_args import megatron_changes
-
-    after, notes = megatron_changes(config, patch.ops)
-    changes = (FileChange(str(config.path), config.text, after),) if after != config.text else ()
-    return dataclasses.replace(patch, file=str(config.path), changes=changes, notes=notes)
-
-
-def _place_config(patch: Patch, config: Document, launch: LaunchScript | None) -> Patch:
-    if config.megatron is not None:
-        return _place_megatron(patch, config)
-    overridden = {o.path for o in launch.overrides if o.value is not None} if launch else set()
-    if launch is not None and any(op.path in overridden for op in patch.ops):
-        editor = LaunchTextEditor(launch)
-        for op in patch.ops:
-            if op.op != "set":
-                raise InputError(
-                    str(launch.path), f"cannot remove the CLI override of {op.path} automatically"
-                )
-            editor.set_flag(op.path, op.value)
-        changes = _launch_changes(editor)
-        return dataclasses.replace(
-            patch, target=PatchTarget.cli, file=str(launch.path), changes=changes
-        )
-    yaml_editor = YamlTextEditor(config.path, config.text)
-    _apply_yaml(yaml_editor, patch.ops)
-    after = yaml_editor.result()
-    problems = dialect_problems(
-        effective_config(locate(after, str(config.path)).data, launch), config.kind
-    )
-    if problems:
-        raise InputError(
-            str(config.path),
-            f"the change would make the config invalid ({problems[0]}): not proposed",
-        )
-    changes = (
-        (FileChange(str(config.path), yaml_editor.original, after),)
-        if after != yaml_editor.original
-        else ()
-    )
-    return dataclasses.replace(patch, file=str(config.path), changes=changes)
-
-
-def _place_env(patch: Patch, launch: LaunchScript | None) -> Patch:
+def place_env(patch: Patch, launch: LaunchScript | None) -> Patch:
+    """An environment change: edited in the launch script (or lines to add without one)."""
     if launch is None:
         lines = tuple(
             f"export {op.path}={shell_value(op.value)}"
@@ -122,28 +79,62 @@ def _place_env(patch: Patch, launch: LaunchScript | None) -> Patch:
     return dataclasses.replace(patch, file=file, changes=changes)
 
 
-def place(patch: Patch, config: Document, launch: LaunchScript | None) -> Patch:
-    """The patch with its file edits: where the effective value comes from."""
-    if patch.target is PatchTarget.env:
-        return _place_env(patch, launch)
-    return _place_config(patch, config, launch)
+def _place_override(patch: Patch, launch: LaunchScript) -> Patch:
+    editor = LaunchTextEditor(launch)
+    for op in patch.ops:
+        if op.op != "set":
+            raise InputError(
+                str(launch.path), f"cannot remove the CLI override of {op.path} automatically"
+            )
+        editor.set_flag(op.path, op.value)
+    changes = _launch_changes(editor)
+    return dataclasses.replace(
+        patch, target=PatchTarget.cli, file=str(launch.path), changes=changes
+    )
 
 
-def document_changes(doc: Document, patches: Iterable[Patch]) -> list[FileChange]:
-    """The edits of several patches to one checked document, applied in order on one editor."""
-    patches = list(patches)
-    if not patches:
-        return []
-    if doc.script is None:
-        editor = YamlTextEditor(doc.path, doc.text)
-        for patch in patches:
-            _apply_yaml(editor, patch.ops)
-        after = editor.result()
-        return (
-            [FileChange(str(doc.path), editor.original, after)] if after != editor.original else []
+def place_yaml(
+    patch: Patch,
+    path: Path,
+    text: str,
+    launch: LaunchScript | None,
+    problems: Callable[[dict[str, object]], Sequence[object]],
+) -> Patch:
+    """A config change to a YAML file, or to the launch command's flag when the command
+    overrides the key (the YAML value would be ignored); refused when `problems` finds the
+    config the change makes invalid."""
+    overridden = {o.path for o in launch.overrides if o.value is not None} if launch else set()
+    if launch is not None and any(op.path in overridden for op in patch.ops):
+        return _place_override(patch, launch)
+    yaml_editor = YamlTextEditor(path, text)
+    _apply_yaml(yaml_editor, patch.ops)
+    after = yaml_editor.result()
+    found = problems(effective_config(locate(after, str(path)).data, launch))
+    if found:
+        raise InputError(
+            str(path), f"the change would make the config invalid ({found[0]}): not proposed"
         )
-    launch = LaunchTextEditor(doc.script)
+    changes = (
+        (FileChange(str(path), yaml_editor.original, after),)
+        if after != yaml_editor.original
+        else ()
+    )
+    return dataclasses.replace(patch, file=str(path), changes=changes)
+
+
+def yaml_fix_changes(path: Path, text: str, patches: Iterable[Patch]) -> list[FileChange]:
+    """The edits of several patches to one YAML file, applied in order on one editor."""
+    editor = YamlTextEditor(path, text)
+    for patch in patches:
+        _apply_yaml(editor, patch.ops)
+    after = editor.result()
+    return [FileChange(str(path), editor.original, after)] if after != editor.original else []
+
+
+def env_fix_changes(script: LaunchScript, patches: Iterable[Patch]) -> list[FileChange]:
+    """The environment edits of several patches to one launch script, applied in order."""
+    editor = LaunchTextEditor(script)
     for patch in patches:
         if patch.target is PatchTarget.env:
-            _apply_env(launch, patch.ops)
-    return list(_launch_changes(launch))
+            _apply_env(editor, patch.ops)
+    return list(_launch_changes(editor))

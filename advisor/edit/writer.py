@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from advisor.inputs.text import read_text
+from advisor.core.text import read_text
 from advisor.model import Applicability, FileChange, InputError, Patch
 
 

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs.values import YAML_SPECIAL_WORDS
-from advisor.inputs.yamlio import LocatedDocument, locate
+from advisor.core.values import YAML_SPECIAL_WORDS
+from advisor.core.yamlio import LocatedDocument, locate
 from advisor.model import InputError
 
 _BOOL_TOKEN = re.compile(r":\s+(True|False|true|false)\s*(#.*)?$", re.MULTILINE)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from advisor.core.values import as_number, get_path, values_equal
 from advisor.engine.conditions import Context, evaluate
 from advisor.engine.rule_model import FeatureRule
 from advisor.facts.catalogue import is_known, spec_for
-from advisor.inputs.values import as_number, get_path, values_equal
 from advisor.model import PatchOp, PatchTarget
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from advisor.inputs.values import as_number, values_equal
+from advisor.core.values import as_number, values_equal
 from advisor.model import DataError
 
 Scalar = str | int | float | bool | None

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from advisor.core.values import as_number
 from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.rule_model import LEVELS, BottleneckRule, SymptomRule
 from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
-from advisor.inputs.values import as_number
 
 _RANK = {level: i for i, level in enumerate(LEVELS)}
 

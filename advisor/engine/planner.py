@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from advisor.core.values import as_number
 from advisor.engine import trust
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
@@ -21,7 +22,6 @@ from advisor.engine.rule_model import BottleneckRule, FeatureRule
 from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.inputs.values import as_number
 from advisor.model import (
     Applicability,
     Fact,

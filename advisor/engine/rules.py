@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
+from advisor.core.checked_data import load_checked
+from advisor.core.resources import rules_dir
 from advisor.engine.conditions import Condition, Scalar, compile_condition, param_name
 from advisor.engine.rule_checks import check_rule_data
 from advisor.engine.rule_model import (
@@ -40,8 +42,6 @@ from advisor.engine.rule_model import (
     VerifyItem,
 )
 from advisor.engine.settings import RuleSettings, Settings, load_settings
-from advisor.inputs.checked_data import load_checked
-from advisor.inputs.resources import rules_dir
 from advisor.model import Applicability, DataError, Direction, InputError, PatchTarget, Severity
 
 __all__ = ["KINDS", "RuleSet", "Settings", "load_rules", "load_settings"]

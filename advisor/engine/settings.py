@@ -44,8 +44,8 @@ def load_settings(path: Path) -> Settings:
     if not path.is_file():
         raise InputError(str(path), "settings file not found")
     # imported here: the settings file is rare, and the parser and validator slow to import
-    from advisor.inputs.validation import schema_errors
-    from advisor.inputs.yamlio import load_data
+    from advisor.core.validation import schema_errors
+    from advisor.core.yamlio import load_data
 
     raw = load_data(path)
     if raw is None:

@@ -11,12 +11,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from advisor.core.values import as_number
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.attrib import MEMORY_PART, PARTS
 from advisor.facts.catalogue import GPU_PLATFORMS
 from advisor.inputs.taxonomy import Taxonomy, default_taxonomy
-from advisor.inputs.values import as_number
 from advisor.model import Suggestion, TrustWarning
 
 LEVEL_CHECK = "trust.level-below-need"

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.core.checked_data import load_checked
+from advisor.core.resources import rules_dir
 from advisor.facts.base import Recorder
-from advisor.inputs.checked_data import load_checked
-from advisor.inputs.resources import rules_dir
 from advisor.model import JOB_SCOPE, DataError, FactSet, InputError
 
 BYTES_WEIGHT = 2  # bf16 / fp16 parameters

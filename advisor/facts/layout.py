@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from advisor.core.values import get_path
 from advisor.facts.catalogue import spec_for
 from advisor.facts.groups import LAYOUT_FACT
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.inputs.values import get_path
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact
 
 LOG_LAYOUT = "log.parallel_sizes"

@@ -8,8 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs.checked_data import load_checked
-from advisor.inputs.resources import rules_dir
+from advisor.core.checked_data import load_checked
+from advisor.core.resources import rules_dir
 from advisor.model import DataError
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from advisor.inputs import limits
+from advisor.core import limits
 from advisor.model import InputError
 
 

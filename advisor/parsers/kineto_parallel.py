@@ -15,7 +15,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs import limits, progress
+from advisor.core import limits
+from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto_columns import NO_GROUP

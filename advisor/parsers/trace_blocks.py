@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advisor.inputs import limits
+from advisor.core import limits
 from advisor.model import InputError
 
 # what separates two top-level events, in the styles profilers write

@@ -36,7 +36,7 @@ def findings_text(
     dialects: dict[str, str] | None = None,
     skipped: list[tuple[str, str]] | None = None,
 ) -> str:
-    from advisor.inputs.dialect import LABELS
+    from advisor.dialects.registry import LABELS
 
     lines = []
     by_file: dict[str, list[Finding]] = {}

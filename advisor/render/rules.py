@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from advisor.core.yamlio import dump_data
 from advisor.engine.conditions import Condition
 from advisor.engine.graph import RuleGraph
 from advisor.engine.rule_model import (
@@ -12,7 +13,6 @@ from advisor.engine.rule_model import (
     Rule,
     SymptomRule,
 )
-from advisor.inputs.yamlio import dump_data
 
 
 def rules_list_text(rules: list[Rule]) -> str:

@@ -18,10 +18,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from advisor.inputs.launch import cli_value
-from advisor.inputs.launcher import launcher_end
-from advisor.inputs.shell_commands import Command, line_of, split_commands
-from advisor.inputs.shell_expand import (
+from advisor.model import InputError
+from advisor.shell.commands import Command, line_of, split_commands
+from advisor.shell.expand import (
     OPAQUE,
     Char,
     Expander,
@@ -30,7 +29,8 @@ from advisor.inputs.shell_expand import (
     Value,
     split_fields,
 )
-from advisor.model import InputError
+from advisor.shell.launch import cli_value
+from advisor.shell.launcher import launcher_end
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _DECLARERS = {"export", "declare", "typeset", "readonly", "local"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from advisor.inputs.checked_data import load_checked
-from advisor.inputs.resources import rules_dir
+from advisor.core.checked_data import load_checked
+from advisor.core.resources import rules_dir
 from advisor.model import DataError
 
 

@@ -17,8 +17,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from advisor.inputs import limits
-from advisor.inputs.text import read_text
+from advisor.core import limits
+from advisor.core.text import read_text
 from advisor.model import InputError
 
 

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.inputs.launcher import launcher_end
-from advisor.inputs.shell_words import word_end
-from advisor.inputs.text import read_text
-from advisor.inputs.values import bool_word
+from advisor.core.text import read_text
+from advisor.core.values import bool_word
 from advisor.model import InputError
+from advisor.shell.launcher import launcher_end
+from advisor.shell.words import word_end
 
 _EXPORT = re.compile(r"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SOURCE = re.compile(r"^\s*(?:source|\.)\s+(.+?)\s*$")
@@ -164,6 +164,56 @@ def _launches(line: str) -> bool:
     return launcher_end(words) is not None
 
 
+_SIZE_FLAGS = (
+    ("--nnodes", "nnodes"),
+    ("--nproc_per_node", "nproc_per_node"),
+    ("--nproc-per-node", "nproc_per_node"),
+)
+
+
+def _flag_value(tokens: list[str], i: int, flag: str) -> str | None:
+    """The value of `flag` when token i is `flag value` or `flag=value`."""
+    token = tokens[i]
+    if token == flag and i + 1 < len(tokens):
+        return tokens[i + 1]
+    if token.startswith(flag + "="):
+        return token.split("=", 1)[1]
+    return None
+
+
+def _launcher_sizes(script: LaunchScript, tokens: list[str]) -> None:
+    """--nnodes and --nproc_per_node, when written as whole numbers."""
+    for i in range(len(tokens)):
+        for flag, attr in _SIZE_FLAGS:
+            value = _flag_value(tokens, i, flag)
+            if value is not None and value.isdigit():
+                setattr(script, attr, int(value))
+
+
+def _overrides(rest: list[str], line: int) -> list[Override]:
+    """`--section.key value...`, `--section.key=value` and bare `--section.key` after the
+    config argument (other flags are the training script's own)."""
+    found = []
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if not (token.startswith("--") and "." in token):
+            i += 1
+            continue
+        key, eq, value = token[2:].partition("=")
+        if eq:
+            found.append(Override(key, value, line, i))
+            i += 1
+            continue
+        j = i + 1
+        while j < len(rest) and not rest[j].startswith("--"):
+            j += 1
+        values = rest[i + 1 : j]
+        found.append(Override(key, " ".join(values) if values else None, line, i))
+        i = j
+    return found
+
+
 def _parse_command(script: LaunchScript, line: int, text: str) -> None:
     try:
         tokens = shlex.split(text, comments=True)
@@ -172,19 +222,7 @@ def _parse_command(script: LaunchScript, line: int, text: str) -> None:
             f"{script.path}:{line}", f"cannot parse the launch command: {exc}"
         ) from None
     script.command_line = line
-    for i, token in enumerate(tokens):
-        for flag, attr in (
-            ("--nnodes", "nnodes"),
-            ("--nproc_per_node", "nproc_per_node"),
-            ("--nproc-per-node", "nproc_per_node"),
-        ):
-            value = None
-            if token == flag and i + 1 < len(tokens):
-                value = tokens[i + 1]
-            elif token.startswith(flag + "="):
-                value = token.split("=", 1)[1]
-            if value is not None and value.isdigit():
-                setattr(script, attr, int(value))
+    _launcher_sizes(script, tokens)
     script_index = next((i for i, t in enumerate(tokens) if t.endswith(".py")), None)
     if script_index is None:
         return
@@ -192,27 +230,7 @@ def _parse_command(script: LaunchScript, line: int, text: str) -> None:
     if rest and not rest[0].startswith("-"):
         script.config_arg = rest[0]
         rest = rest[1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        if token.startswith("--") and "." in token:
-            key = token[2:]
-            if "=" in key:
-                key, value = key.split("=", 1)
-                script.overrides.append(Override(key, value, line, i))
-                i += 1
-                continue
-            if i + 1 < len(rest) and not rest[i + 1].startswith("--"):
-                values = []
-                j = i + 1
-                while j < len(rest) and not rest[j].startswith("--"):
-                    values.append(rest[j])
-                    j += 1
-                script.overrides.append(Override(key, " ".join(values), line, i))
-                i = j
-                continue
-            script.overrides.append(Override(key, None, line, i))
-        i += 1
+    script.overrides.extend(_overrides(rest, line))
 
 
 def resolve_source(path: Path, written: str, where: str) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.inputs import limits
+from advisor.core import limits
 from advisor.model import InputError
 
 

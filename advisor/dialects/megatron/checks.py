@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from advisor.dialects.megatron.document import MegatronDocument as Document
+from advisor.dialects.megatron.document import megatron_flag_position
+from advisor.dialects.megatron.flags import megatron_flags
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
-from advisor.inputs.documents import Document, megatron_flag_position
-from advisor.inputs.megatron_flags import megatron_flags
 from advisor.model import Finding
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from advisor.inputs.shell_expand import ShellError
-from advisor.inputs.shell_words import word_end
+from advisor.shell.expand import ShellError
+from advisor.shell.words import word_end
 
 _OPENERS = {"if", "for", "while", "until", "case", "select", "function"}
 _CLOSERS = {"fi", "done", "esac"}

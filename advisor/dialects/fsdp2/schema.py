@@ -1,16 +1,19 @@
-"""The training config: loading the YAML and explaining its schema problems in the backend's terms."""
+"""The MindSpeed-LLM FSDP2 config's schema: its sections and keys, and its problems explained
+in the backend's terms (a key in the wrong section, a value of the wrong kind)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs.resources import schemas_dir
-from advisor.inputs.validation import schema_violations
-from advisor.inputs.yamlio import load_data
+from advisor.core.resources import schemas_dir
+from advisor.core.validation import schema_violations
+from advisor.core.values import get_path
+from advisor.core.yamlio import load_data
+from advisor.dialects.base import ConfigProblem
 from advisor.model import InputError
 
 
@@ -23,19 +26,6 @@ def load_config(path: Path) -> dict[str, Any]:
 
 
 FSDP2_SCHEMA = "config/mindspeed-fsdp2.schema.json"
-MINDFORMERS_SCHEMA = "config/mindformers.schema.json"
-
-
-@dataclass(frozen=True)
-class ConfigProblem:
-    """One reason the FSDP2 backend would reject or silently ignore part of a config."""
-
-    path: str  # dotted location, e.g. "optimization.indexer_loss_coeff"
-    message: str
-    moved_to: str | None = None  # the right location of a key that sits in the wrong section
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
 
 
 @cache
@@ -95,37 +85,7 @@ def config_problems(data: Any) -> list[ConfigProblem]:
     return problems
 
 
-def mindformers_problems(data: Any) -> list[ConfigProblem]:
-    """Problems in the MindFormers sections the rules read or change (others pass)."""
-    problems = []
-    for v in schema_violations(data, MINDFORMERS_SCHEMA):
-        where = ".".join(str(p) for p in v.path)
-        if v.validator == "additionalProperties" and isinstance(v.instance, dict):
-            section = where
-            allowed = set(_mindformers_keys().get(section, {}))
-            for key in sorted(str(k) for k in v.instance if k not in allowed):
-                problems.append(
-                    ConfigProblem(
-                        f"{section}.{key}",
-                        f"unknown key of {section}: MindSpore Transformers does not read it "
-                        f"(known: {', '.join(sorted(allowed))})",
-                    )
-                )
-            continue
-        problems.append(ConfigProblem(where or "(top level)", f"invalid value: {v.message}"))
-    return problems
-
-
-@cache
-def _mindformers_keys() -> dict[str, dict[str, Any]]:
-    schema = json.loads((schemas_dir() / MINDFORMERS_SCHEMA).read_text(encoding="utf-8"))
-    return {
-        s: dict(body.get("properties", {}))
-        for s, body in schema["properties"].items()
-        if isinstance(body, dict) and "properties" in body
-    }
-
-
-def dialect_problems(data: Any, kind: str) -> list[ConfigProblem]:
-    """The schema problems of a config in its own dialect's schema."""
-    return mindformers_problems(data) if kind == "mindformers-config" else config_problems(data)
+def fsdp_size(config: Mapping[str, object] | None) -> int | None:
+    """`parallel.fsdp_size` when it is a whole number, else None (unset or not a number)."""
+    value = get_path(config, "parallel.fsdp_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -15,12 +15,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from advisor.dialects.megatron.flags import megatron_flags
+from advisor.dialects.megatron.script import MegatronScript, Occurrence, read_megatron
 from advisor.edit.launch_text import bash_accepts
-from advisor.inputs.launch import cli_value
-from advisor.inputs.megatron import MegatronScript, Occurrence, read_megatron
-from advisor.inputs.megatron_flags import megatron_flags
-from advisor.inputs.shell_expand import Field
 from advisor.model import InputError
+from advisor.shell.expand import Field
+from advisor.shell.launch import cli_value
 
 _SAFE = re.compile(r"^[A-Za-z0-9_./:,=+@%-]+$")
 

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from advisor.edit.megatron_text import MegatronEditor
-from advisor.inputs.documents import Document
-from advisor.inputs.megatron import read_megatron
-from advisor.inputs.megatron_flags import megatron_flags
-from advisor.inputs.megatron_layout import Layout, layout_of
+from advisor.dialects.megatron.flags import megatron_flags
+from advisor.dialects.megatron.layout import Layout, layout_of
+from advisor.dialects.megatron.script import MegatronScript, read_megatron
+from advisor.dialects.megatron.text_editor import MegatronEditor
 from advisor.model import InputError, PatchOp
 
 _ARGS = "args."
 
 
-def _flag(doc: Document, op: PatchOp) -> str:
+def _flag(script: MegatronScript, op: PatchOp) -> str:
     if not op.path.startswith(_ARGS):
         raise InputError(
-            str(doc.path), f"{op.path} is derived from the arguments, not written: not edited"
+            str(script.path), f"{op.path} is derived from the arguments, not written: not edited"
         )
     return op.path[len(_ARGS) :]
 
@@ -37,30 +36,31 @@ def _layout_notes(before: Layout, after: Layout) -> list[str]:
     return notes
 
 
-def megatron_changes(doc: Document, ops: Iterable[PatchOp]) -> tuple[str, tuple[str, ...]]:
+def megatron_changes(
+    before: MegatronScript, layout_before: Layout, ops: Iterable[PatchOp]
+) -> tuple[str, tuple[str, ...]]:
     """(new script text, notes) for the ops; InputError when the edit cannot be made exactly."""
-    assert doc.megatron is not None and doc.layout is not None
-    editor = MegatronEditor(doc.megatron)
+    editor = MegatronEditor(before)
     touched = []
     for op in ops:
-        flag = _flag(doc, op)
+        flag = _flag(before, op)
         touched.append(flag)
         if op.op == "set":
             editor.set_flag(flag, op.value, op.near)
         else:
             editor.remove_flag(flag)
     after = editor.result()
-    script = read_megatron(doc.path, after)
+    script = read_megatron(before.path, after)
     layout = layout_of(script.args, script.world_size)
-    known = {message for _, message in doc.layout.problems}
+    known = {message for _, message in layout_before.problems}
     problems = [message for _, message in layout.problems if message not in known]
     if problems:
-        raise InputError(str(doc.path), f"the change would break the job: {problems[0]}")
-    notes = _layout_notes(doc.layout, layout)
+        raise InputError(str(before.path), f"the change would break the job: {problems[0]}")
+    notes = _layout_notes(layout_before, layout)
     flags = megatron_flags()
     relayout = sorted(set(touched) & flags.checkpoint_layout)
     if relayout:
-        converts = doc.megatron.args.get(flags.converts_from_hf) is True
+        converts = before.args.get(flags.converts_from_hf) is True
         notes.append(
             f"--{', --'.join(relayout)} change the checkpoint layout: "
             + (

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.inputs.launcher import launcher_end
-from advisor.inputs.shell_commands import Command, split_commands
-from advisor.inputs.shell_expand import OPAQUE, Expander, Value, split_fields
+from advisor.shell.commands import Command, split_commands
+from advisor.shell.expand import OPAQUE, Expander, Value, split_fields
+from advisor.shell.launcher import launcher_end
 
 _EXPORTERS = {"export", "declare", "typeset"}
 
@@ -81,35 +81,58 @@ class _Walker:
         sure = not cmd.conditional
         first = words[0]
         if first in _EXPORTERS and (first == "export" or "-x" in words[1:2]):
-            for word, w in zip(words[1:], cmd.words[1:], strict=True):
-                if word.startswith("-"):
-                    continue
-                if _is_assignment(word):
-                    name = self.assign(expander, text, w.start, w.end, sure)
-                else:
-                    name = word
-                    self.vars.setdefault(name, _Var((), known=sure))
-                var = self.vars[name]
-                var.exported = True
-                var.known = var.known and sure
+            self._export(expander, text, cmd, words, sure)
+        elif first == "unset":
+            self._unset(words[1:], sure)
+        elif first in ("source", ".") and len(cmd.words) > 1:
+            self._source(path, words[1], sure)
+        else:
+            self._assign_or_launch(expander, text, cmd, words, sure, main)
+
+    def _export(
+        self, expander: Expander, text: str, cmd: Command, words: list[str], sure: bool
+    ) -> None:
+        for word, w in zip(words[1:], cmd.words[1:], strict=True):
+            if word.startswith("-"):
+                continue
+            if _is_assignment(word):
+                name = self.assign(expander, text, w.start, w.end, sure)
+            else:
+                name = word
+                self.vars.setdefault(name, _Var((), known=sure))
+            var = self.vars[name]
+            var.exported = True
+            var.known = var.known and sure
+
+    def _unset(self, names: list[str], sure: bool) -> None:
+        for name in names:
+            if sure:
+                self.vars.pop(name, None)
+            elif name in self.vars:
+                self.vars[name].known = False
+
+    def _source(self, path: Path, argument: str, sure: bool) -> None:
+        target = self.resolve(path, argument)
+        if target is None:
             return
-        if first == "unset":
-            for word in words[1:]:
-                if sure:
-                    self.vars.pop(word, None)
-                elif word in self.vars:
-                    self.vars[word].known = False
-            return
-        if first in ("source", ".") and len(cmd.words) > 1:
-            target = self.resolve(path, words[1])
-            if target is not None:
-                before = dict(self.vars) if not sure else None
-                self.walk(target, self.read(target), main=False)
-                if before is not None:  # a conditional source: what it set may not be set
-                    for name, var in self.vars.items():
-                        if before.get(name) is not var:
-                            var.known = False
-            return
+        before = dict(self.vars) if not sure else None
+        self.walk(target, self.read(target), main=False)
+        if before is not None:  # a conditional source: what it set may not be set
+            for name, var in self.vars.items():
+                if before.get(name) is not var:
+                    var.known = False
+
+    def _assign_or_launch(
+        self,
+        expander: Expander,
+        text: str,
+        cmd: Command,
+        words: list[str],
+        sure: bool,
+        main: bool,
+    ) -> None:
+        """Only assignments: script variables. The launcher with `NAME=v` prefixes: those
+        are in the command's environment only, and the walk ends there."""
         k = 0
         while k < len(words) and _is_assignment(words[k]):
             k += 1
@@ -118,7 +141,7 @@ class _Walker:
                 self.assign(expander, text, w.start, w.end, sure)
             return
         if main and self._launches(expander, cmd, k):
-            for w in cmd.words[:k]:  # `NAME=v torchrun ...`: in the command's environment only
+            for w in cmd.words[:k]:
                 name = self.assign(expander, text, w.start, w.end, sure)
                 self.vars[name].exported = True
             self.done = True

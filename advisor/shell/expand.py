@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from advisor.inputs.shell_words import double_quoted_end, group_end
+from advisor.shell.words import double_quoted_end, group_end
 
 OPAQUE = "\x00"  # stands for text only running the script would produce
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

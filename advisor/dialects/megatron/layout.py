@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from advisor.inputs.values import as_number
+from advisor.core.values import as_number
 
 
 def _int(args: Mapping[str, object], flag: str, default: int | None) -> int | None:

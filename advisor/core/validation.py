@@ -12,7 +12,7 @@ from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from advisor.inputs.resources import schemas_dir
+from advisor.core.resources import schemas_dir
 
 
 @cache

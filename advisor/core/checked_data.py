@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs.resources import schemas_dir
+from advisor.core.resources import schemas_dir
 
 CACHE_ENV = "ADVISOR_CACHE_DIR"
 # bump when the cached form changes meaning
@@ -46,8 +46,8 @@ def load_checked(path: Path, schema_name: str) -> tuple[Any, list[str]]:
     if cached is not None:
         return cached, []
     # imported on a miss only: together they take longer to import than a cached read
-    from advisor.inputs.validation import schema_errors
-    from advisor.inputs.yamlio import load_data
+    from advisor.core.validation import schema_errors
+    from advisor.core.yamlio import load_data
 
     data = load_data(path)
     errors = schema_errors(data, schema_name)

@@ -1,0 +1,47 @@
+"""The two FSDP2 dialects as the registry knows them: how each is recognised and read, and the
+structural checks that exist for it."""
+
+from __future__ import annotations
+
+from advisor.dialects.base import SHELL_SUFFIXES, Dialect, Probe
+from advisor.dialects.fsdp2 import checks
+from advisor.dialects.fsdp2.config import FSDP2Config, detects
+from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
+from advisor.dialects.megatron.document import training_command
+
+FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
+    id=FSDP2Config.dialect_id,
+    label="MindSpeed-LLM FSDP2 config",
+    suffixes=(".yaml", ".yml"),
+    detects=detects,
+    load=FSDP2Config.load,
+    checks={
+        "config-unknown-key": lambda r, d: checks.config_keys(r, d, invalid_values=False),
+        "config-invalid-value": lambda r, d: checks.config_keys(r, d, invalid_values=True),
+    },
+    default_for=("*",),
+    keys_hint="FSDP2 sections (model, data, parallel, training, optimization)",
+)
+
+
+def _is_launch(probe: Probe) -> bool:
+    """A shell script whose training command a launcher starts (the Megatron dialect, asked
+    first, takes those whose flags are Megatron's)."""
+    return probe.is_shell and training_command(probe) is not None
+
+
+FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(
+    id=FSDP2LaunchScript.dialect_id,
+    label="FSDP2 launch script",
+    suffixes=SHELL_SUFFIXES,
+    detects=_is_launch,
+    load=FSDP2LaunchScript.load,
+    checks={
+        "config-invalid-value": checks.cli_values,
+        "cli-bare-boolean-last": lambda r, d: checks.cli_flags(r, d, "bare-last"),
+        "cli-abbreviated-flag": lambda r, d: checks.cli_flags(r, d, "abbreviated"),
+        "cli-unknown-flag": lambda r, d: checks.cli_flags(r, d, "unknown"),
+        "fsdp-size-world": checks.fsdp_world,
+    },
+    not_a_config="is an FSDP2 launch script: give it as --launch, with its YAML config",
+)
