@@ -71,7 +71,7 @@ def test_two_runs_with_different_hash_seeds_print_the_same_bytes(name: str):
 def test_a_trace_split_between_workers_gives_the_facts_of_one_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from advisor.parsers import trace_parallel
+    from advisor.parsers.trace_view import parallel as trace_parallel
 
     shutil.copytree(EX / "profiles" / "host-bound", tmp_path / "p")
     one = [f.to_json() for f in profile_facts(tmp_path / "p").facts]

@@ -14,15 +14,13 @@ from typing import Any
 import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.parsers import (
-    kineto_events,
-    kineto_grouped,
-    kineto_parallel,
-    kineto_sorted,
-    kineto_spill,
-)
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto import read_kineto
+from advisor.parsers.kineto import events as kineto_events
+from advisor.parsers.kineto import grouped as kineto_grouped
+from advisor.parsers.kineto import parallel as kineto_parallel
+from advisor.parsers.kineto import sorted_rows as kineto_sorted
+from advisor.parsers.kineto import spill as kineto_spill
+from advisor.parsers.kineto.reader import read_kineto
 from advisor.parsers.profile_data import RankProfile
 from tests.synth.kineto_file import kineto_trace
 

@@ -11,8 +11,8 @@ import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
-from advisor.parsers import kineto_parallel
-from advisor.parsers.kineto import read_kineto
+from advisor.parsers.kineto import parallel as kineto_parallel
+from advisor.parsers.kineto.reader import read_kineto
 from tests.synth.kineto_file import kineto_trace
 
 

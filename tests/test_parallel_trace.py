@@ -9,8 +9,8 @@ import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
-from advisor.parsers import trace_parallel
-from advisor.parsers.trace import read_trace
+from advisor.parsers.trace_view import parallel as trace_parallel
+from advisor.parsers.trace_view.decode import read_trace
 from tests.synth import PRESETS, write_profile
 
 
@@ -55,7 +55,7 @@ def test_only_the_device_lane_rows_are_kept():
     # HCCL tasks and CANN nodes are half the complete events of a real trace and no step
     # measure uses them: a process named otherwise keeps no rows, whether its name comes
     # before its events or after them
-    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.decode import _ARRAY_DECODER, _Accumulator
 
     def batch(*events: str) -> list:
         return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
@@ -87,7 +87,7 @@ def _flow(ph: str, cat: str, key: int | str, ts: float) -> str:
 def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     # HostToDevice is used whenever one of its flows has both ends: from then on async_npu
     # (as many flows again) is neither kept nor recorded
-    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.decode import _ARRAY_DECODER, _Accumulator
 
     def batch(*events: str) -> list:
         return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
@@ -147,7 +147,7 @@ def test_workers_write_their_rows_out_as_they_go(trace_file: Path, monkeypatch: 
 
 
 def test_rows_written_before_their_process_was_named_are_not_read_back(tmp_path: Path):
-    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.decode import _ARRAY_DECODER, _Accumulator
 
     def batch(*events: str) -> list:
         return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
@@ -175,7 +175,7 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
 ):
     # above GROUP_ROWS kernels the parent measures a group of windows at a time from the
     # spill files: the same steps, to the bit, as reading everything back
-    from advisor.parsers import trace_grouped
+    from advisor.parsers.trace_view import grouped as trace_grouped
 
     written = write_profile(tmp_path, PRESETS[preset].with_(steps=6))
     trace = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
@@ -205,7 +205,7 @@ def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
 ):
     # without workers (one core, or a rank among many) a large trace's rows are written out
     # as they grow and reduced as the workers' are: the same steps as reading it whole
-    from advisor.parsers import trace_grouped
+    from advisor.parsers.trace_view import grouped as trace_grouped
 
     monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
