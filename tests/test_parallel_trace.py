@@ -11,6 +11,7 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_view import parallel as trace_parallel
 from advisor.parsers.trace_view.decode import read_trace
+from advisor.parsers.traces import budget, workers
 from tests.synth import PRESETS, write_profile
 
 
@@ -21,8 +22,8 @@ def trace_file(tmp_path: Path) -> Path:
 
 
 def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
     jobs = trace_parallel._plan_jobs(trace_file, default_taxonomy())
     assert len(jobs) == 3  # really split
     parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
@@ -35,8 +36,8 @@ def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.Monkey
 def test_parallel_truncated_file_reports_like_sequential(
     trace_file: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     data = trace_file.read_bytes()
     trace_file.write_bytes(data[: int(len(data) * 0.8)])
     with pytest.raises(InputError, match="truncated"):
@@ -137,9 +138,9 @@ def test_without_a_best_pair_the_fallback_category_links_the_kernels(tmp_path: P
 def test_workers_write_their_rows_out_as_they_go(trace_file: Path, monkeypatch: pytest.MonkeyPatch):
     # a worker's arrays are written to its spill file after every block once they pass the
     # threshold: the result is the same as one write at the end
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
     parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
     sequential = read_trace(trace_file, default_taxonomy())
@@ -179,11 +180,11 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
 
     written = write_profile(tmp_path, PRESETS[preset].with_(steps=6))
     trace = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 3)
-    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
-    monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
     used = []
     real = trace_grouped.reduce_in_groups
 
@@ -205,12 +206,11 @@ def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
 ):
     # without workers (one core, or a rank among many) a large trace's rows are written out
     # as they grow and reduced as the workers' are: the same steps as reading it whole
-    from advisor.parsers.trace_view import grouped as trace_grouped
 
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
-    monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
     bounded = trace_parallel.read_trace_bounded(trace_file, default_taxonomy())
     whole = read_trace(trace_file, default_taxonomy())
     assert bounded == whole
@@ -220,7 +220,7 @@ def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
 def test_one_process_reports_a_broken_trace_like_the_reader(
     trace_file: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
     data = trace_file.read_bytes()
     trace_file.write_bytes(data[: int(len(data) * 0.7)])
     with pytest.raises(InputError, match="truncated"):

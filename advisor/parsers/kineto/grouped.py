@@ -72,10 +72,10 @@ from advisor.parsers.kineto.window import (
     measure_windows,
 )
 from advisor.parsers.profile_data import RankProfile
+from advisor.parsers.traces import budget
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
 
 # operations held at a time (~150 bytes each while a group is measured)
-GROUP_ROWS = 1_000_000
 # launches in one lookup table (at most 32 bytes each: LaunchIndex)
 LAUNCH_ROWS = 2_000_000
 INF = float("inf")
@@ -221,7 +221,7 @@ def _cuts(parts: list[SpilledRows]) -> list[float]:
     """Start times cutting the operations into groups of about GROUP_ROWS (each sample
     stands for SAMPLE_EVERY operations)."""
     samples = sorted(t for rows in parts for s in rows.segments for t in s.sample)
-    every = max(1, GROUP_ROWS // SAMPLE_EVERY)
+    every = max(1, budget.GROUP_ROWS // SAMPLE_EVERY)
     cuts: list[float] = []
     for t in samples[every::every]:
         if not cuts or t > cuts[-1]:
@@ -295,7 +295,7 @@ def reduce_in_groups(
         if len(group) == 1 and reader.can_split(hi, after):
             # one window (a long step, or a trace without steps): a piece at a time
             sums = WindowSums(group[0])
-            for ops, launch_at in reader.pieces(starting[k], hi, after, GROUP_ROWS):
+            for ops, launch_at in reader.pieces(starting[k], hi, after, budget.GROUP_ROWS):
                 sums.add(ops, launch_at, lanes_of(ops, kind_of), whole)
             sums.finish(host, per_step, whole, measured)
             continue

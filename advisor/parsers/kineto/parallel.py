@@ -8,38 +8,19 @@ which reports it exactly.
 from __future__ import annotations
 
 import contextlib
-import os
 from array import array
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from advisor.inputs import limits, progress
+from advisor.inputs import limits
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto.columns import NO_GROUP
 from advisor.parsers.kineto.events import KinetoEvents, distinct_steps, extract_part
-from advisor.parsers.kineto.stream import BOUNDARY, TAIL_BYTES, KinetoStream, events_span
+from advisor.parsers.kineto.stream import KinetoStream, events_span
 from advisor.parsers.kineto.values import center_of
-from advisor.parsers.trace_view.parallel import MAX_WORKERS, PARALLEL_MIN_BYTES, pool_context
-
-
-def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
-    """Offsets of the `{` starting an event near equal fractions of [begin, end); begin first."""
-    points = [begin]
-    with path.open("rb") as handle:
-        for k in range(1, parts):
-            at = begin + (end - begin) * k // parts
-            handle.seek(at)
-            window = handle.read(min(TAIL_BYTES * 16, end - at))
-            match = BOUNDARY.search(window)
-            if match is None:
-                continue
-            point = at + match.end() - 1  # the '{'
-            if point > points[-1]:
-                points.append(point)
-    return points
+from advisor.parsers.traces.workers import split_points, start_parts, worker_count
 
 
 def _read_range(job: tuple[Path, int, int, float, Taxonomy, Path]) -> KinetoEvents | None:
@@ -59,12 +40,12 @@ def extract_in_parallel(
     """The trace's events and top-level keys, decoded by worker processes, the rows left in
     spill files under `scratch`; None when one process is the better choice or the file needs
     the sequential reader."""
-    workers = min(MAX_WORKERS, os.cpu_count() or 1)
     try:
         size = path.stat().st_size
     except OSError:
         return None
-    if workers < 2 or size < PARALLEL_MIN_BYTES or size > limits.trace_max_bytes():
+    workers = worker_count(size)
+    if workers < 2 or size > limits.trace_max_bytes():
         return None
     span = events_span(path)
     if span is None:
@@ -81,17 +62,10 @@ def extract_in_parallel(
         (path, bounds[i], bounds[i + 1], center, taxonomy, scratch / f"part-{i}")
         for i in range(len(points))
     ]
-    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
-    futures = [pool.submit(_read_range, job) for job in jobs]
     try:
-        with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
-            for _ in as_completed(futures):
-                bar.advance()
-        parts = [future.result() for future in futures]
+        parts = start_parts(f"decoding {path.name}", _read_range, jobs)()
     except (InputError, OSError, BrokenProcessPool, RecursionError):
         return None
-    finally:
-        pool.shutdown(cancel_futures=True)
     if any(part is None for part in parts):
         return None
     out = KinetoEvents()

@@ -42,6 +42,7 @@ from advisor.parsers.profile_data import (
     ProcessGroup,
     RankProfile,
 )
+from advisor.parsers.traces import budget
 
 MIB = 1024 * 1024
 __all__ = ["read_kineto", "short_name"]
@@ -88,7 +89,7 @@ def _read(
     for key, (name, ranks) in events.kernel_groups.items():
         rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
     spilled = sum(rows.ops for rows in events.spilled)
-    if spilled > kineto_grouped.GROUP_ROWS and scratch:
+    if spilled > budget.GROUP_ROWS and scratch:
         kineto_grouped.reduce_in_groups(rank, path, events, taxonomy, scratch)
         return rank
     if events.spilled:

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.parsers.kineto.columns import NO_CORRELATION, DeviceOps
+from advisor.parsers.traces import budget
 
-# rows held before they are written out (~600 k operations with their launches)
-FLUSH_BYTES = 16 * 1024 * 1024
 OP_COLUMNS = (("start", "d"), ("end", "d"), ("signature", "i"), ("correlation", "q"))
 # one operation start in this many is kept in a segment's sample
 SAMPLE_EVERY = 2048
@@ -80,7 +79,7 @@ class SpillWriter:
 
     def flush_if_large(self) -> None:
         held = len(self.ops) * _OP_ROW_BYTES + len(self.keys) * _LAUNCH_ROW_BYTES
-        if held >= FLUSH_BYTES:
+        if held >= budget.FLUSH_BYTES:
             self.flush()
 
     def flush(self) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,13 +20,12 @@ import msgspec
 
 from advisor.model import InputError
 from advisor.parsers.kineto.sources import Limited, Window
-from advisor.parsers.traces.blocks import check_event_size
+from advisor.parsers.traces.blocks import EVENT_BOUNDARY, check_event_size
 
 BLOCK_BYTES = 2 * 1024 * 1024
 TAIL_BYTES = 1 << 16  # where the last event boundary of a block is looked for first
 MAX_CARRIED_BLOCKS = 16  # a cut inside an event (nested objects) is retried with more data
 # between two events: '}' ',' '{' with any white space (PyTorch writes "},\n  {")
-BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 HEAD_BYTES = 4 * 1024 * 1024  # the keys before traceEvents must lie within this
 TAIL_SPAN_BYTES = 1 << 20  # the keys after traceEvents, when the events are split in ranges
 _KEY = b'"traceEvents"'
@@ -94,7 +92,7 @@ def _find_boundary(data: bytes) -> int:
     lo = max(0, len(data) - TAIL_BYTES)
     while True:
         last = -1
-        for match in BOUNDARY.finditer(data, lo):
+        for match in EVENT_BOUNDARY.finditer(data, lo):
             last = match.start()
         if last >= 0:
             return data.index(b",", last)
@@ -364,7 +362,7 @@ def events_span(path: Path) -> tuple[int, int, dict[str, Any]] | None:
     tail_start = max(0, size - TAIL_SPAN_BYTES)
     # from an event boundary in the last bytes, the sequential reader's search for the
     # ']' closing the events (a ']' in the keys after them is passed over)
-    first = BOUNDARY.search(tail)
+    first = EVENT_BOUNDARY.search(tail)
     if first is None:
         return None
     piece = tail[first.end() - 1 :]

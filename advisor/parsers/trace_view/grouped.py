@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor.parsers.traces import budget
 from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import (
@@ -41,8 +42,6 @@ from advisor.parsers.traces.steps import (
     window_step,
 )
 
-# kernels measured at a time (~150 bytes each with their flows while a group is measured)
-GROUP_ROWS = 1_000_000
 BEST = FLOW_PREFERENCE[0]
 Key = tuple[object, ...]
 
@@ -198,7 +197,7 @@ def _plan(
 ) -> list[list[int]]:
     """Consecutive windows (in time order) whose kernels number about GROUP_ROWS together,
     from a count of the kernel starts per window."""
-    if rows <= GROUP_ROWS:
+    if rows <= budget.GROUP_ROWS:
         return [numbers]
     los = [ctx.windows[n].start for n in numbers]
     counts = [0] * len(numbers)
@@ -212,7 +211,7 @@ def _plan(
     groups: list[list[int]] = [[]]
     held = 0
     for number, count in zip(numbers, counts, strict=True):
-        if groups[-1] and held + count > GROUP_ROWS:
+        if groups[-1] and held + count > budget.GROUP_ROWS:
             groups.append([])
             held = 0
         groups[-1].append(number)

@@ -6,21 +6,18 @@ arrays; the parent merges them. The parent meanwhile reads the CSV files (see as
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import re
 import tempfile
 from array import array
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.trace_view import grouped as trace_grouped
 from advisor.parsers.trace_view.decode import (
     BLOCK_BYTES,
     _Accumulator,
@@ -28,16 +25,13 @@ from advisor.parsers.trace_view.decode import (
     read_trace,
 )
 from advisor.parsers.trace_view.grouped import Key, big_columns, count_rows, reduce_in_groups
-from advisor.parsers.traces.blocks import SEPARATORS, TAIL_WINDOW
+from advisor.parsers.traces import budget, workers
+from advisor.parsers.traces.blocks import TAIL_WINDOW
 from advisor.parsers.traces.steps import DEVICE_LANE, TraceData, reduce_steps
+from advisor.parsers.traces.workers import split_points, start_parts, worker_count
 
 _TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
-# Below this size one process is fastest; above it the file is split between processes.
-PARALLEL_MIN_BYTES = 64 * 1024 * 1024
-MAX_WORKERS = 4
 MIB = 1024 * 1024
-# a worker writes its rows out once its arrays hold this much
-FLUSH_BYTES = 16 * 1024 * 1024
 # the block a worker decodes at a time (read when the worker starts: tests make it small)
 RANGE_BLOCK_BYTES = BLOCK_BYTES
 
@@ -76,24 +70,12 @@ class _RangeHandle:
         self.handle.close()
 
 
-def _split_points(path: Path, begin: int, size: int, parts: int) -> list[int]:
-    """Offsets of '{' that start a top-level event, near equal fractions of the file."""
-    points = [begin]
-    with path.open("rb") as handle:
-        for k in range(1, parts):
-            handle.seek(size * k // parts)
-            window = handle.read(TAIL_WINDOW)
-            best = min((p for p in (window.find(sep) for sep in SEPARATORS) if p >= 0), default=-1)
-            if best < 0:
-                continue
-            brace = window.index(b"{", best + 1)
-            point = size * k // parts + brace
-            if point > points[-1]:
-                points.append(point)
-    return points
-
-
 Job = tuple[Path, int, int, bool, Taxonomy, str | None]
+
+
+def _read_part(job_and_spill: tuple[Job, Path]) -> _Accumulator:
+    """A worker's part: its byte range decoded, its rows in its spill file."""
+    return _read_range(*job_and_spill)
 
 
 def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None) -> _Accumulator:
@@ -128,7 +110,7 @@ def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None
 
 
 class _SpillWriter:
-    """Writes an accumulator's rows to its spill file whenever they pass FLUSH_BYTES, and
+    """Writes an accumulator's rows to its spill file whenever they pass budget.FLUSH_BYTES, and
     empties its arrays: a worker holds at most that much, whatever the size of its range.
     Each segment is a pickled list of (column key, type, length), then the rows."""
 
@@ -144,7 +126,7 @@ class _SpillWriter:
 
     def flush_if_large(self) -> None:
         held = sum(len(c) * c.itemsize for c in self.acc.columns().values())
-        if held >= FLUSH_BYTES:
+        if held >= budget.FLUSH_BYTES:
             self.flush()
 
     def flush(self) -> None:
@@ -181,7 +163,6 @@ def _restore(
 
 def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[Job]:
     """Byte ranges for worker processes; [] when one process is the better choice."""
-    workers = min(MAX_WORKERS, os.cpu_count() or 1)
     try:
         size = path.stat().st_size
         with path.open("rb") as handle:
@@ -189,10 +170,11 @@ def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[Job]:
     except OSError:
         return []
     stripped = head.lstrip()
-    if workers < 2 or size < PARALLEL_MIN_BYTES or not stripped.startswith(b"["):
+    count = worker_count(size)
+    if count < 2 or not stripped.startswith(b"["):
         return []
     start = len(head) - len(stripped) + 1
-    points = _split_points(path, start, size, workers)
+    points = split_points(path, start, size, count)
     if len(points) < 2:
         return []
     m = _TS_SAMPLE.search(head)
@@ -211,12 +193,6 @@ def _plan_jobs(path: Path, taxonomy: Taxonomy) -> list[Job]:
     return jobs
 
 
-def pool_context() -> multiprocessing.context.BaseContext:
-    """fork where the platform has it: workers start without importing the package again."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-
-
 def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     """Start reading a trace in worker processes (large files) and return the collector.
 
@@ -229,22 +205,11 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
         return lambda: read_trace_bounded(path, taxonomy)
     scratch = tempfile.TemporaryDirectory(prefix="advisor-trace-")
     spills = [Path(scratch.name) / f"part-{i}" for i in range(len(jobs))]
-    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
-    futures = [
-        pool.submit(_read_range, job, spill) for job, spill in zip(jobs, spills, strict=True)
-    ]
+    decoded = start_parts(f"decoding {path.name}", _read_part, list(zip(jobs, spills, strict=True)))
 
     def collect() -> TraceData:
         try:
-            try:
-                with progress.task(f"decoding {path.name}", len(futures), "parts") as bar:
-                    for _ in as_completed(futures):
-                        bar.advance()
-                parts = [f.result() for f in futures]
-            finally:
-                pool.shutdown(cancel_futures=True)  # the workers' memory back before merging
-            futures.clear()  # the parts are held here only
-            return _reduce_parts(path, parts, spills)
+            return _reduce_parts(path, decoded(), spills)
         except (InputError, OSError, BrokenProcessPool):
             return read_trace(path, taxonomy)
         finally:
@@ -261,7 +226,7 @@ def _reduce_parts(path: Path, parts: list[_Accumulator], spills: list[Path]) -> 
         names.update(part.process_names)
     devices: set[object] = {pid for pid, name in names.items() if name == DEVICE_LANE}
     rows, keys = count_rows(spills, devices)
-    grouped = rows > trace_grouped.GROUP_ROWS and any(part.best_paired for part in parts)
+    grouped = rows > budget.GROUP_ROWS and any(part.best_paired for part in parts)
     leave = big_columns(devices) if grouped else None
     # each part is read back just before it is merged and let go after
     parts.reverse()
@@ -300,7 +265,7 @@ def _whole_job(path: Path, taxonomy: Taxonomy) -> Job | None:
     except OSError:
         return None
     stripped = head.lstrip()
-    if size < PARALLEL_MIN_BYTES or not stripped.startswith(b"["):
+    if size < workers.PARALLEL_MIN_BYTES or not stripped.startswith(b"["):
         return None
     m = _TS_SAMPLE.search(head)
     return (

@@ -12,6 +12,9 @@ from advisor.model import InputError
 # what separates two top-level events, in the styles profilers write
 SEPARATORS = (b"}, {", b"},{", b"},\n{", b"},\r\n{", b"}, \n{")
 
+# the same, any blank between: where a cut point of the file is looked for
+EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+
 TAIL_WINDOW = 1 << 20
 
 
