@@ -1,10 +1,10 @@
-"""A PyTorch trace's device operations and launches written out while it is decoded.
+"""The columns a PyTorch trace spills while it is decoded, and what is known of each segment.
 
-Each decoding process (a worker with its byte range, or the one process) writes its rows to a
-spill file whenever they pass FLUSH_BYTES and empties its columns, so decoding holds the same
-memory at any trace size. The file is a sequence of segments, each the operation columns then
-the launch columns; what the reduction needs to skip a segment without reading it (row counts,
-the time span of its operations, the range of its correlation ids) is kept in memory.
+Each decoding process writes its operation and launch columns to a spill file of the trace
+engine (parsers/traces/spill.py) whenever they pass FLUSH_BYTES. What the reduction needs to
+skip a segment without reading it (row counts, the time span of its operations, the range of
+its correlation ids, a sample of its start times) is kept in memory beside the segment's
+layout.
 
 The rows are read back in file order — parts in order, segments in order — the order the
 sequential reader would have appended them, so a stable sort afterwards gives the same order.
@@ -20,8 +20,11 @@ from typing import Any
 
 from advisor.parsers.kineto.columns import NO_CORRELATION, DeviceOps
 from advisor.parsers.traces import budget
+from advisor.parsers.traces.spill import Layout
+from advisor.parsers.traces.spill import SpillWriter as SpillFile
 
 OP_COLUMNS = (("start", "d"), ("end", "d"), ("signature", "i"), ("correlation", "q"))
+LAUNCH_KEY, LAUNCH_AT = "launch_key", "launch_at"  # a launch's correlation id and time
 # one operation start in this many is kept in a segment's sample
 SAMPLE_EVERY = 2048
 _OP_ROW_BYTES = 28
@@ -33,7 +36,7 @@ EMPTY_RANGE = (float("inf"), float("-inf"))
 class Segment:
     """Where one segment sits in its spill file and what it holds."""
 
-    offset: int
+    layout: Layout
     ops: int
     launches: int
     first_start: float  # the earliest operation start (inf: none)
@@ -72,10 +75,10 @@ class SpillWriter:
 
     def __init__(self, ops: DeviceOps, keys: array[int], times: array[float], rows: SpilledRows):
         self.ops, self.keys, self.times, self.rows = ops, keys, times, rows
-        self.handle = rows.path.open("wb")
+        self.file = SpillFile(rows.path)
 
     def close(self) -> None:
-        self.handle.close()
+        self.file.close()
 
     def flush_if_large(self) -> None:
         held = len(self.ops) * _OP_ROW_BYTES + len(self.keys) * _LAUNCH_ROW_BYTES
@@ -94,37 +97,21 @@ class SpillWriter:
         )
         first, last = (min(ops.start), max(ops.end)) if len(ops) else EMPTY_RANGE
         latest = max(ops.start) if len(ops) else first
+        sample = sorted(ops.start[SAMPLE_EVERY // 2 :: SAMPLE_EVERY])
+        ops_count, launches = len(ops), len(keys)
+        columns = [(name, getattr(ops, name)) for name, _ in OP_COLUMNS]
+        layout = self.file.write([*columns, (LAUNCH_KEY, keys), (LAUNCH_AT, self.times)])
         self.rows.segments.append(
-            Segment(
-                self.handle.tell(),
-                len(ops),
-                len(keys),
-                first,
-                latest,
-                last,
-                low,
-                high,
-                sorted(ops.start[SAMPLE_EVERY // 2 :: SAMPLE_EVERY]),
-            )
+            Segment(layout, ops_count, launches, first, latest, last, low, high, sample)
         )
-        for name, _ in OP_COLUMNS:
-            column = getattr(ops, name)
-            column.tofile(self.handle)
-            del column[:]
-        keys.tofile(self.handle)
-        self.times.tofile(self.handle)
-        del keys[:]
-        del self.times[:]
-        self.handle.flush()
 
 
 def read_ops(rows: SpilledRows, segment: Segment, handle: Any) -> DeviceOps:
     """One segment's operation columns, signatures in the merged numbering (their table is
     the merged one, not attached here)."""
-    handle.seek(segment.offset)
     out = DeviceOps()
     for name, _ in OP_COLUMNS:
-        getattr(out, name).fromfile(handle, segment.ops)
+        setattr(out, name, segment.layout.read(handle, name))
     ids = rows.signature_ids
     if ids is not None and not rows.identity:
         out.signature = array("i", (ids[s] for s in out.signature))
@@ -133,19 +120,11 @@ def read_ops(rows: SpilledRows, segment: Segment, handle: Any) -> DeviceOps:
 
 def read_correlation(segment: Segment, handle: Any) -> array[int]:
     """One segment's operations' correlation keys alone."""
-    handle.seek(segment.offset + segment.ops * 20)  # after start, end and signature
-    keys: array[int] = array("q")
-    keys.fromfile(handle, segment.ops)
-    return keys
+    return segment.layout.read(handle, "correlation")
 
 
 def read_launches(segment: Segment, handle: Any) -> tuple[array[int], array[float]]:
-    handle.seek(segment.offset + segment.ops * _OP_ROW_BYTES)
-    keys: array[int] = array("q")
-    times: array[float] = array("d")
-    keys.fromfile(handle, segment.launches)
-    times.fromfile(handle, segment.launches)
-    return keys, times
+    return segment.layout.read(handle, LAUNCH_KEY), segment.layout.read(handle, LAUNCH_AT)
 
 
 def segments(parts: list[SpilledRows]) -> Iterator[tuple[SpilledRows, Segment, Any]]:

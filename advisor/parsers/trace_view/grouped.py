@@ -17,15 +17,13 @@ HostToDevice pair was seen), so the category every window uses is that one.
 
 from __future__ import annotations
 
-import os
-import pickle
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from advisor.parsers.traces import budget
+from advisor.parsers.traces import budget, spill
 from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import (
@@ -75,20 +73,9 @@ def big_columns(devices: set[object]) -> Callable[[Key], bool]:
 
 
 def segments(spills: list[Path], wanted: Callable[[Key], bool]) -> Iterator[dict[Key, Any]]:
-    """Each spill segment's wanted columns, in file order."""
-    for spill in spills:
-        with spill.open("rb") as handle:
-            while head := handle.read(8):
-                header = pickle.loads(handle.read(int.from_bytes(head, "little")))
-                found: dict[Key, Any] = {}
-                for key, typecode, size in header:
-                    if wanted(key):
-                        column: array[Any] = array(typecode)
-                        column.fromfile(handle, size)
-                        found[key] = column
-                    else:
-                        handle.seek(size * array(typecode).itemsize, os.SEEK_CUR)
-                yield found
+    """Each spill segment's wanted columns, in file order (parts in order)."""
+    for path in spills:
+        yield from spill.segments(path, wanted)
 
 
 def count_rows(spills: list[Path], devices: set[object]) -> tuple[int, set[Key]]:
@@ -96,15 +83,13 @@ def count_rows(spills: list[Path], devices: set[object]) -> tuple[int, set[Key]]
     rows (headers only)."""
     total = 0
     keys: set[Key] = set()
-    for spill in spills:
-        with spill.open("rb") as handle:
-            while head := handle.read(8):
-                header = pickle.loads(handle.read(int.from_bytes(head, "little")))
-                for key, typecode, size in header:
-                    if key[0] == "starts" and key[1] in devices:
-                        total += size
-                    keys.add(key)
-                    handle.seek(size * array(typecode).itemsize, os.SEEK_CUR)
+    for path in spills:
+        for layout in spill.layouts(path):
+            for key, _, size in layout.columns:
+                assert isinstance(key, tuple)
+                if key[0] == "starts" and key[1] in devices:
+                    total += size
+                keys.add(key)
     return total, keys
 
 

@@ -6,11 +6,8 @@ arrays; the parent merges them. The parent meanwhile reads the CSV files (see as
 
 from __future__ import annotations
 
-import os
-import pickle
 import re
 import tempfile
-from array import array
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -27,6 +24,7 @@ from advisor.parsers.trace_view.decode import (
 from advisor.parsers.trace_view.grouped import Key, big_columns, count_rows, reduce_in_groups
 from advisor.parsers.traces import budget, workers
 from advisor.parsers.traces.blocks import TAIL_WINDOW
+from advisor.parsers.traces.spill import SpillWriter, segments
 from advisor.parsers.traces.steps import DEVICE_LANE, TraceData, reduce_steps
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
 
@@ -110,19 +108,18 @@ def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None
 
 
 class _SpillWriter:
-    """Writes an accumulator's rows to its spill file whenever they pass budget.FLUSH_BYTES, and
-    empties its arrays: a worker holds at most that much, whatever the size of its range.
-    Each segment is a pickled list of (column key, type, length), then the rows."""
+    """Writes an accumulator's rows to its spill file whenever they pass budget.FLUSH_BYTES,
+    and empties its arrays: a worker holds at most that much, whatever the size of its range."""
 
     def __init__(self, acc: _Accumulator, path: Path) -> None:
         self.acc = acc
-        self.handle = path.open("wb")
+        self.file = SpillWriter(path)
 
     def __enter__(self) -> _SpillWriter:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.handle.close()
+        self.file.close()
 
     def flush_if_large(self) -> None:
         held = sum(len(c) * c.itemsize for c in self.acc.columns().values())
@@ -130,34 +127,26 @@ class _SpillWriter:
             self.flush()
 
     def flush(self) -> None:
-        columns = {key: column for key, column in self.acc.columns().items() if column}
-        header = pickle.dumps([(key, c.typecode, len(c)) for key, c in columns.items()])
-        self.handle.write(len(header).to_bytes(8, "little"))
-        self.handle.write(header)
-        for column in columns.values():
-            column.tofile(self.handle)
-            del column[:]
+        self.file.write((key, column) for key, column in self.acc.columns().items() if column)
 
 
 def _restore(
-    acc: _Accumulator, spill: Path, leave: Callable[[Key], bool] | None = None
+    acc: _Accumulator, path: Path, leave: Callable[[Key], bool] | None = None
 ) -> _Accumulator:
     """The accumulator's rows read back from its spill file, segment by segment. Rows of a
     column the worker dropped after writing them (a process found not to be the device lane,
     a fallback flow category) are skipped, and so are the columns `leave` names (the file is
     then kept: they are read from it later)."""
     columns = {k: c for k, c in acc.columns().items() if leave is None or not leave(k)}
-    with spill.open("rb") as handle:
-        while head := handle.read(8):
-            header = pickle.loads(handle.read(int.from_bytes(head, "little")))
-            for key, typecode, size in header:
-                target = columns.get(key)
-                if target is None:
-                    handle.seek(size * array(typecode).itemsize, os.SEEK_CUR)
-                else:
-                    target.fromfile(handle, size)
+
+    def kept(key: Key) -> bool:
+        return key in columns
+
+    for found in segments(path, kept):
+        for key, rows in found.items():
+            columns[key].extend(rows)
     if leave is None:
-        spill.unlink()
+        path.unlink()
     return acc
 
 
