@@ -193,88 +193,102 @@ class _Accumulator:
             self.ends[pid] = self.scratch_ends
 
     def add(self, batch: list[_Event]) -> None:
-        tax = self.taxonomy
-        ts_of = self.ts
-        step_re = tax.step
-        loader_re = tax.dataloader
         self.events += len(batch)
         for e in batch:
             ph = e.ph
             if ph == "X":
                 name = e.name
                 if e.cat:
-                    # host-side events: only step markers and data loading are needed
-                    if name.startswith("ProfilerStep#"):
-                        m = step_re.fullmatch(name)
-                        if m:
-                            start = ts_of(e.ts)
-                            self.steps.append(
-                                StepWindow(int(m.group(1)), start, start + _dur(e.dur))
-                            )
-                    elif ("DataLoader" in name or "dataset" in name) and loader_re.fullmatch(name):
-                        start = ts_of(e.ts)
-                        self.loader_start.append(start)
-                        self.loader_end.append(start + _dur(e.dur))
-                    continue
-                if name.startswith("AscendCL@"):
-                    # cheap substring tests first: most runtime calls are kernel launches
-                    if "Synchron" in name and tax.sync_calls.fullmatch(name):
-                        at = ts_of(e.ts)
-                        self.sync.append(at)
-                        self.sync_end.append(at + _dur(e.dur))
-                    elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
-                        at = ts_of(e.ts)
-                        self.malloc.append(at)
-                        self.malloc_end.append(at + _dur(e.dur))
-                    elif "Free" in name and tax.free_calls.fullmatch(name):
-                        self.free.append(ts_of(e.ts))
-                    continue
-                start = ts_of(e.ts)
-                end = start + _dur(e.dur)
-                if name.startswith("ProfilerStep#"):  # some exporters omit the cpu_op category
-                    m = step_re.fullmatch(name)
-                    if m:
-                        self.steps.append(StepWindow(int(m.group(1)), start, end))
-                    continue
-                if name in OVERLAP_LANES:
-                    lane = self.overlap.get(name)
-                    if lane is None:
-                        lane = self.overlap[name] = [array("d"), array("d")]
-                    lane[0].append(start)
-                    lane[1].append(end)
-                    continue
-                if name.startswith("hcom_"):
-                    kind = tax.comm_kind(name)
-                    lane = self.collectives.get(kind)
-                    if lane is None:
-                        lane = self.collectives[kind] = [array("d"), array("d")]
-                    lane[0].append(start)
-                    lane[1].append(end)
-                pid = e.pid
-                starts = self.starts.get(pid)
-                if starts is None:
-                    starts = self.starts[pid] = array("d")
-                    self.ends[pid] = array("d")
-                starts.append(start)
-                self.ends[pid].append(end)
+                    self._host_event(e, name)
+                elif name.startswith("AscendCL@"):
+                    self._runtime_call(e, name)
+                else:
+                    self._device_event(e, name)
             elif ph == "s" or ph == "f":
-                cat = e.cat
-                if cat in FLOW_CATEGORIES:
-                    best = cat == FLOW_PREFERENCE[0]
-                    if self.best_paired and not best:
-                        continue
-                    table = self.flows.get(cat)
-                    if table is None:
-                        table = self.flows[cat] = FlowTable()
-                    key = flow_key(e.id)
-                    table.add(ph == "s", key, ts_of(e.ts))
-                    if best and not self.best_paired:
-                        self._probe(ph == "s", key)
+                self._flow(e, ph == "s")
             elif ph == "M" and e.name == "process_name":
                 args = _ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
                 self.process_names[e.pid] = str(args.get("name", ""))
                 self._drop_unused(e.pid)
         del self.scratch_starts[:], self.scratch_ends[:]
+
+    def _host_event(self, e: _Event, name: str) -> None:
+        """A host-side event: only step markers and data loading are needed."""
+        if name.startswith("ProfilerStep#"):
+            m = self.taxonomy.step.fullmatch(name)
+            if m:
+                start = self.ts(e.ts)
+                self.steps.append(StepWindow(int(m.group(1)), start, start + _dur(e.dur)))
+        elif ("DataLoader" in name or "dataset" in name) and self.taxonomy.dataloader.fullmatch(
+            name
+        ):
+            start = self.ts(e.ts)
+            self.loader_start.append(start)
+            self.loader_end.append(start + _dur(e.dur))
+
+    def _runtime_call(self, e: _Event, name: str) -> None:
+        """An AscendCL call: synchronisations, allocations and frees are kept."""
+        tax = self.taxonomy
+        # cheap substring tests first: most runtime calls are kernel launches
+        if "Synchron" in name and tax.sync_calls.fullmatch(name):
+            at = self.ts(e.ts)
+            self.sync.append(at)
+            self.sync_end.append(at + _dur(e.dur))
+        elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
+            at = self.ts(e.ts)
+            self.malloc.append(at)
+            self.malloc_end.append(at + _dur(e.dur))
+        elif "Free" in name and tax.free_calls.fullmatch(name):
+            self.free.append(self.ts(e.ts))
+
+    def _device_event(self, e: _Event, name: str) -> None:
+        """A step marker without its category, an overlap lane's interval, or a kernel (a
+        collective's also in its kind's lane)."""
+        start = self.ts(e.ts)
+        end = start + _dur(e.dur)
+        if name.startswith("ProfilerStep#"):  # some exporters omit the cpu_op category
+            m = self.taxonomy.step.fullmatch(name)
+            if m:
+                self.steps.append(StepWindow(int(m.group(1)), start, end))
+            return
+        if name in OVERLAP_LANES:
+            _append_interval(self.overlap, name, start, end)
+            return
+        if name.startswith("hcom_"):
+            _append_interval(self.collectives, self.taxonomy.comm_kind(name), start, end)
+        pid = e.pid
+        starts = self.starts.get(pid)
+        if starts is None:
+            starts = self.starts[pid] = array("d")
+            self.ends[pid] = array("d")
+        starts.append(start)
+        self.ends[pid].append(end)
+
+    def _flow(self, e: _Event, start: bool) -> None:
+        """One end of a launch flow, in the categories that link host and device."""
+        cat = e.cat
+        if cat not in FLOW_CATEGORIES:
+            return
+        best = cat == FLOW_PREFERENCE[0]
+        if self.best_paired and not best:
+            return
+        table = self.flows.get(cat)
+        if table is None:
+            table = self.flows[cat] = FlowTable()
+        key = flow_key(e.id)
+        table.add(start, key, self.ts(e.ts))
+        if best and not self.best_paired:
+            self._probe(start, key)
+
+
+def _append_interval(
+    lanes: dict[str, list[array[float]]], name: str, start: float, end: float
+) -> None:
+    lane = lanes.get(name)
+    if lane is None:
+        lane = lanes[name] = [array("d"), array("d")]
+    lane[0].append(start)
+    lane[1].append(end)
 
 
 def _dur(value: float | str) -> float:

@@ -210,24 +210,70 @@ def _measure(
     lo = min(ctx.windows[n].start for n in group)
     hi = max(ctx.windows[n].end for n in group)
     devices = device_pids(raw)
+    starts_all, ends_all, flows = _kernels_and_finishes(spills, devices, lo, hi)
+    _flow_starts(spills, flows)
+    kernel_starts, kernel_ends = sorted_by_start(starts_all, ends_all)
+    launch_at, _ = flows.launch_times(kernel_starts)
+    linked = launch_at if any_rows else None  # as the whole trace's: kernels anywhere
+    return {n: window_step(ctx, n, kernel_starts, kernel_ends, linked) for n in group}
+
+
+def _kernels_and_finishes(
+    spills: list[Path], devices: list[int | str], lo: float, hi: float
+) -> tuple[array[float], array[float], FlowTable]:
+    """The device lanes' kernels starting in [lo, hi) (lane after lane, each in file order),
+    and the best category's flows ending there (a flow matters only where it ends at a
+    kernel's start)."""
     kept_starts: dict[object, array[float]] = {pid: array("d") for pid in devices}
     kept_ends: dict[object, array[float]] = {pid: array("d") for pid in devices}
     flows = FlowTable()
     for found in segments(spills, big_columns(set(devices))):
         for pid in devices:
-            starts, ends = found.get(("starts", pid)), found.get(("ends", pid))
-            if starts is None or ends is None:
-                continue
-            for start, end in zip(starts, ends, strict=True):
-                if lo <= start < hi:
-                    kept_starts[pid].append(start)
-                    kept_ends[pid].append(end)
-        ids, times = found.get(("flows", BEST, 2)), found.get(("flows", BEST, 3))
-        if ids is not None and times is not None:
-            for key, at in zip(ids, times, strict=True):
-                if lo <= at < hi:  # a flow matters only where it ends at a kernel's start
-                    flows.finish_ids.append(key)
-                    flows.finish_ts.append(at)
+            _keep_starting(
+                found.get(("starts", pid)),
+                found.get(("ends", pid)),
+                kept_starts[pid],
+                kept_ends[pid],
+                lo,
+                hi,
+            )
+        _keep_starting(
+            found.get(("flows", BEST, 2)),
+            found.get(("flows", BEST, 3)),
+            flows.finish_ids,
+            flows.finish_ts,
+            lo,
+            hi,
+            by_second=True,
+        )
+    starts_all: array[float] = array("d")
+    ends_all: array[float] = array("d")
+    for pid in devices:
+        starts_all.extend(kept_starts.pop(pid))
+        ends_all.extend(kept_ends.pop(pid))
+    return starts_all, ends_all, flows
+
+
+def _keep_starting(
+    firsts: array[Any] | None,
+    seconds: array[Any] | None,
+    out_firsts: array[Any],
+    out_seconds: array[Any],
+    lo: float,
+    hi: float,
+    by_second: bool = False,
+) -> None:
+    """The pairs whose time (the first column, or the second `by_second`) lies in [lo, hi)."""
+    if firsts is None or seconds is None:
+        return
+    for first, second in zip(firsts, seconds, strict=True):
+        if lo <= (second if by_second else first) < hi:
+            out_firsts.append(first)
+            out_seconds.append(second)
+
+
+def _flow_starts(spills: list[Path], flows: FlowTable) -> None:
+    """The starts of the flows `flows` has the finishes of."""
     wanted = set(flows.finish_ids)
     for found in segments(spills, lambda key: key[:2] == ("flows", BEST) and key[2] in (0, 1)):
         ids, times = found.get(("flows", BEST, 0)), found.get(("flows", BEST, 1))
@@ -237,13 +283,3 @@ def _measure(
             if key in wanted:
                 flows.start_ids.append(key)
                 flows.start_ts.append(at)
-    del wanted
-    starts_all: array[float] = array("d")
-    ends_all: array[float] = array("d")
-    for pid in devices:
-        starts_all.extend(kept_starts.pop(pid))
-        ends_all.extend(kept_ends.pop(pid))
-    kernel_starts, kernel_ends = sorted_by_start(starts_all, ends_all)
-    launch_at, _ = flows.launch_times(kernel_starts)
-    linked = launch_at if any_rows else None  # as the whole trace's: kernels anywhere
-    return {n: window_step(ctx, n, kernel_starts, kernel_ends, linked) for n in group}
