@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,14 +99,19 @@ class _Extractor:
         self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
         self.runtime_calls: dict[str, int] = {}
         self.streams: dict[tuple[Any, Any], int] = {}
+        # what an event of each role adds to the columns
+        self.handlers: dict[str, Callable[[KinetoEvent, str, float, float], None]] = {
+            "kernel": self._kernel_op,
+            "memory": self._memory_op,
+            "runtime": self._runtime,
+            "annotation": self._annotation,
+            "sync": self._sync,
+        }
 
     def block(self, events: list[Any], center: float, index: int) -> int:
-        out = self.out
+        """The events of one decoded block into the columns; the index of its last event."""
         roles = self.roles
-        ops = out.ops
-        kernels = self.kernels
-        streams = self.streams
-        signatures = ops.signatures.ids
+        handlers = self.handlers
         counted = 0
         for event in events:
             index += 1
@@ -138,65 +143,88 @@ class _Extractor:
             name = event.name
             if name.__class__ is not str:
                 name = "" if name is UNSET else str(name)
-            key = NO_CORRELATION
-            if role == "kernel" or role == "memory" or role == "runtime":
-                # the id pairing a launch with its device operation
-                args = event.args
-                if args is not None:
-                    corr = args.correlation
-                    if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
-                        key = corr
-                    else:
-                        key = self._correlation(corr)
-            if role == "kernel" or role == "memory":
-                info = kernels[role].get(name)
-                if info is None:
-                    info = kernels[role][name] = self._kernel(name, role)
-                name_id, kind, collective = info
-                if kind == COMMUNICATION:
-                    self._collective(event, name_id, collective, key, start, end)
-                    continue
-                pid, tid = event.pid, event.tid
-                try:
-                    stream = streams.get((pid, tid))
-                except TypeError:  # a list as pid or tid: by its text, in _stream
-                    stream = None
-                if stream is None:
-                    stream = self._stream(pid, tid)
-                sig = signatures.get((name_id, kind, stream, NO_GROUP, collective))
-                if sig is None:
-                    sig = ops.signatures.id(name_id, kind, stream, NO_GROUP, collective)
-                ops.start.append(start)
-                ops.end.append(end)
-                ops.signature.append(sig)
-                ops.correlation.append(key)
-            elif role == "runtime":
-                if key != NO_CORRELATION:
-                    out.launch_keys.append(key)
-                    out.launch_ts.append(start)
-                call = self.runtime_calls.get(name)
-                if call is None:
-                    call = self.runtime_calls[name] = self._runtime_call(name)
-                if call == _SYNC:
-                    out.sync_start.append(start)
-                    out.sync_end.append(end)
-                elif call == _MALLOC:
-                    out.malloc_start.append(start)
-                    out.malloc_end.append(end)
-                elif call == _FREE:
-                    out.free.append(start)
-            elif role == "annotation":
-                m = self.taxonomy.step.fullmatch(name)
-                if m:
-                    out.steps.append(HostWindow(int(m.group(1)), start, end))
-                elif self.taxonomy.dataloader.fullmatch(name):
-                    out.loader_start.append(start)
-                    out.loader_end.append(end)
-            elif role == "sync":
-                out.sync_start.append(start)
-                out.sync_end.append(end)
-        out.events += counted
+            handle = handlers.get(role)
+            if handle is not None:
+                handle(event, name, start, end)
+        self.out.events += counted
         return index
+
+    def _key(self, event: KinetoEvent) -> int:
+        """The id pairing a launch with its device operation (NO_CORRELATION: none)."""
+        args = event.args
+        if args is None:
+            return NO_CORRELATION
+        corr = args.correlation
+        if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
+            return int(corr)
+        return self._correlation(corr)
+
+    def _kernel_op(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
+        self._device_op(event, "kernel", name, start, end)
+
+    def _memory_op(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
+        self._device_op(event, "memory", name, start, end)
+
+    def _device_op(
+        self, event: KinetoEvent, role: str, name: str, start: float, end: float
+    ) -> None:
+        """A kernel or memory operation: a row of the operation columns, or a collective."""
+        key = self._key(event)
+        info = self.kernels[role].get(name)
+        if info is None:
+            info = self.kernels[role][name] = self._kernel(name, role)
+        name_id, kind, collective = info
+        if kind == COMMUNICATION:
+            self._collective(event, name_id, collective, key, start, end)
+            return
+        pid, tid = event.pid, event.tid
+        try:
+            stream = self.streams.get((pid, tid))
+        except TypeError:  # a list as pid or tid: by its text, in _stream
+            stream = None
+        if stream is None:
+            stream = self._stream(pid, tid)
+        ops = self.out.ops
+        sig = ops.signatures.ids.get((name_id, kind, stream, NO_GROUP, collective))
+        if sig is None:
+            sig = ops.signatures.id(name_id, kind, stream, NO_GROUP, collective)
+        ops.start.append(start)
+        ops.end.append(end)
+        ops.signature.append(sig)
+        ops.correlation.append(key)
+
+    def _runtime(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
+        """A runtime call: a launch by its correlation id, and the host calls the step model
+        counts (synchronisations, allocations, frees)."""
+        out = self.out
+        key = self._key(event)
+        if key != NO_CORRELATION:
+            out.launch_keys.append(key)
+            out.launch_ts.append(start)
+        call = self.runtime_calls.get(name)
+        if call is None:
+            call = self.runtime_calls[name] = self._runtime_call(name)
+        if call == _SYNC:
+            out.sync_start.append(start)
+            out.sync_end.append(end)
+        elif call == _MALLOC:
+            out.malloc_start.append(start)
+            out.malloc_end.append(end)
+        elif call == _FREE:
+            out.free.append(start)
+
+    def _annotation(self, _event: KinetoEvent, name: str, start: float, end: float) -> None:
+        """A host annotation: a ProfilerStep window or data loading."""
+        m = self.taxonomy.step.fullmatch(name)
+        if m:
+            self.out.steps.append(HostWindow(int(m.group(1)), start, end))
+        elif self.taxonomy.dataloader.fullmatch(name):
+            self.out.loader_start.append(start)
+            self.out.loader_end.append(end)
+
+    def _sync(self, _event: KinetoEvent, name: str, start: float, end: float) -> None:
+        self.out.sync_start.append(start)
+        self.out.sync_end.append(end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
         ts = None if event.ts is UNSET else event.ts
