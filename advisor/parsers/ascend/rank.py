@@ -154,6 +154,26 @@ def read_rank(
         else f"assumed: {OUTPUT_DIR} without a _ascend_pt / _ascend_ms directory suffix"
     )
     reader = _Reader(rank, skip_bad, warnings)
+    _read_description(rank, directory, reader)
+    if output is None:
+        raise _no_output(directory)
+    db_path = profiler_db(output)
+    if db_path is not None and not is_text_output(output):
+        _read_db_rank(rank, db_path, taxonomy, reader, shallow)
+        return rank
+    bad = BadValues(skip=skip_bad)
+    if shallow and _read_summaries(rank, output, taxonomy, reader, bad):
+        return rank
+    # (without a step model the rank is read in full: its trace holds the steps)
+    _read_text_rank(rank, output, taxonomy, reader, bad, split_trace)
+    if rank.level is None:
+        _infer_level(rank)
+    _check_steps(rank, output)
+    return rank
+
+
+def _read_description(rank: RankProfile, directory: Path, reader: _Reader) -> None:
+    """profiler_info_<rank>.json and profiler_metadata.json, where the profile has them."""
     info_paths = sorted(p for p in directory.glob("profiler_info*.json") if p.is_file())
     if info_paths:
         info = reader.read(info_paths[0], "profiler_info.json", files.read_json)
@@ -166,41 +186,52 @@ def read_rank(
     )
     if meta is not None:
         apply_metadata(rank, meta)
-    if output is None:
-        raw = sorted(p.name for p in directory.glob("PROF_*") if p.is_dir())
-        hint = (
-            f": only raw data ({raw[0]}) — parse it first (MindSpore: Profiler.offline_analyse; "
-            "torch_npu: torch_npu.profiler.profiler.analyse)"
-            if raw
-            else ""
-        )
-        raise InputError(str(directory), f"no {OUTPUT_DIR} folder with profiler output{hint}")
 
-    db_path = profiler_db(output)
-    if db_path is not None and not is_text_output(output):
-        _read_db_rank(rank, db_path, taxonomy, reader, shallow)
-        return rank
 
-    def out(name: str) -> Path:
-        return output / name
+def _no_output(directory: Path) -> InputError:
+    raw = sorted(p.name for p in directory.glob("PROF_*") if p.is_dir())
+    hint = (
+        f": only raw data ({raw[0]}) — parse it first (MindSpore: Profiler.offline_analyse; "
+        "torch_npu: torch_npu.profiler.profiler.analyse)"
+        if raw
+        else ""
+    )
+    return InputError(str(directory), f"no {OUTPUT_DIR} folder with profiler output{hint}")
 
+
+def _read_summaries(
+    rank: RankProfile, output: Path, taxonomy: Taxonomy, reader: _Reader, bad: BadValues
+) -> bool:
+    """The cheap tier: the step model and the small communication files; whether there was a
+    step model to read."""
+    steps = output / "step_trace_time.csv"
+    if not steps.is_file():
+        return False
+    rank.step_rows = reader.read(
+        steps, "step_trace_time.csv", lambda p: files.read_step_trace(p, bad)
+    )
+    if rank.step_rows is None:
+        return False
+    # small files that tell a pipeline's stages (send/recv) and a slow link apart
+    _read_comm(rank, reader, output.joinpath, taxonomy, bad)
+    _read_links(rank, reader, output.joinpath)
+    reader.warnings.extend(bad.warnings())
+    rank.dropped.update(bad.by_name())
+    return True
+
+
+def _read_text_rank(
+    rank: RankProfile,
+    output: Path,
+    taxonomy: Taxonomy,
+    reader: _Reader,
+    bad: BadValues,
+    split_trace: bool,
+) -> None:
+    """Every file of a text export. Large traces are decoded by worker processes while the CSV
+    files are read here."""
+    out = output.joinpath
     trace_path = out("trace_view.json")
-    bad = BadValues(skip=skip_bad)
-    if shallow and out("step_trace_time.csv").is_file():
-        rank.step_rows = reader.read(
-            out("step_trace_time.csv"),
-            "step_trace_time.csv",
-            lambda p: files.read_step_trace(p, bad),
-        )
-        if rank.step_rows is not None:
-            # small files that tell a pipeline's stages (send/recv) and a slow link apart
-            _read_comm(rank, reader, out, taxonomy, bad)
-            _read_links(rank, reader, out)
-            warnings.extend(bad.warnings())
-            rank.dropped.update(bad.by_name())
-            return rank
-    # (without a step model the rank is read in full: its trace holds the steps)
-    # Large traces are decoded by worker processes while the CSV files are read here.
     pending = start_trace(trace_path, taxonomy) if trace_path.is_file() and split_trace else None
     rank.step_rows = reader.read(
         out("step_trace_time.csv"), "step_trace_time.csv", lambda p: files.read_step_trace(p, bad)
@@ -217,7 +248,7 @@ def read_rank(
     rank.memory = reader.read(
         out("memory_record.csv"), "memory_record.csv", lambda p: files.read_memory_record(p, bad)
     )
-    warnings.extend(bad.warnings())
+    reader.warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
     _read_links(rank, reader, out)
     rank.trace = reader.read(
@@ -225,21 +256,21 @@ def read_rank(
         "trace_view.json",
         lambda p: pending() if pending else read_trace_bounded(p, taxonomy),
     )
-    if rank.level is None:
-        _infer_level(rank)
-    if rank.step_rows is None and (rank.trace is None or not rank.trace.steps):
-        if (
-            rank.trace is None
-            and not trace_path.is_file()
-            and not out("step_trace_time.csv").is_file()
-        ):
-            raise InputError(str(output), layout_problem(output))
-        where = out("trace_view.json") if rank.trace is not None else output
-        raise InputError(
-            str(where),
-            "no steps: neither step_trace_time.csv rows nor ProfilerStep#N events in trace_view.json",
-        )
-    return rank
+
+
+def _check_steps(rank: RankProfile, output: Path) -> None:
+    """A rank without steps (neither a step model nor ProfilerStep events) is refused."""
+    if rank.step_rows is not None or (rank.trace is not None and rank.trace.steps):
+        return
+    trace_path = output / "trace_view.json"
+    nothing = rank.trace is None and not trace_path.is_file()
+    if nothing and not (output / "step_trace_time.csv").is_file():
+        raise InputError(str(output), layout_problem(output))
+    where = trace_path if rank.trace is not None else output
+    raise InputError(
+        str(where),
+        "no steps: neither step_trace_time.csv rows nor ProfilerStep#N events in trace_view.json",
+    )
 
 
 def _read_comm(
