@@ -101,9 +101,6 @@ class _Extractor:
         self.streams: dict[tuple[Any, Any], int] = {}
         # what an event of each role adds to the columns
         self.handlers: dict[str, Callable[[KinetoEvent, str, float, float], None]] = {
-            "kernel": self._kernel_op,
-            "memory": self._memory_op,
-            "runtime": self._runtime,
             "annotation": self._annotation,
             "sync": self._sync,
         }
@@ -143,15 +140,20 @@ class _Extractor:
             name = event.name
             if name.__class__ is not str:
                 name = "" if name is UNSET else str(name)
-            handle = handlers.get(role)
-            if handle is not None:
-                handle(event, name, start, end)
+            # the two roles of nearly every event first, without a lookup
+            if role == "kernel" or role == "memory":
+                self._device_op(event, role, name, start, end)
+            elif role == "runtime":
+                self._runtime(event, name, start, end)
+            else:
+                handle = handlers.get(role)
+                if handle is not None:
+                    handle(event, name, start, end)
         self.out.events += counted
         return index
 
-    def _key(self, event: KinetoEvent) -> int:
+    def _key(self, args: KinetoArgs | None) -> int:
         """The id pairing a launch with its device operation (NO_CORRELATION: none)."""
-        args = event.args
         if args is None:
             return NO_CORRELATION
         corr = args.correlation
@@ -159,17 +161,15 @@ class _Extractor:
             return int(corr)
         return self._correlation(corr)
 
-    def _kernel_op(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
-        self._device_op(event, "kernel", name, start, end)
-
-    def _memory_op(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
-        self._device_op(event, "memory", name, start, end)
-
     def _device_op(
         self, event: KinetoEvent, role: str, name: str, start: float, end: float
     ) -> None:
         """A kernel or memory operation: a row of the operation columns, or a collective."""
-        key = self._key(event)
+        args = event.args
+        corr = NO_CORRELATION if args is None else args.correlation
+        key = (
+            corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
+        )
         info = self.kernels[role].get(name)
         if info is None:
             info = self.kernels[role][name] = self._kernel(name, role)
@@ -197,7 +197,11 @@ class _Extractor:
         """A runtime call: a launch by its correlation id, and the host calls the step model
         counts (synchronisations, allocations, frees)."""
         out = self.out
-        key = self._key(event)
+        args = event.args
+        corr = NO_CORRELATION if args is None else args.correlation
+        key = (
+            corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
+        )
         if key != NO_CORRELATION:
             out.launch_keys.append(key)
             out.launch_ts.append(start)
