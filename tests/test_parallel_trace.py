@@ -56,12 +56,13 @@ def test_only_the_device_lane_rows_are_kept():
     # HCCL tasks and CANN nodes are half the complete events of a real trace and no step
     # measure uses them: a process named otherwise keeps no rows, whether its name comes
     # before its events or after them
-    from advisor.parsers.trace_view.decode import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.accumulator import Accumulator
+    from advisor.parsers.trace_view.events import ARRAY_DECODER
 
     def batch(*events: str) -> list:
-        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+        return ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
 
-    acc = _Accumulator(default_taxonomy())
+    acc = Accumulator(default_taxonomy())
     acc.add(batch(_named(2, "Ascend Hardware"), _named(3, "HCCL"), _x(2, "MatMul", 10.0)))
     acc.add(batch(_x(3, "Notify_Wait", 11.0), _x(4, "Node@launch", 12.0), _x(2, "Add", 13.0)))
     assert list(acc.starts[4]) == [12.0]  # not named yet: kept
@@ -71,9 +72,9 @@ def test_only_the_device_lane_rows_are_kept():
     assert len(acc.ends[3]) == len(acc.ends[4]) == 0
 
     # a later part of the file names a process whose rows an earlier part kept
-    later = _Accumulator(default_taxonomy())
+    later = Accumulator(default_taxonomy())
     later.add(batch(_named(5, "HCCL"), _x(2, "Mul", 20.0), _x(5, "Memcpy", 21.0)))
-    early = _Accumulator(default_taxonomy())
+    early = Accumulator(default_taxonomy())
     early.add(batch(_x(5, "Memcpy", 1.0), _named(2, "Ascend Hardware"), _x(2, "Sub", 2.0)))
     early.merge(later)
     assert list(early.starts[2]) == [2.0, 20.0]
@@ -88,12 +89,13 @@ def _flow(ph: str, cat: str, key: int | str, ts: float) -> str:
 def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     # HostToDevice is used whenever one of its flows has both ends: from then on async_npu
     # (as many flows again) is neither kept nor recorded
-    from advisor.parsers.trace_view.decode import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.accumulator import Accumulator
+    from advisor.parsers.trace_view.events import ARRAY_DECODER
 
     def batch(*events: str) -> list:
-        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+        return ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
 
-    acc = _Accumulator(default_taxonomy())
+    acc = Accumulator(default_taxonomy())
     acc.add(batch(_flow("s", "async_npu", 1, 1.0), _flow("s", "HostToDevice", "1", 2.0)))
     assert set(acc.flows) == {"async_npu", "HostToDevice"} and not acc.best_paired
     acc.add(batch(_flow("f", "async_npu", 1, 5.0), _flow("f", "HostToDevice", "1", 5.0)))
@@ -102,7 +104,7 @@ def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     assert set(acc.flows) == {"HostToDevice"}
 
     # ends that never match keep both categories: the fallback is what pairs
-    lone = _Accumulator(default_taxonomy())
+    lone = Accumulator(default_taxonomy())
     lone.add(batch(_flow("s", "HostToDevice", "7", 1.0), _flow("f", "HostToDevice", "8", 2.0)))
     lone.add(batch(_flow("s", "async_npu", 7, 1.0), _flow("f", "async_npu", 7, 2.0)))
     assert not lone.best_paired and set(lone.flows) == {"async_npu", "HostToDevice"}
@@ -148,12 +150,13 @@ def test_workers_write_their_rows_out_as_they_go(trace_file: Path, monkeypatch: 
 
 
 def test_rows_written_before_their_process_was_named_are_not_read_back(tmp_path: Path):
-    from advisor.parsers.trace_view.decode import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.accumulator import Accumulator
+    from advisor.parsers.trace_view.events import ARRAY_DECODER
 
     def batch(*events: str) -> list:
-        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+        return ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
 
-    acc = _Accumulator(default_taxonomy())
+    acc = Accumulator(default_taxonomy())
     spill = tmp_path / "part"
     with trace_parallel._SpillWriter(acc, spill) as writer:
         acc.add(batch(_named(2, "Ascend Hardware"), _x(2, "MatMul", 1.0), _x(4, "Node", 2.0)))

@@ -10,6 +10,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.ascend import files
 from advisor.parsers.ascend.comm_matrix import read_comm_matrix
+from advisor.parsers.ascend.kernels import read_kernels
 from advisor.parsers.ascend.meta import apply_info, apply_metadata, read_metadata
 from advisor.parsers.ascend_db.reader import (
     DbProfile,
@@ -239,7 +240,7 @@ def _read_text_rank(
     rank.kernels = reader.read(
         out("kernel_details.csv"),
         "kernel_details.csv",
-        lambda p: files.read_kernels(p, taxonomy, bad),
+        lambda p: read_kernels(p, taxonomy, bad),
     )
     rank.op_stats = reader.read(
         out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)

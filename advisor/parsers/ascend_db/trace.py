@@ -9,7 +9,7 @@ from pathlib import Path
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.ascend_db.checks import valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
-from advisor.parsers.trace_view.decode import OVERLAP_LANES
+from advisor.parsers.trace_view.schema import DEVICE_LANE, OVERLAP_LANES, TRACE_VIEW
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import StepWindow, TraceData, reduce_steps
 
@@ -31,7 +31,7 @@ def read_db_trace(
     windows: list[StepWindow],
     taxonomy: Taxonomy,
 ) -> TraceData:
-    raw = PlainTrace(process_names={DEVICE_LANE_KEY: "Ascend Hardware"}, steps=list(windows))
+    raw = PlainTrace(process_names={DEVICE_LANE_KEY: DEVICE_LANE}, steps=list(windows))
     starts, ends = array("d"), array("d")
     for a, b in db.rows("TASK", f"SELECT startNs, endNs FROM TASK WHERE {valid_interval(origin)}"):
         if isinstance(a, int) and isinstance(b, int) and b >= a:
@@ -56,7 +56,7 @@ def read_db_trace(
                 lane[1].append((b - origin) / 1000.0)
     _host_calls(db, strings, origin, raw, taxonomy)
     _launch_flows(db, origin, raw)
-    return reduce_steps(path, raw)
+    return reduce_steps(path, raw, TRACE_VIEW)
 
 
 def _host_calls(

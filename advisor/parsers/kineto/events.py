@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,16 +99,10 @@ class _Extractor:
         self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
         self.runtime_calls: dict[str, int] = {}
         self.streams: dict[tuple[Any, Any], int] = {}
-        # what an event of each role adds to the columns
-        self.handlers: dict[str, Callable[[KinetoEvent, str, float, float], None]] = {
-            "annotation": self._annotation,
-            "sync": self._sync,
-        }
 
     def block(self, events: list[Any], center: float, index: int) -> int:
         """The events of one decoded block into the columns; the index of its last event."""
         roles = self.roles
-        handlers = self.handlers
         counted = 0
         for event in events:
             index += 1
@@ -140,15 +134,15 @@ class _Extractor:
             name = event.name
             if name.__class__ is not str:
                 name = "" if name is UNSET else str(name)
-            # the two roles of nearly every event first, without a lookup
             if role == "kernel" or role == "memory":
                 self._device_op(event, role, name, start, end)
             elif role == "runtime":
                 self._runtime(event, name, start, end)
-            else:
-                handle = handlers.get(role)
-                if handle is not None:
-                    handle(event, name, start, end)
+            elif role == "annotation":
+                self._annotation(name, start, end)
+            elif role == "sync":
+                self.out.sync_start.append(start)
+                self.out.sync_end.append(end)
         self.out.events += counted
         return index
 
@@ -217,7 +211,7 @@ class _Extractor:
         elif call == _FREE:
             out.free.append(start)
 
-    def _annotation(self, _event: KinetoEvent, name: str, start: float, end: float) -> None:
+    def _annotation(self, name: str, start: float, end: float) -> None:
         """A host annotation: a ProfilerStep window or data loading."""
         m = self.taxonomy.step.fullmatch(name)
         if m:
@@ -225,10 +219,6 @@ class _Extractor:
         elif self.taxonomy.dataloader.fullmatch(name):
             self.out.loader_start.append(start)
             self.out.loader_end.append(end)
-
-    def _sync(self, _event: KinetoEvent, name: str, start: float, end: float) -> None:
-        self.out.sync_start.append(start)
-        self.out.sync_end.append(end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
         ts = None if event.ts is UNSET else event.ts

@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE
 from advisor.parsers.traces import budget, spill
 from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import (
-    FLOW_PREFERENCE,
     FlowTable,
     RawTrace,
     StepContext,
@@ -186,7 +186,7 @@ def _plan(
         return [numbers]
     los = [ctx.windows[n].start for n in numbers]
     counts = [0] * len(numbers)
-    devices = set(device_pids(raw))
+    devices = set(device_pids(raw, DEVICE_LANE))
     for found in segments(spills, lambda key: key[0] == "starts" and key[1] in devices):
         for starts in found.values():
             for start in starts:
@@ -209,7 +209,7 @@ def _measure(
 ) -> dict[int, TraceStep]:
     lo = min(ctx.windows[n].start for n in group)
     hi = max(ctx.windows[n].end for n in group)
-    devices = device_pids(raw)
+    devices = device_pids(raw, DEVICE_LANE)
     starts_all, ends_all, flows = _kernels_and_finishes(spills, devices, lo, hi)
     _flow_starts(spills, flows)
     kernel_starts, kernel_ends = sorted_by_start(starts_all, ends_all)

@@ -15,17 +15,14 @@ from pathlib import Path
 from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.trace_view.decode import (
-    BLOCK_BYTES,
-    _Accumulator,
-    _stream_array,
-    read_trace,
-)
+from advisor.parsers.trace_view.accumulator import Accumulator
+from advisor.parsers.trace_view.decode import BLOCK_BYTES, _stream_array, read_trace
 from advisor.parsers.trace_view.grouped import Key, big_columns, count_rows, reduce_in_groups
+from advisor.parsers.trace_view.schema import DEVICE_LANE, TRACE_VIEW
 from advisor.parsers.traces import budget, workers
 from advisor.parsers.traces.blocks import TAIL_WINDOW
 from advisor.parsers.traces.spill import SpillWriter, segments
-from advisor.parsers.traces.steps import DEVICE_LANE, TraceData, reduce_steps
+from advisor.parsers.traces.steps import TraceData, reduce_steps
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
 
 _TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
@@ -71,16 +68,16 @@ class _RangeHandle:
 Job = tuple[Path, int, int, bool, Taxonomy, str | None]
 
 
-def _read_part(job_and_spill: tuple[Job, Path]) -> _Accumulator:
+def _read_part(job_and_spill: tuple[Job, Path]) -> Accumulator:
     """A worker's part: its byte range decoded, its rows in its spill file."""
     return _read_range(*job_and_spill)
 
 
-def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None) -> _Accumulator:
+def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None) -> Accumulator:
     """One byte range's accumulator, its arrays written to `spill` (never pickled back: that
     would hold them twice in the worker, and once more in the parent before the merge)."""
     path, begin, end, last, taxonomy, sample = job
-    acc = _Accumulator(taxonomy)
+    acc = Accumulator(taxonomy)
     if sample:
         acc.ts.seed(sample)
     handle = _RangeHandle(path, begin, end, b"" if last else b"]")
@@ -111,7 +108,7 @@ class _SpillWriter:
     """Writes an accumulator's rows to its spill file whenever they pass budget.FLUSH_BYTES,
     and empties its arrays: a worker holds at most that much, whatever the size of its range."""
 
-    def __init__(self, acc: _Accumulator, path: Path) -> None:
+    def __init__(self, acc: Accumulator, path: Path) -> None:
         self.acc = acc
         self.file = SpillWriter(path)
 
@@ -131,8 +128,8 @@ class _SpillWriter:
 
 
 def _restore(
-    acc: _Accumulator, path: Path, leave: Callable[[Key], bool] | None = None
-) -> _Accumulator:
+    acc: Accumulator, path: Path, leave: Callable[[Key], bool] | None = None
+) -> Accumulator:
     """The accumulator's rows read back from its spill file, segment by segment. Rows of a
     column the worker dropped after writing them (a process found not to be the device lane,
     a fallback flow category) are skipped, and so are the columns `leave` names (the file is
@@ -207,7 +204,7 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     return collect
 
 
-def _reduce_parts(path: Path, parts: list[_Accumulator], spills: list[Path]) -> TraceData:
+def _reduce_parts(path: Path, parts: list[Accumulator], spills: list[Path]) -> TraceData:
     """The step reduction of the parts' rows (in file order): read back and merged, or, when
     the kernels are too many to hold, measured a group of windows at a time from the files."""
     names: dict[int | str, str] = {}
@@ -224,7 +221,7 @@ def _reduce_parts(path: Path, parts: list[_Accumulator], spills: list[Path]) -> 
         acc.merge(_restore(parts.pop(), spill, leave))
     if grouped:
         return reduce_in_groups(path, acc, spills, rows, keys)
-    return reduce_steps(path, acc)
+    return reduce_steps(path, acc, TRACE_VIEW)
 
 
 def read_trace_bounded(path: Path, taxonomy: Taxonomy) -> TraceData:

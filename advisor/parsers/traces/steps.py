@@ -25,10 +25,14 @@ from advisor.parsers.traces.intervals import (
 
 NAN = float("nan")
 
-DEVICE_LANE = "Ascend Hardware"
-# Flow categories linking a host launch to its device kernel, best first: HostToDevice starts at
-# the runtime launch (closest to the device), async_npu at the Python operator.
-FLOW_PREFERENCE = ("HostToDevice", "async_npu")
+
+@dataclass(frozen=True)
+class LaneNames:
+    """What a format calls the parts of its timeline the step model reads (its schema's
+    meaning: the engine compares names, it knows none)."""
+
+    device: str  # the process whose rows are the device's kernels
+    flows: tuple[str, ...]  # flow categories linking a host launch to its kernel, best first
 
 
 @dataclass
@@ -178,13 +182,13 @@ def count_in(times: list[float], lo: float, hi: float) -> int:
 
 
 def _launch_times(
-    raw: RawTrace, kernel_starts: Sequence[float]
+    raw: RawTrace, kernel_starts: Sequence[float], flows: tuple[str, ...]
 ) -> tuple[str | None, array[float] | None]:
     """Each kernel's host launch time (NaN: none), from the best available flow category."""
     if raw.launch_pairs:
         pairs = raw.launch_pairs
-        return FLOW_PREFERENCE[0], array("d", (pairs.get(s, NAN) for s in kernel_starts))
-    for cat in FLOW_PREFERENCE:
+        return flows[0], array("d", (pairs.get(s, NAN) for s in kernel_starts))
+    for cat in flows:
         table = raw.flows.get(cat)
         if table is None:
             continue
@@ -221,8 +225,8 @@ def preparation(
     return load, max(0.0, alloc), max(0.0, wait)
 
 
-def device_pids(raw: RawTrace) -> list[int | str]:
-    return [pid for pid, name in raw.process_names.items() if name == DEVICE_LANE]
+def device_pids(raw: RawTrace, device: str) -> list[int | str]:
+    return [pid for pid, name in raw.process_names.items() if name == device]
 
 
 @dataclass
@@ -328,15 +332,15 @@ def trace_data(
     )
 
 
-def reduce_steps(path: Path, raw: RawTrace) -> TraceData:
+def reduce_steps(path: Path, raw: RawTrace, lanes: LaneNames) -> TraceData:
     starts: array[float] = array("d")
     ends: array[float] = array("d")
-    for pid in device_pids(raw):
+    for pid in device_pids(raw, lanes.device):
         starts.extend(raw.starts.get(pid, array("d")))
         ends.extend(raw.ends.get(pid, array("d")))
     kernel_starts, kernel_ends = sorted_by_start(starts, ends)
     del starts, ends
-    flow_category, launch_at = _launch_times(raw, kernel_starts)
+    flow_category, launch_at = _launch_times(raw, kernel_starts, lanes.flows)
     ctx = step_context(raw)
     linked = launch_at if flow_category and kernel_starts else None
     steps = [
