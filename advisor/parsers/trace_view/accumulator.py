@@ -18,6 +18,7 @@ from advisor.parsers.trace_view.timestamps import TimestampParser
 from advisor.parsers.traces.steps import FlowTable, StepWindow, flow_key
 
 FLOW_CATEGORIES = FLOW_PREFERENCE
+BEST = FLOW_PREFERENCE[0]
 # flow ids remembered to find the best category's first start/finish pair (see _probe)
 PROBE_MAX = 1 << 16
 
@@ -150,13 +151,21 @@ class Accumulator:
             if ph == "X":
                 name = e.name
                 if e.cat:
-                    self._host_event(e, name)
+                    # host-side events: most are operators, which no measure reads
+                    if (
+                        name.startswith("ProfilerStep#")
+                        or "DataLoader" in name
+                        or "dataset" in name
+                    ):
+                        self._host_event(e, name)
                 elif name.startswith("AscendCL@"):
                     self._runtime_call(e, name)
                 else:
                     self._device_event(e, name)
             elif ph == "s" or ph == "f":
-                self._flow(e, ph == "s")
+                # once the best category pairs, the others' flows are not looked at
+                if not self.best_paired or e.cat == BEST:
+                    self._flow(e, ph == "s")
             elif ph == "M" and e.name == "process_name":
                 args = ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
                 self.process_names[e.pid] = str(args.get("name", ""))
