@@ -112,33 +112,59 @@ def add_step_ops(
     """Add the kernels and collectives of each step, by the step that launched them (memory
     operations are not kernels: they are the step model's memory part), in operation order."""
     small = taxonomy.small_op_max_us
-    sigs = ops.signatures
-    op_sigs = ops.signature
+    op_sigs, starts, ends = ops.signature, ops.start, ops.end
+    width = len(ops.signatures) + 1
+    # (window, signature) -> where its operations are added: a step has few signatures, met
+    # again and again, so each pair is looked up once (None: not a kernel of a step)
+    targets: dict[int, _Target | None] = {}
     for i, window in enumerate(steps_of):
         sig = op_sigs[i]
-        kind = sigs.kind[sig]
-        if window == NO_STEP or kind == MEMORY:
+        key = window * width + sig
+        if key in targets:
+            target = targets[key]
+        else:
+            target = targets[key] = _target(out, ops, strings, window, sig, numbers, kind_of)
+        if target is None:
             continue
-        step = numbers[window]
-        mine = out.get(step)
-        if mine is None:
-            mine = out[step] = StepOps(CommStep(step=step, has_wait=False), {})
+        mine, group, collective = target
         mine.count += 1
-        name = strings[sigs.name[sig]]
-        core = "NCCL" if kind == COMMUNICATION else "GPU"
-        group = mine.groups.get((name, core))
-        if group is None:
-            group = mine.groups[(name, core)] = KernelGroup(step, name, core, name)
-        duration = ops.end[i] - ops.start[i]
+        duration = ends[i] - starts[i]
         group.count += 1
         group.total_us += duration
         if duration < small:
             group.small_count += 1
             group.small_us += duration
-        if kind == COMMUNICATION:
-            pg = sigs.group[sig]
-            mine.comm.add(
-                kind_of[sigs.collective[sig]],
-                duration / 1000.0,
-                None if pg == NO_GROUP else strings[pg],
-            )
+        if collective is not None:
+            mine.comm.add(collective[0], duration / 1000.0, collective[1])
+
+
+# a step's record, its kernel group and, for a collective, its kind and process group
+_Target = tuple[StepOps, KernelGroup, tuple[str, str | None] | None]
+
+
+def _target(
+    out: dict[int, StepOps],
+    ops: DeviceOps,
+    strings: list[str],
+    window: int,
+    sig: int,
+    numbers: list[int],
+    kind_of: dict[int, str],
+) -> _Target | None:
+    sigs = ops.signatures
+    kind = sigs.kind[sig]
+    if window == NO_STEP or kind == MEMORY:
+        return None
+    step = numbers[window]
+    mine = out.get(step)
+    if mine is None:
+        mine = out[step] = StepOps(CommStep(step=step, has_wait=False), {})
+    name = strings[sigs.name[sig]]
+    core = "NCCL" if kind == COMMUNICATION else "GPU"
+    group = mine.groups.get((name, core))
+    if group is None:
+        group = mine.groups[(name, core)] = KernelGroup(step, name, core, name)
+    if kind != COMMUNICATION:
+        return mine, group, None
+    pg = sigs.group[sig]
+    return mine, group, (kind_of[sigs.collective[sig]], None if pg == NO_GROUP else strings[pg])

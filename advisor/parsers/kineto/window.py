@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Protocol
 
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
@@ -56,34 +57,43 @@ class Lanes:
 
 
 def lanes_of(ops: DeviceOps, kind_of: dict[int, str]) -> Lanes:
-    """One pass over the operations (in start order) for the four unions, one for the
-    collectives."""
+    """The four unions, each in one pass over its operations (picked by kind at C speed, in
+    start order), then one pass for the collectives."""
+    kinds = ops.kinds()
     compute, comm, kernels, every = Intervals(), Intervals(), Intervals(), Intervals()
-    for start, end, kind in zip(ops.start, ops.end, ops.kinds(), strict=True):
-        targets = (
-            (compute, kernels, every)
-            if kind == COMPUTE
-            else (comm, kernels, every)
-            if kind == COMMUNICATION
-            else (every,)
-        )
-        for lane in targets:
-            ends = lane.ends
-            if ends and start <= ends[-1]:
-                if end > ends[-1]:
-                    ends[-1] = end
-            else:
-                lane.starts.append(start)
-                ends.append(end)
-    kinds: dict[str, tuple[array[float], array[float]]] = {}
+    _union_into(every, ops.start, ops.end)
+    for lane, wanted in ((compute, (COMPUTE,)), (comm, (COMMUNICATION,)), (kernels, _KERNELS)):
+        picked = kinds.translate(_PICK[wanted])
+        _union_into(lane, compress(ops.start, picked), compress(ops.end, picked))
+    by_kind: dict[str, tuple[array[float], array[float]]] = {}
     sigs = ops.signatures
     for i, sig in enumerate(ops.signature):
         if sigs.kind[sig] == COMMUNICATION:
-            pair = kinds.setdefault(kind_of[sigs.collective[sig]], (array("d"), array("d")))
+            pair = by_kind.setdefault(kind_of[sigs.collective[sig]], (array("d"), array("d")))
             pair[0].append(ops.start[i])
             pair[1].append(ops.end[i])
-    collectives = {kind: merged_intervals(a, b) for kind, (a, b) in kinds.items()}
+    collectives = {kind: merged_intervals(a, b) for kind, (a, b) in by_kind.items()}
     return Lanes(compute, comm, kernels, every, collectives)
+
+
+_KERNELS = (COMPUTE, COMMUNICATION)
+# byte translation tables: an operation's kind -> 1 where the lane takes it, else 0
+_PICK = {
+    wanted: bytes(1 if k in wanted else 0 for k in range(256))
+    for wanted in ((COMPUTE,), (COMMUNICATION,), _KERNELS)
+}
+
+
+def _union_into(lane: Intervals, starts: Iterable[float], ends: Iterable[float]) -> None:
+    """Intervals in start order merged onto the end of `lane`."""
+    lane_starts, lane_ends = lane.starts, lane.ends
+    for start, end in zip(starts, ends, strict=True):
+        if lane_ends and start <= lane_ends[-1]:
+            if end > lane_ends[-1]:
+                lane_ends[-1] = end
+        else:
+            lane_starts.append(start)
+            lane_ends.append(end)
 
 
 @dataclass
