@@ -80,3 +80,16 @@ def test_the_trace_engine_imports_no_format() -> None:
 def test_the_reader_packages_are_the_formats_and_the_engine() -> None:
     packages = {p.name for p in PARSERS.iterdir() if (p / "__init__.py").is_file()}
     assert packages == {*FORMATS, "traces"}
+
+
+def test_the_engine_budget_is_defined_once() -> None:
+    # both trace formats spill and group by the engine's sizes, never by their own
+    defined = {
+        path.relative_to(PARSERS).as_posix()
+        for path in PARSERS.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id in ("GROUP_ROWS", "FLUSH_BYTES")
+    }
+    assert defined == {"traces/budget.py"}
