@@ -135,6 +135,7 @@ def main() -> None:
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         directory = pool.apply(_generate, (args.out, args.size_mb, args.export, args.host_ops))
     output = directory / "ASCEND_PROFILER_OUTPUT" if args.export != "kineto" else directory
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli", "facts", str(directory), "--format", "json"],
@@ -160,6 +161,14 @@ def main() -> None:
     for file in sorted(output.iterdir()):
         print(f"{file.name:28} {file.stat().st_size / 2**20:10.1f} MiB")
     print(f"advisor facts wall  {wall:10.2f} s")
+    # the CPU time of the process and the workers it waited for: on a shared machine the wall
+    # time says as much of the others' load as of the reader, this much less
+    cpu = usage.ru_utime + usage.ru_stime
+    print(f"advisor facts CPU   {cpu:10.2f} s (user + system, process and workers)")
+    print(
+        f"machine load        {load_before:10.2f} -> {os.getloadavg()[0]:.2f}"
+        f" (1-minute load average on {os.cpu_count()} cores, before -> after)"
+    )
     print(
         f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)"
     )

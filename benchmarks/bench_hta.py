@@ -34,10 +34,10 @@ from pathlib import Path
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.intervals import Intervals, clipped_sum, merge_unsorted, overlap_sum
-from advisor.parsers.kineto_columns import COMMUNICATION, COMPUTE, MEMORY, LaunchIndex
-from advisor.parsers.kineto_events import extract
-from advisor.parsers.kineto_stream import KinetoStream
+from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, MEMORY, LaunchIndex
+from advisor.parsers.kineto.events import extract
+from advisor.parsers.kineto.stream import KinetoStream
+from advisor.parsers.traces.intervals import Intervals, clipped_sum, merge_unsorted, overlap_sum
 from benchmarks.bench_facts import _generate_kineto, _tree_rss_kb
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from array import array
 
-from advisor.parsers.columns import nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import nearly_sorted_order, permuted
 
 
 def _stable(first: list[float], second: list[float] | None) -> list[int]:
@@ -48,7 +48,7 @@ def test_integer_keys_sort_like_floats() -> None:
 
 
 def test_flow_launch_times_pair_as_dictionaries_would() -> None:
-    from advisor.parsers.trace_steps import FlowTable
+    from advisor.parsers.traces.steps import FlowTable
 
     rng = random.Random(3)
     for _ in range(200):
@@ -69,7 +69,7 @@ def test_flow_launch_times_pair_as_dictionaries_would() -> None:
 
 
 def test_last_per_key_keeps_the_last_value_and_reuses_ordered_columns() -> None:
-    from advisor.parsers.columns import last_per_key
+    from advisor.parsers.traces.columns import last_per_key
 
     keys, values = array("q", [3, 1, 3, 2]), array("d", [1.0, 2.0, 3.0, 4.0])
     got_keys, got_values = last_per_key(keys, values)

@@ -173,7 +173,7 @@ def test_real_database_export_reads_like_the_text_export():
 def test_kernels_aggregated_in_a_worker_process_equal_the_in_process_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from advisor.parsers import db_kernels
+    from advisor.parsers.ascend_db import kernels as db_kernels
 
     write_profile_db(tmp_path, PRESETS["mte2-bound"])
     in_process = profile_facts(tmp_path)
@@ -225,7 +225,7 @@ def test_a_layout_without_the_step_model_names_what_is_missing(tmp_path: Path):
 
 def test_the_cheap_tier_reads_the_step_table_and_communication_summaries(tmp_path: Path):
     from advisor.inputs.taxonomy import default_taxonomy
-    from advisor.parsers.ascend import read_rank
+    from advisor.parsers.ascend.rank import read_rank
 
     taxonomy = default_taxonomy()
     written = write_profile_db(tmp_path / "with", PRESETS["comm-bound"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.app.pipeline import profile_facts
+from advisor.parsers.traces import workers
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -71,10 +72,9 @@ def test_two_runs_with_different_hash_seeds_print_the_same_bytes(name: str):
 def test_a_trace_split_between_workers_gives_the_facts_of_one_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from advisor.parsers import trace_parallel
 
     shutil.copytree(EX / "profiles" / "host-bound", tmp_path / "p")
     one = [f.to_json() for f in profile_facts(tmp_path / "p").facts]
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 1)
     split = [f.to_json() for f in profile_facts(tmp_path / "p").facts]
     assert split == one

@@ -14,7 +14,7 @@ from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.model import InputError
-from advisor.parsers.kineto import short_name
+from advisor.parsers.kineto.reader import short_name
 
 KINETO = Path(__file__).resolve().parents[2] / "shared" / "real" / "kineto"
 NCCL = "nccl_parser_config__nccl_data.json.gz"
@@ -199,7 +199,7 @@ def test_a_trace_read_in_small_blocks_gives_the_facts_of_one_read(
     import json
 
     from advisor.app.pipeline import profile_facts
-    from advisor.parsers import kineto_stream
+    from advisor.parsers.kineto import stream as kineto_stream
     from advisor.render.facts import facts_json
     from tests.synth.kineto_file import kineto_trace
 

@@ -7,7 +7,7 @@ from array import array
 
 import pytest
 
-from advisor.parsers.kineto_columns import LaunchIndex
+from advisor.parsers.kineto.columns import LaunchIndex
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_steps_that_launched_nothing_are_left_out_and_the_others_keep_their_numb
     import json
 
     from advisor.inputs.taxonomy import default_taxonomy
-    from advisor.parsers.kineto import read_kineto
+    from advisor.parsers.kineto.reader import read_kineto
     from tests.synth.kineto_file import kineto_trace
 
     data = kineto_trace(steps=5, kernels_per_step=10)

@@ -14,16 +14,14 @@ from typing import Any
 import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.parsers import (
-    kineto_events,
-    kineto_grouped,
-    kineto_parallel,
-    kineto_sorted,
-    kineto_spill,
-)
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto import read_kineto
+from advisor.parsers.kineto import events as kineto_events
+from advisor.parsers.kineto import grouped as kineto_grouped
+from advisor.parsers.kineto import sorted_rows as kineto_sorted
+from advisor.parsers.kineto import spill as kineto_spill
+from advisor.parsers.kineto.reader import read_kineto
 from advisor.parsers.profile_data import RankProfile
+from advisor.parsers.traces import budget, workers
 from tests.synth.kineto_file import kineto_trace
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
@@ -41,10 +39,10 @@ class Passes:
 def _tiny_groups(monkeypatch: pytest.MonkeyPatch) -> Passes:
     """Groups of ~60 operations, launch tables of ~80, a spill segment every ~150 rows;
     counts what the reduction did."""
-    monkeypatch.setattr(kineto_spill, "FLUSH_BYTES", 4096)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 4096)
     monkeypatch.setattr(kineto_spill, "SAMPLE_EVERY", 8)
     monkeypatch.setattr(kineto_grouped, "SAMPLE_EVERY", 8)
-    monkeypatch.setattr(kineto_grouped, "GROUP_ROWS", 60)
+    monkeypatch.setattr(budget, "GROUP_ROWS", 60)
     monkeypatch.setattr(kineto_grouped, "LAUNCH_ROWS", 80)
     passes = Passes()
     reduce, load = kineto_grouped.reduce_in_groups, kineto_grouped._Tables._load
@@ -181,8 +179,8 @@ def test_worker_parts_read_the_same_in_groups(
     """Byte ranges decoded by workers, each with its own signature numbering, then grouped."""
     path = _write(tmp_path, _busy_trace())
     whole = _read(path)
-    monkeypatch.setattr(kineto_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(kineto_parallel.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
     assert _read(path, split=True) == whole  # spilled, read back at once
     passes = _tiny_groups(monkeypatch)
     _equal(whole, _read(path, split=True))
@@ -193,7 +191,7 @@ def test_decoding_writes_its_rows_out_as_they_grow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _write(tmp_path, _busy_trace())
-    monkeypatch.setattr(kineto_spill, "FLUSH_BYTES", 4096)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 4096)
     trace = json.loads(path.read_text())["traceEvents"]
     small = [trace[i : i + 50] for i in range(0, len(trace), 50)]
     events = kineto_events.extract(

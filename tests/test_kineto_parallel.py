@@ -11,15 +11,16 @@ import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
-from advisor.parsers import kineto_parallel
-from advisor.parsers.kineto import read_kineto
+from advisor.parsers.kineto import parallel as kineto_parallel
+from advisor.parsers.kineto.reader import read_kineto
+from advisor.parsers.traces import workers
 from tests.synth.kineto_file import kineto_trace
 
 
 @pytest.fixture(autouse=True)
 def _split_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kineto_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(kineto_parallel.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
 
 
 def _trace(tmp_path: Path, mutate: Any = None) -> Path:

@@ -11,7 +11,7 @@ import pytest
 from advisor.app.job import JobOptions, load_job
 from advisor.app.pipeline import collect_facts, profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
-from advisor.parsers.trainlog import read_logs
+from advisor.parsers.trainlog.log import read_logs
 from tests.conftest import REAL
 from tests.synth import PRESETS, write_pipeline, write_profile
 

@@ -9,8 +9,9 @@ import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
-from advisor.parsers import trace_parallel
-from advisor.parsers.trace import read_trace
+from advisor.parsers.trace_view import parallel as trace_parallel
+from advisor.parsers.trace_view.decode import read_trace
+from advisor.parsers.traces import budget, workers
 from tests.synth import PRESETS, write_profile
 
 
@@ -21,8 +22,8 @@ def trace_file(tmp_path: Path) -> Path:
 
 
 def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
     jobs = trace_parallel._plan_jobs(trace_file, default_taxonomy())
     assert len(jobs) == 3  # really split
     parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
@@ -35,8 +36,8 @@ def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.Monkey
 def test_parallel_truncated_file_reports_like_sequential(
     trace_file: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     data = trace_file.read_bytes()
     trace_file.write_bytes(data[: int(len(data) * 0.8)])
     with pytest.raises(InputError, match="truncated"):
@@ -55,12 +56,13 @@ def test_only_the_device_lane_rows_are_kept():
     # HCCL tasks and CANN nodes are half the complete events of a real trace and no step
     # measure uses them: a process named otherwise keeps no rows, whether its name comes
     # before its events or after them
-    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.accumulator import Accumulator
+    from advisor.parsers.trace_view.events import ARRAY_DECODER
 
     def batch(*events: str) -> list:
-        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+        return ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
 
-    acc = _Accumulator(default_taxonomy())
+    acc = Accumulator(default_taxonomy())
     acc.add(batch(_named(2, "Ascend Hardware"), _named(3, "HCCL"), _x(2, "MatMul", 10.0)))
     acc.add(batch(_x(3, "Notify_Wait", 11.0), _x(4, "Node@launch", 12.0), _x(2, "Add", 13.0)))
     assert list(acc.starts[4]) == [12.0]  # not named yet: kept
@@ -70,9 +72,9 @@ def test_only_the_device_lane_rows_are_kept():
     assert len(acc.ends[3]) == len(acc.ends[4]) == 0
 
     # a later part of the file names a process whose rows an earlier part kept
-    later = _Accumulator(default_taxonomy())
+    later = Accumulator(default_taxonomy())
     later.add(batch(_named(5, "HCCL"), _x(2, "Mul", 20.0), _x(5, "Memcpy", 21.0)))
-    early = _Accumulator(default_taxonomy())
+    early = Accumulator(default_taxonomy())
     early.add(batch(_x(5, "Memcpy", 1.0), _named(2, "Ascend Hardware"), _x(2, "Sub", 2.0)))
     early.merge(later)
     assert list(early.starts[2]) == [2.0, 20.0]
@@ -87,12 +89,13 @@ def _flow(ph: str, cat: str, key: int | str, ts: float) -> str:
 def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     # HostToDevice is used whenever one of its flows has both ends: from then on async_npu
     # (as many flows again) is neither kept nor recorded
-    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.accumulator import Accumulator
+    from advisor.parsers.trace_view.events import ARRAY_DECODER
 
     def batch(*events: str) -> list:
-        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+        return ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
 
-    acc = _Accumulator(default_taxonomy())
+    acc = Accumulator(default_taxonomy())
     acc.add(batch(_flow("s", "async_npu", 1, 1.0), _flow("s", "HostToDevice", "1", 2.0)))
     assert set(acc.flows) == {"async_npu", "HostToDevice"} and not acc.best_paired
     acc.add(batch(_flow("f", "async_npu", 1, 5.0), _flow("f", "HostToDevice", "1", 5.0)))
@@ -101,7 +104,7 @@ def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     assert set(acc.flows) == {"HostToDevice"}
 
     # ends that never match keep both categories: the fallback is what pairs
-    lone = _Accumulator(default_taxonomy())
+    lone = Accumulator(default_taxonomy())
     lone.add(batch(_flow("s", "HostToDevice", "7", 1.0), _flow("f", "HostToDevice", "8", 2.0)))
     lone.add(batch(_flow("s", "async_npu", 7, 1.0), _flow("f", "async_npu", 7, 2.0)))
     assert not lone.best_paired and set(lone.flows) == {"async_npu", "HostToDevice"}
@@ -137,9 +140,9 @@ def test_without_a_best_pair_the_fallback_category_links_the_kernels(tmp_path: P
 def test_workers_write_their_rows_out_as_they_go(trace_file: Path, monkeypatch: pytest.MonkeyPatch):
     # a worker's arrays are written to its spill file after every block once they pass the
     # threshold: the result is the same as one write at the end
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
     parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
     sequential = read_trace(trace_file, default_taxonomy())
@@ -147,12 +150,13 @@ def test_workers_write_their_rows_out_as_they_go(trace_file: Path, monkeypatch: 
 
 
 def test_rows_written_before_their_process_was_named_are_not_read_back(tmp_path: Path):
-    from advisor.parsers.trace import _ARRAY_DECODER, _Accumulator
+    from advisor.parsers.trace_view.accumulator import Accumulator
+    from advisor.parsers.trace_view.events import ARRAY_DECODER
 
     def batch(*events: str) -> list:
-        return _ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
+        return ARRAY_DECODER.decode(("[" + ", ".join(events) + "]").encode())
 
-    acc = _Accumulator(default_taxonomy())
+    acc = Accumulator(default_taxonomy())
     spill = tmp_path / "part"
     with trace_parallel._SpillWriter(acc, spill) as writer:
         acc.add(batch(_named(2, "Ascend Hardware"), _x(2, "MatMul", 1.0), _x(4, "Node", 2.0)))
@@ -175,15 +179,15 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
 ):
     # above GROUP_ROWS kernels the parent measures a group of windows at a time from the
     # spill files: the same steps, to the bit, as reading everything back
-    from advisor.parsers import trace_grouped
+    from advisor.parsers.trace_view import grouped as trace_grouped
 
     written = write_profile(tmp_path, PRESETS[preset].with_(steps=6))
     trace = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel.os, "cpu_count", lambda: 3)
-    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
-    monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
     used = []
     real = trace_grouped.reduce_in_groups
 
@@ -205,12 +209,11 @@ def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
 ):
     # without workers (one core, or a rank among many) a large trace's rows are written out
     # as they grow and reduced as the workers' are: the same steps as reading it whole
-    from advisor.parsers import trace_grouped
 
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trace_parallel, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
-    monkeypatch.setattr(trace_grouped, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
     bounded = trace_parallel.read_trace_bounded(trace_file, default_taxonomy())
     whole = read_trace(trace_file, default_taxonomy())
     assert bounded == whole
@@ -220,7 +223,7 @@ def test_one_process_reads_a_large_trace_within_bounds_and_the_same(
 def test_one_process_reports_a_broken_trace_like_the_reader(
     trace_file: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(trace_parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
     data = trace_file.read_bytes()
     trace_file.write_bytes(data[: int(len(data) * 0.7)])
     with pytest.raises(InputError, match="truncated"):

@@ -12,7 +12,7 @@ import pytest
 
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.parsers.trace import read_trace
+from advisor.parsers.trace_view.decode import read_trace
 
 TRACE = "test__ut__advisor__timeline_advice__trace_view.json"
 # an older kernel_details.csv layout (no pipe ratios) and a current one with PipeUtilization columns

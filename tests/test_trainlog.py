@@ -10,7 +10,7 @@ import pytest
 
 from advisor.app.pipeline import log_facts
 from advisor.model import InputError
-from advisor.parsers.trainlog import parse_line, read_logs
+from advisor.parsers.trainlog.log import parse_line, read_logs
 
 FSDP2 = (
     "INFO [2026-06-22 19:28:41] >>  iteration        2/    2000 | consumed samples:         16 | "

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from advisor.app.watch import Watcher, watch
 from advisor.cli import app
-from advisor.parsers.trainlog import parse_line
+from advisor.parsers.trainlog.log import parse_line
 from tests.test_trainlog import fsdp2_line
 
 runner = CliRunner()

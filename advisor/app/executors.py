@@ -11,7 +11,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, TypeVar
 
 from advisor.model import InputError
-from advisor.parsers.trace_parallel import pool_context
+from advisor.parsers.traces.workers import pool_context
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -16,11 +16,11 @@ from advisor.facts.log import derive as log_derive
 from advisor.facts.rank import RankSummary
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, FactSet, InputError
-from advisor.parsers.ascend import cluster_is_empty, locate, read_cluster_output
-from advisor.parsers.db_cluster import CLUSTER_DB
-from advisor.parsers.kineto_files import is_kineto_file, kineto_files
+from advisor.parsers.ascend.rank import cluster_is_empty, locate, read_cluster_output
+from advisor.parsers.cluster.database import CLUSTER_DB
+from advisor.parsers.kineto.files import is_kineto_file, kineto_files
 from advisor.parsers.profile_data import ProfileData
-from advisor.parsers.trainlog import read_logs
+from advisor.parsers.trainlog.log import read_logs
 
 
 def log_facts(logs: list[Path], into: FactSet | None = None) -> FactSet:

@@ -14,7 +14,7 @@ from pathlib import Path
 from advisor.facts.rank import RankSummary, summarize
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import AdvisorError, InputError
-from advisor.parsers.ascend import read_rank
+from advisor.parsers.ascend.rank import read_rank
 
 ASCEND = "ascend"
 KINETO = "kineto"
@@ -49,7 +49,7 @@ def extract_rank(task: RankTask) -> RankOutcome:
     warnings: list[str] = []
     try:
         if task.kind == KINETO:
-            from advisor.parsers.kineto import read_kineto  # only when a trace is read
+            from advisor.parsers.kineto.reader import read_kineto  # only when a trace is read
 
             profile = read_kineto(task.path, taxonomy, task.skip_bad, split=task.split_trace)
         else:

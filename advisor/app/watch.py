@@ -12,7 +12,7 @@ from statistics import median
 from typing import BinaryIO
 
 from advisor.model import InputError
-from advisor.parsers.trainlog import Iteration, parse_line
+from advisor.parsers.trainlog.log import Iteration, parse_line
 
 BASELINE_SAMPLES = 20  # steady iterations that define "normal" for --regression
 MIN_BASELINE = 5

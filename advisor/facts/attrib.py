@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.parsers.profile_data import RankProfile, StepRow
-from advisor.parsers.trace_steps import TraceStep
+from advisor.parsers.traces.steps import TraceStep
 
 PARTS = (
     "attrib.compute_ms",

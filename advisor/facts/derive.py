@@ -13,7 +13,7 @@ from advisor.facts.catalogue import CATALOGUE, Combine, spec_for
 from advisor.facts.rank import RankSummary, rename_sources
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet, MissingFact, rank_scope
-from advisor.parsers.db_cluster import CLUSTER_DB
+from advisor.parsers.cluster.database import CLUSTER_DB
 from advisor.parsers.profile_data import ProfileData, RankProfile
 
 # present in a rank's facts once its send/recv is known (its communication was read)

@@ -8,7 +8,7 @@ from statistics import median
 from advisor.facts.base import Recorder
 from advisor.facts.groups import recorded_layout
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.parsers.trainlog import GB, Iteration, TrainLog
+from advisor.parsers.trainlog.log import GB, Iteration, TrainLog
 
 MAD_SCALE = 1.4826  # MAD of a normal distribution -> its standard deviation
 

@@ -7,7 +7,7 @@ from statistics import median
 from advisor.facts.base import Recorder, SteadySteps, ratio, select_steady
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import RankProfile, StepRow
-from advisor.parsers.trace_steps import TraceStep
+from advisor.parsers.traces.steps import TraceStep
 
 STEP_TRACE = "step_trace_time.csv"
 LANE_COMPUTING = "Computing"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.parsers.trace_steps import TraceData
+from advisor.parsers.traces.steps import TraceData
 
 
 @dataclass(frozen=True, slots=True)

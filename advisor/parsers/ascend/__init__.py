@@ -1,0 +1,1 @@
+"""torch_npu / MindSpore text export: an ASCEND_PROFILER_OUTPUT folder per rank."""

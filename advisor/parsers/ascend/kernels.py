@@ -1,0 +1,139 @@
+"""kernel_details.csv: every kernel the device ran, aggregated per (step, type, core).
+
+Millions of rows, so the loop stays lean: raw cells are the group keys (cleaned once per group),
+and where the export has the PMU pipe ratios each kernel is counted as compute- or memory-bound.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import InputError
+from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
+from advisor.parsers.csvio import CsvTable, clean, integer
+from advisor.parsers.profile_data import KernelGroup, KernelTable
+
+
+def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -> KernelTable:
+    """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean."""
+    bad = bad or BadValues()
+    table = CsvTable(path)
+    columns = _KernelColumns(table)
+    small_max = taxonomy.small_op_max_us
+    mte2_bound, compute_used = taxonomy.mte2_bound_min_ratio, taxonomy.compute_well_used_ratio
+    # raw cells as keys; cleaned once per group at the end
+    groups: dict[tuple[str, str, str], KernelGroup] = {}
+    rows = 0
+    for row in table.rows():
+        duration = _kernel_duration(path, table, row, columns.duration, bad)
+        if duration is None:
+            continue
+        rows += 1
+        key = columns.key(row)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = columns.group(row, key)
+        group.count += 1
+        group.total_us += duration
+        if duration < small_max:
+            group.small_count += 1
+            group.small_us += duration
+        ratios = columns.pipe_ratios(row) if columns.has_pmu else None
+        if ratios is not None:
+            add_pipes(group, duration, *ratios, mte2_bound, compute_used)
+    if rows == 0:
+        raise InputError(str(path), "no kernel rows")
+    return KernelTable(
+        groups=list(groups.values()),
+        has_pmu=columns.has_pmu,
+        has_step_ids=columns.step is not None,
+        rows=rows,
+    )
+
+
+def _kernel_duration(
+    path: Path, table: CsvTable, row: list[str], column: int, bad: BadValues
+) -> float | None:
+    """A row's duration in microseconds; None (the row rejected, unless not available)."""
+    try:
+        duration = float(row[column])
+    except ValueError:
+        if clean(row[column]) not in NOT_AVAILABLE:
+            bad.reject(path, f"row {table.line}, Duration(us)", row[column])
+        return None
+    if not 0.0 <= duration <= MAX_DURATION_US:  # also false for NaN
+        bad.reject(path, f"row {table.line}, Duration(us)", row[column])
+        return None
+    return duration
+
+
+class _KernelColumns:
+    """Where kernel_details.csv keeps what the kernel table needs (-1 / None: not there)."""
+
+    def __init__(self, table: CsvTable) -> None:
+        self.type, self.duration = table.require("Type", "Duration(us)")
+        self.name = table.column("Name")
+        self.core = table.column("Accelerator Core", "Task Type")
+        self.step = table.column("Step Id")
+        pipes = [
+            table.column(c)
+            for c in ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
+        ]
+        self.has_pmu = pipes[1] is not None or pipes[3] is not None
+        self.aic_mac, self.aic_mte2, self.aiv_vec, self.aiv_mte2 = (
+            i if i is not None else -1 for i in pipes
+        )
+
+    def key(self, row: list[str]) -> tuple[str, str, str]:
+        """(step, type, core) as the raw cells."""
+        return (
+            row[self.step] if self.step is not None else "",
+            row[self.type],
+            row[self.core] if self.core is not None else "",
+        )
+
+    def group(self, row: list[str], key: tuple[str, str, str]) -> KernelGroup:
+        name = clean(row[self.name]) if self.name is not None else clean(key[1])
+        return KernelGroup(integer(key[0]), clean(key[1]), clean(key[2]), name)
+
+    def pipe_ratios(self, row: list[str]) -> tuple[float, float] | None:
+        """(compute, mte2) ratios of the unit that ran the kernel: cube ratios when present
+        and non-zero, else vector ratios; None when neither is there."""
+        ratios = _ratios(row, self.aic_mac, self.aic_mte2)
+        return ratios if ratios is not None else _ratios(row, self.aiv_vec, self.aiv_mte2)
+
+
+def _ratios(row: list[str], compute_i: int, mte2_i: int) -> tuple[float, float] | None:
+    compute = _to_float(row[compute_i]) if compute_i >= 0 else None
+    mte2 = _to_float(row[mte2_i]) if mte2_i >= 0 else None
+    if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
+        return None
+    return compute, mte2
+
+
+def add_pipes(
+    group: KernelGroup,
+    duration: float,
+    compute: float,
+    mte2: float,
+    mte2_bound: float,
+    compute_used: float,
+) -> None:
+    """Count one kernel's pipe ratios; it is memory-bound when mte2 dominates a compute pipe
+    that is not well used (taxonomy thresholds mte2_bound_min_ratio, compute_well_used_ratio)."""
+    group.pmu_us += duration
+    group.compute_pipe_us += duration * compute
+    group.mte2_pipe_us += duration * mte2
+    if mte2 > compute and mte2 >= mte2_bound and compute < compute_used:
+        group.mte2_bound_us += duration
+
+
+def _to_float(text: str) -> float | None:
+    """A pipe ratio in [0, 1]; None for N/A cells (AI-CPU kernels, Level0), blanks and values
+    that are not ratios (the kernel then counts without pipe data)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None

@@ -1,0 +1,189 @@
+"""Kernels of a database export, aggregated by SQLite itself per (step, type, core).
+
+The exports of long runs hold millions of tasks and tens of millions of PMU rows; the per-row
+work (step lookup, pipe ratios, bound test) is plain arithmetic that the database does faster
+than Python, and for large files it runs in a second process while the first reads the rest.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import InputError
+from advisor.parsers.ascend_db.checks import valid_interval
+from advisor.parsers.ascend_db.sqlite import Database
+from advisor.parsers.profile_data import KernelGroup, KernelTable
+from advisor.parsers.traces.steps import StepWindow
+
+_PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
+# Above this size the kernel aggregation (SQLite's own work, single-threaded) runs in a second
+# process while this one reads the timeline tables; below it a process start costs more.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def _kernels_of(
+    path: Path,
+    strings: dict[int, str],
+    origin: int,
+    windows: list[StepWindow],
+    taxonomy: Taxonomy,
+) -> KernelTable:
+    with Database(path) as db:
+        return _kernels(db, strings, origin, windows, taxonomy)
+
+
+def start_kernels(
+    path: Path,
+    strings: dict[int, str],
+    origin: int,
+    windows: list[StepWindow],
+    taxonomy: Taxonomy,
+) -> Callable[[], KernelTable]:
+    """Start the kernel aggregation (in a worker process for large files); the call waits.
+
+    A worker that cannot start or dies falls back to this process, which then reports any
+    problem of the file itself.
+    """
+    args = (path, strings, origin, windows, taxonomy)
+    try:
+        large = path.stat().st_size >= PARALLEL_MIN_BYTES
+    except OSError:
+        large = False
+    if (
+        not large
+        or (os.cpu_count() or 1) < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        return lambda: _kernels_of(*args)
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        future = pool.submit(_kernels_of, *args)
+    except OSError:
+        return lambda: _kernels_of(*args)
+
+    def collect() -> KernelTable:
+        try:
+            return future.result()
+        except (OSError, BrokenProcessPool):
+            return _kernels_of(*args)
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+    return collect
+
+
+def _kernels(
+    db: Database,
+    strings: dict[int, str],
+    origin: int,
+    windows: list[StepWindow],
+    taxonomy: Taxonomy,
+) -> KernelTable:
+    """Kernels per (step, type, core), aggregated by SQLite itself: the exports of long runs hold
+    millions of tasks, and the per-row work (step lookup, pipe ratios, bound test) is plain
+    arithmetic that the database does faster than Python."""
+    db.require("COMPUTE_TASK_INFO", "name", "globalTaskId", "taskType", "opType")
+    db.require("TASK", "startNs", "endNs", "globalTaskId")
+    ids = {value: key for key, value in strings.items() if value in _PIPES}
+    has_pmu = db.has("TASK_PMU_INFO", "globalTaskId", "name", "value") and (
+        "aic_mte2_ratio" in ids or "aiv_mte2_ratio" in ids
+    )
+    db.temp_table("advisor_steps", ["id INTEGER", "lo INTEGER", "hi INTEGER"], "lo")
+    db.insert(
+        "advisor_steps",
+        [(w.number, origin + round(w.start * 1000), origin + round(w.end * 1000)) for w in windows],
+    )
+    sql = _KERNEL_SQL.format(
+        pmu=_pmu_cte(ids) if has_pmu else "",
+        pipes="pmu.mac, pmu.mte2, pmu.vec, pmu.vmte2" if has_pmu else "NULL, NULL, NULL, NULL",
+        join="LEFT JOIN pmu ON pmu.id = c.globalTaskId" if has_pmu else "",
+        valid=valid_interval(origin, "t."),
+    )
+    params = {
+        "small": taxonomy.small_op_max_us,
+        "bound": taxonomy.mte2_bound_min_ratio,
+        "used": taxonomy.compute_well_used_ratio,
+    }
+    groups = []
+    rows = 0
+    for (
+        step,
+        op_type,
+        core,
+        _,
+        name,
+        count,
+        total,
+        small_n,
+        small_us,
+        pmu,
+        cu,
+        ld,
+        bound,
+    ) in db.rows("COMPUTE_TASK_INFO", sql, params):
+        rows += count
+        group = KernelGroup(
+            step,
+            strings.get(op_type, str(op_type)),
+            strings.get(core, str(core)),
+            strings.get(name, str(name)),
+        )
+        group.count, group.total_us = count, total
+        group.small_count, group.small_us = small_n, small_us
+        group.pmu_us, group.compute_pipe_us, group.mte2_pipe_us = pmu, cu, ld
+        group.mte2_bound_us = bound
+        groups.append(group)
+    if rows == 0:
+        raise InputError(str(db.path), "table COMPUTE_TASK_INFO has no kernels with device times")
+    return KernelTable(groups, has_pmu, has_step_ids=bool(windows), rows=rows)
+
+
+def _pmu_cte(ids: dict[str, int]) -> str:
+    """The four pipe ratios of each task, one row per task (TASK_PMU_INFO has one per metric)."""
+    pivot = ", ".join(
+        f"MAX(CASE WHEN name = {ids.get(p, -1)} THEN value END) AS {alias}"
+        for p, alias in zip(_PIPES, ("mac", "mte2", "vec", "vmte2"), strict=True)
+    )
+    wanted = ", ".join(str(ids.get(p, -1)) for p in _PIPES)
+    return (
+        f"pmu AS (SELECT globalTaskId AS id, {pivot} FROM TASK_PMU_INFO "
+        f"WHERE name IN ({wanted}) GROUP BY globalTaskId),"
+    )
+
+
+# The unit that ran a kernel: cube ratios when present and non-zero, else vector ratios; the
+# bound test is add_pipes' (taxonomy mte2_bound_min_ratio, compute_well_used_ratio).
+_KERNEL_SQL = """
+WITH {pmu}
+k AS (
+  SELECT
+    (SELECT CASE WHEN t.startNs < s.hi THEN s.id END FROM temp.advisor_steps s
+     WHERE s.lo <= t.startNs ORDER BY s.lo DESC LIMIT 1) AS step,
+    c.opType AS op_type, c.taskType AS core, c.name AS name, t.startNs AS start,
+    (t.endNs - t.startNs) / 1000.0 AS dur,
+    {pipes}
+  FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId {join}
+  WHERE {valid}
+),
+u AS (
+  SELECT step, op_type, core, name, start, dur,
+    CASE WHEN mac IS NOT NULL AND mte2 IS NOT NULL AND NOT (mac = 0 AND mte2 = 0) THEN mac
+         WHEN vec IS NOT NULL AND vmte2 IS NOT NULL AND NOT (vec = 0 AND vmte2 = 0) THEN vec
+    END AS cu,
+    CASE WHEN mac IS NOT NULL AND mte2 IS NOT NULL AND NOT (mac = 0 AND mte2 = 0) THEN mte2
+         WHEN vec IS NOT NULL AND vmte2 IS NOT NULL AND NOT (vec = 0 AND vmte2 = 0) THEN vmte2
+    END AS ld
+  FROM k
+)
+SELECT step, op_type, core, MIN(start), name, COUNT(*), TOTAL(dur),
+  TOTAL(dur < :small), TOTAL(CASE WHEN dur < :small THEN dur END),
+  TOTAL(CASE WHEN cu IS NOT NULL THEN dur END), TOTAL(dur * cu), TOTAL(dur * ld),
+  TOTAL(CASE WHEN ld > cu AND ld >= :bound AND cu < :used THEN dur END)
+FROM u GROUP BY step, op_type, core ORDER BY MIN(start)
+"""

@@ -1,0 +1,126 @@
+"""The trace part of a database export: device tasks, overlap lanes, collectives, host calls and
+launch flows, reduced per step exactly as a trace_view.json would be."""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.ascend_db.checks import valid_interval
+from advisor.parsers.ascend_db.sqlite import Database
+from advisor.parsers.trace_view.schema import DEVICE_LANE, OVERLAP_LANES, TRACE_VIEW
+from advisor.parsers.traces.plain import PlainTrace
+from advisor.parsers.traces.steps import StepWindow, TraceData, reduce_steps
+
+DEVICE_LANE_KEY = "device"
+
+
+def _lane(table: dict[str, list[array[float]]], name: str) -> list[array[float]]:
+    lane = table.get(name)
+    if lane is None:
+        lane = table[name] = [array("d"), array("d")]
+    return lane
+
+
+def read_db_trace(
+    db: Database,
+    path: Path,
+    strings: dict[int, str],
+    origin: int,
+    windows: list[StepWindow],
+    taxonomy: Taxonomy,
+) -> TraceData:
+    raw = PlainTrace(process_names={DEVICE_LANE_KEY: DEVICE_LANE}, steps=list(windows))
+    starts, ends = array("d"), array("d")
+    for a, b in db.rows("TASK", f"SELECT startNs, endNs FROM TASK WHERE {valid_interval(origin)}"):
+        if isinstance(a, int) and isinstance(b, int) and b >= a:
+            starts.append((a - origin) / 1000.0)
+            ends.append((b - origin) / 1000.0)
+    raw.starts[DEVICE_LANE_KEY], raw.ends[DEVICE_LANE_KEY] = starts, ends
+    raw.events = len(starts)
+    if db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
+        sql = f"SELECT type, startNs, endNs FROM OVERLAP_ANALYSIS WHERE {valid_interval(origin)}"
+        for kind, a, b in db.rows("OVERLAP_ANALYSIS", sql):
+            if isinstance(kind, int) and 0 <= kind < len(OVERLAP_LANES):
+                lane = _lane(raw.overlap, OVERLAP_LANES[kind])
+                lane[0].append((a - origin) / 1000.0)
+                lane[1].append((b - origin) / 1000.0)
+                raw.events += 1
+    if db.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
+        sql = f"SELECT opName, startNs, endNs FROM COMMUNICATION_OP WHERE {valid_interval(origin)}"
+        for name, a, b in db.rows("COMMUNICATION_OP", sql):
+            if isinstance(a, int) and isinstance(b, int) and b >= a:
+                lane = _lane(raw.collectives, taxonomy.comm_kind(strings.get(name, "")))
+                lane[0].append((a - origin) / 1000.0)
+                lane[1].append((b - origin) / 1000.0)
+    _host_calls(db, strings, origin, raw, taxonomy)
+    _launch_flows(db, origin, raw)
+    return reduce_steps(path, raw, TRACE_VIEW)
+
+
+def _host_calls(
+    db: Database, strings: dict[int, str], origin: int, raw: PlainTrace, taxonomy: Taxonomy
+) -> None:
+    """Synchronisation and allocator calls (CANN_API) and data loading (PYTORCH_API)."""
+    if db.has("CANN_API", "startNs", "endNs", "name"):
+        wanted = {}
+        for key, value in strings.items():
+            label = f"AscendCL@{value}"
+            for kind, pattern in (
+                ("sync", taxonomy.sync_calls),
+                ("malloc", taxonomy.malloc_calls),
+                ("free", taxonomy.free_calls),
+            ):
+                if pattern.fullmatch(label):
+                    wanted[key] = kind
+        if wanted:
+            marks = ", ".join(str(k) for k in wanted)
+            sql = (
+                f"SELECT name, startNs, endNs FROM CANN_API WHERE name IN ({marks}) "
+                f"AND {valid_interval(origin)}"
+            )
+            for name, a, b in db.rows("CANN_API", sql):
+                at, end = (a - origin) / 1000.0, (b - origin) / 1000.0
+                kind = wanted[name]
+                if kind == "sync":
+                    raw.sync.append(at)
+                    raw.sync_end.append(end)
+                elif kind == "malloc":
+                    raw.malloc.append(at)
+                    raw.malloc_end.append(end)
+                else:
+                    raw.free.append(at)
+    if db.has("PYTORCH_API", "startNs", "endNs", "name"):
+        loaders = [k for k, v in strings.items() if taxonomy.dataloader.fullmatch(v)]
+        if loaders:
+            marks = ", ".join(str(k) for k in loaders)
+            # PYTORCH_API keeps its times as text in some exports: cast, then check
+            cast = (
+                "(SELECT CAST(startNs AS INTEGER) AS startNs, CAST(endNs AS INTEGER) AS endNs "
+                f"FROM PYTORCH_API WHERE name IN ({marks}))"
+            )
+            sql = f"SELECT startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
+            for a, b in db.rows("PYTORCH_API", sql):
+                raw.loader_start.append((a - origin) / 1000.0)
+                raw.loader_end.append((b - origin) / 1000.0)
+
+
+def _launch_flows(db: Database, origin: int, raw: PlainTrace) -> None:
+    """HostToDevice: the runtime call (CANN_API) and the device task sharing a connectionId."""
+    if not (db.has("CANN_API", "connectionId", "startNs") and db.has("TASK", "connectionId")):
+        return
+    restrict = f" WHERE {valid_interval(origin, 't.')}"
+    if db.has("connectionCats", "connectionId", "cat"):
+        restrict += (
+            " AND t.connectionId IN (SELECT connectionId FROM connectionCats "
+            "WHERE cat = 'HostToDevice')"
+        )
+    sql = (
+        "SELECT t.startNs, a.startNs FROM TASK t "
+        f"JOIN CANN_API a ON a.connectionId = t.connectionId{restrict}"
+    )
+    pairs = raw.launch_pairs
+    for device, host in db.rows("TASK", sql):
+        if isinstance(host, int) and not isinstance(host, bool):
+            pairs[(device - origin) / 1000.0] = (host - origin) / 1000.0

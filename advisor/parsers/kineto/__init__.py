@@ -1,0 +1,1 @@
+"""PyTorch profiler (Kineto) traces: *.pt.trace.json[.gz], one file per rank."""

@@ -1,0 +1,394 @@
+"""Decode a PyTorch profiler (Kineto) trace into the few columns the step model needs.
+
+Every generation since PyTorch 1.8 is read: event categories are mapped to their role by the
+taxonomy (`kineto_categories`), so the legacy Operator / Runtime / Kernel / Memcpy / Memset
+names and the current cpu_op / cuda_runtime / kernel / gpu_memcpy / gpu_memset ones give the
+same columns. An event whose timestamp or duration is not a finite non-negative number is
+dropped and counted; the caller reports how many.
+
+A trace holds millions of kernels and launches: each is kept as one row of flat arrays (28
+bytes a kernel, 16 a launch; see kineto_columns), strings by their index, never as an object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.bounds import MAX_DURATION_US, BadValues
+from advisor.parsers.kineto.columns import (
+    COMMUNICATION,
+    COMPUTE,
+    MEMORY,
+    NO_CORRELATION,
+    NO_GROUP,
+    DeviceOps,
+    Strings,
+)
+from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
+from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
+from advisor.parsers.kineto.values import (
+    MAX_SPAN_US,
+    center_of,
+    collective_name,
+    short_name,
+    timeline_span,
+    typed_event,
+)
+
+# correlation ids that are not small non-negative integers are numbered from here
+_INTERNED_CORRELATION = 1 << 62
+_COLLECTIVE_PREFIX = re.compile(r"^(nccl|rccl)(Dev)?Kernel_")
+# runtime calls the host-side measures count, as stored per call name
+_LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
+
+
+@dataclass
+class HostWindow:
+    number: int
+    start: float
+    end: float
+
+
+def _floats() -> array[float]:
+    return array("d")
+
+
+@dataclass
+class KinetoEvents:
+    ops: DeviceOps = field(default_factory=DeviceOps)
+    strings: Strings = field(default_factory=Strings)
+    # host launches: correlation key and host time, in trace order
+    launch_keys: array[int] = field(default_factory=lambda: array("q"))
+    launch_ts: array[float] = field(default_factory=_floats)
+    steps: list[HostWindow] = field(default_factory=list)
+    sync_start: array[float] = field(default_factory=_floats)
+    sync_end: array[float] = field(default_factory=_floats)
+    malloc_start: array[float] = field(default_factory=_floats)
+    malloc_end: array[float] = field(default_factory=_floats)
+    free: array[float] = field(default_factory=_floats)
+    loader_start: array[float] = field(default_factory=_floats)
+    loader_end: array[float] = field(default_factory=_floats)
+    events: int = 0
+    dropped: int = 0
+    # group key -> (description, ranks) learnt from collective kernels' arguments
+    kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    # correlation ids that are not plain non-negative integers, by their typed text
+    odd_correlations: dict[str, int] = field(default_factory=dict)
+    # operation and launch rows written out while decoding (then none are held in `ops`)
+    spilled: list[SpilledRows] = field(default_factory=list)
+
+
+class _Extractor:
+    """Reduces events into KinetoEvents; per-name decisions are made once and remembered."""
+
+    def __init__(self, taxonomy: Taxonomy, path: Path, bad: BadValues) -> None:
+        self.out = KinetoEvents()
+        self.taxonomy = taxonomy
+        self.path = path
+        self.bad = bad
+        self.roles = taxonomy.kineto_roles
+        self.comm_re = taxonomy.operator_classes["communication"]
+        # by role, raw kernel name -> (short name id, kind, collective id from the name)
+        self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
+        self.runtime_calls: dict[str, int] = {}
+        self.streams: dict[tuple[Any, Any], int] = {}
+
+    def block(self, events: list[Any], center: float, index: int) -> int:
+        """The events of one decoded block into the columns; the index of its last event."""
+        roles = self.roles
+        counted = 0
+        for event in events:
+            index += 1
+            if event.__class__ is not KinetoEvent:
+                if not isinstance(event, dict):
+                    continue
+                event = typed_event(event)
+            if event.ph != "X":
+                continue
+            counted += 1
+            cat = event.cat
+            role = roles.get(cat if cat.__class__ is str else str(cat))
+            if role is None:
+                continue
+            ts, dur = event.ts, event.dur
+            if (
+                ts.__class__ is float
+                and dur.__class__ is float
+                and 0.0 <= dur <= MAX_DURATION_US
+                and abs(ts - center) <= MAX_SPAN_US
+            ):
+                start, end = ts, ts + dur
+            else:
+                times = timeline_span(ts, dur, center)
+                if times is None:
+                    self._reject(event, index)
+                    continue
+                start, end = times
+            name = event.name
+            if name.__class__ is not str:
+                name = "" if name is UNSET else str(name)
+            if role == "kernel" or role == "memory":
+                self._device_op(event, role, name, start, end)
+            elif role == "runtime":
+                self._runtime(event, name, start, end)
+            elif role == "annotation":
+                self._annotation(name, start, end)
+            elif role == "sync":
+                self.out.sync_start.append(start)
+                self.out.sync_end.append(end)
+        self.out.events += counted
+        return index
+
+    def _key(self, args: KinetoArgs | None) -> int:
+        """The id pairing a launch with its device operation (NO_CORRELATION: none)."""
+        if args is None:
+            return NO_CORRELATION
+        corr = args.correlation
+        if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
+            return int(corr)
+        return self._correlation(corr)
+
+    def _device_op(
+        self, event: KinetoEvent, role: str, name: str, start: float, end: float
+    ) -> None:
+        """A kernel or memory operation: a row of the operation columns, or a collective."""
+        args = event.args
+        corr = NO_CORRELATION if args is None else args.correlation
+        key = (
+            corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
+        )
+        info = self.kernels[role].get(name)
+        if info is None:
+            info = self.kernels[role][name] = self._kernel(name, role)
+        name_id, kind, collective = info
+        if kind == COMMUNICATION:
+            self._collective(event, name_id, collective, key, start, end)
+            return
+        pid, tid = event.pid, event.tid
+        try:
+            stream = self.streams.get((pid, tid))
+        except TypeError:  # a list as pid or tid: by its text, in _stream
+            stream = None
+        if stream is None:
+            stream = self._stream(pid, tid)
+        ops = self.out.ops
+        sig = ops.signatures.ids.get((name_id, kind, stream, NO_GROUP, collective))
+        if sig is None:
+            sig = ops.signatures.id(name_id, kind, stream, NO_GROUP, collective)
+        ops.start.append(start)
+        ops.end.append(end)
+        ops.signature.append(sig)
+        ops.correlation.append(key)
+
+    def _runtime(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
+        """A runtime call: a launch by its correlation id, and the host calls the step model
+        counts (synchronisations, allocations, frees)."""
+        out = self.out
+        args = event.args
+        corr = NO_CORRELATION if args is None else args.correlation
+        key = (
+            corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
+        )
+        if key != NO_CORRELATION:
+            out.launch_keys.append(key)
+            out.launch_ts.append(start)
+        call = self.runtime_calls.get(name)
+        if call is None:
+            call = self.runtime_calls[name] = self._runtime_call(name)
+        if call == _SYNC:
+            out.sync_start.append(start)
+            out.sync_end.append(end)
+        elif call == _MALLOC:
+            out.malloc_start.append(start)
+            out.malloc_end.append(end)
+        elif call == _FREE:
+            out.free.append(start)
+
+    def _annotation(self, name: str, start: float, end: float) -> None:
+        """A host annotation: a ProfilerStep window or data loading."""
+        m = self.taxonomy.step.fullmatch(name)
+        if m:
+            self.out.steps.append(HostWindow(int(m.group(1)), start, end))
+        elif self.taxonomy.dataloader.fullmatch(name):
+            self.out.loader_start.append(start)
+            self.out.loader_end.append(end)
+
+    def _reject(self, event: KinetoEvent, index: int) -> None:
+        ts = None if event.ts is UNSET else event.ts
+        dur = None if event.dur is UNSET else event.dur
+        name = None if event.name is UNSET else event.name
+        self.bad.reject(
+            self.path,
+            f"event #{index} ({str(name)[:60]!r})",
+            f"ts={ts!r}, dur={dur!r}",
+            "not a place on the timeline (finite, non-negative, within a day of the trace)",
+        )
+        self.out.dropped += 1
+
+    def _runtime_call(self, name: str) -> int:
+        tax = self.taxonomy
+        if tax.sync_calls.fullmatch(name):
+            return _SYNC
+        if tax.malloc_calls.fullmatch(name):
+            return _MALLOC
+        if tax.free_calls.fullmatch(name):
+            return _FREE
+        return _LAUNCH_ONLY
+
+    def _correlation(self, value: Any) -> int:
+        """A correlation id as a 64-bit key: small non-negative integers as they are, other
+        integers and strings numbered apart (5 and "5" stay different ids)."""
+        if value.__class__ is int and 0 <= value < _INTERNED_CORRELATION:
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            return NO_CORRELATION
+        text = f"{type(value).__name__}:{value}"
+        odd = self.out.odd_correlations
+        known = odd.get(text)
+        if known is None:
+            known = odd[text] = _INTERNED_CORRELATION + len(odd)
+        return known
+
+    def _kernel(self, name: str, role: str) -> tuple[int, int, int]:
+        strings = self.out.strings
+        if role == "memory":
+            return strings.id(name), MEMORY, strings.id("")
+        kernel = short_name(name)
+        if self.comm_re.fullmatch(kernel) is None:
+            return strings.id(kernel), COMPUTE, strings.id("")
+        return strings.id(kernel), COMMUNICATION, strings.id(collective_name(kernel))
+
+    def _stream(self, pid: Any, tid: Any) -> int:
+        label = f"{None if pid is UNSET else pid}:{None if tid is UNSET else tid}"
+        stream = self.out.strings.id(label)
+        with contextlib.suppress(TypeError):  # unhashable: looked up by its text each time
+            self.streams[(pid, tid)] = stream
+        return stream
+
+    def _collective(
+        self,
+        event: KinetoEvent,
+        name_id: int,
+        collective: int,
+        key: int,
+        start: float,
+        end: float,
+    ) -> None:
+        """A collective kernel: its kind and process group from its arguments when given."""
+        out = self.out
+        ops = out.ops
+        args = event.args
+        group = NO_GROUP
+        if args is not None:
+            named = args.collective
+            if isinstance(named, str) and named:
+                collective = out.strings.id(named)
+            if args.group is not UNSET and args.group is not None:
+                group = self._group(args)
+        stream = self._stream(event.pid, event.tid)
+        ops.start.append(start)
+        ops.end.append(end)
+        ops.signature.append(ops.signatures.id(name_id, COMMUNICATION, stream, group, collective))
+        ops.correlation.append(key)
+
+    def _group(self, args: KinetoArgs) -> int:
+        out = self.out
+        key = str(args.group)
+        if key not in out.kernel_groups:
+            raw_ranks = "" if args.group_ranks is UNSET else args.group_ranks
+            ranks = [int(r) for r in re.findall(r"-?\d+", str(raw_ranks))]
+            if ranks:
+                description = args.group_description
+                if description is UNSET or not description:
+                    description = key
+                out.kernel_groups[key] = (str(description), ranks)
+        return out.strings.id(key)
+
+
+def extract(
+    blocks: Iterable[list[Any]],
+    taxonomy: Taxonomy,
+    path: Path,
+    bad: BadValues | None = None,
+    spill: Path | None = None,
+) -> KinetoEvents:
+    """The events the facts need, from the trace's event blocks (kineto_stream). With `spill`,
+    the operation and launch rows go to that file once they pass FLUSH_BYTES (then all of
+    them: `spilled`), and the operations are left for the reduction to order."""
+    extractor = _Extractor(taxonomy, path, bad or BadValues())
+    center: float | None = None
+    index = -1
+    with _spilling(extractor.out, spill) as writer:
+        for block in blocks:
+            if center is None:
+                center = center_of(block)
+            index = extractor.block(block, center, index)
+            if writer is not None:
+                writer.flush_if_large()
+    out = extractor.out
+    if out.spilled:
+        out.steps = distinct_steps(out.steps)
+        return out
+    return finish(out)
+
+
+def extract_part(
+    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, center: float, spill: Path
+) -> KinetoEvents:
+    """One byte range's events (a worker's share), its rows written to `spill`; rejected
+    events are only counted (the caller reads the trace again in order when there are any, for
+    the exact message)."""
+    extractor = _Extractor(taxonomy, path, BadValues(skip=True))
+    index = -1
+    with _spilling(extractor.out, spill, always=True) as writer:
+        for block in blocks:
+            index = extractor.block(block, center, index)
+            if writer is not None:
+                writer.flush_if_large()
+    return extractor.out
+
+
+@contextlib.contextmanager
+def _spilling(
+    out: KinetoEvents, spill: Path | None, always: bool = False
+) -> Iterator[SpillWriter | None]:
+    """A spill writer on `out`'s rows; at the end the rest is written too if any was (or
+    `always`), so the rows are either all in memory or all in the file."""
+    if spill is None:
+        yield None
+        return
+    rows = SpilledRows(spill)
+    writer = SpillWriter(out.ops, out.launch_keys, out.launch_ts, rows)
+    try:
+        yield writer
+        if rows.segments or always:
+            writer.flush()
+            out.spilled.append(rows)
+    finally:
+        writer.close()
+        if not out.spilled:
+            spill.unlink(missing_ok=True)
+
+
+def finish(out: KinetoEvents) -> KinetoEvents:
+    """Operations in time order, one window per step."""
+    out.ops.sort()
+    out.steps = distinct_steps(out.steps)
+    return out
+
+
+def distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
+    """One window per step number (nested or repeated markers: the widest), in time order."""
+    best: dict[int, HostWindow] = {}
+    for w in windows:
+        known = best.get(w.number)
+        if known is None or w.end - w.start > known.end - known.start:
+            best[w.number] = w
+    return sorted(best.values(), key=lambda w: w.start)

@@ -1,0 +1,322 @@
+"""The step model of a PyTorch trace too large to hold its operations at once, in groups.
+
+Decoding left the operation and launch rows in spill files (kineto_spill). Up to GROUP_ROWS
+operations they are read back and reduced at once (`read_back`); above, three passes over the
+files, each holding one group of rows at a time:
+
+1. launches joined to operations by correlation id, a range of ids at a time (LAUNCH_ROWS
+   launches in one table), each operation's launch time written to a file beside its segment;
+2. in groups of about GROUP_ROWS operations by start time (cut from the segments' samples of
+   their starts), sorted, each operation's step assigned (carrying the last step of each
+   stream from group to group), the per-step kernel tables and window bounds added up, and
+   the sorted group written out: the groups follow one another, so the file is the trace in
+   time order;
+3. the device windows in groups of about GROUP_ROWS operations, each measured from the
+   operations that overlap its time range, reading that file once (kineto_sorted).
+
+Exact as the whole-trace reduction: rows are read in file order and sorted stably, groups of
+pass 2 split the operations by start time so their sorted groups follow one another as the
+whole sorted trace, and every window measure looks only at the operations that overlap the
+window. Memory is bounded by the group: a window holding more operations (a long step, a trace
+without ProfilerStep markers) is measured a piece at a time, its sums resumed (kineto_window);
+only a run of operations with no gap between them (one kernel spanning all the others) is held
+whole.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import InputError
+from advisor.parsers.kineto.assign import (
+    STEPLESS_NUMBER,
+    StepBounds,
+    assign_steps,
+    kept_steps,
+    launch_times_in_place,
+    stepless,
+)
+from advisor.parsers.kineto.columns import (
+    COMMUNICATION,
+    MEMORY,
+    NAN,
+    DeviceOps,
+    LaunchIndex,
+    Signatures,
+)
+from advisor.parsers.kineto.events import KinetoEvents
+from advisor.parsers.kineto.sorted_rows import OverlapReader, SortedWriter
+from advisor.parsers.kineto.spill import (
+    SAMPLE_EVERY,
+    SpilledRows,
+    read_correlation,
+    read_launches,
+    read_ops,
+    remove,
+    segments,
+)
+from advisor.parsers.kineto.steps import StepOps, add_step_ops, collective_kinds, finish_rank
+from advisor.parsers.kineto.window import (
+    DeviceWindow,
+    HostCalls,
+    Measured,
+    Whole,
+    WindowSums,
+    lanes_of,
+    measure_windows,
+)
+from advisor.parsers.profile_data import RankProfile
+from advisor.parsers.traces import budget
+from advisor.parsers.traces.columns import nearly_sorted_order, permuted
+
+# operations held at a time (~150 bytes each while a group is measured)
+# launches in one lookup table (at most 32 bytes each: LaunchIndex)
+LAUNCH_ROWS = 2_000_000
+INF = float("inf")
+
+
+def read_back(events: KinetoEvents) -> None:
+    """Every spilled row back into `events`, in file order, the operations then sorted."""
+    ops = events.ops
+    for rows, segment, handle in segments(events.spilled):
+        part = read_ops(rows, segment, handle)
+        ops.start.extend(part.start)
+        ops.end.extend(part.end)
+        ops.signature.extend(part.signature)
+        ops.correlation.extend(part.correlation)
+        del part
+        keys, times = read_launches(segment, handle)
+        events.launch_keys.extend(keys)
+        events.launch_ts.extend(times)
+    remove(events.spilled)
+    events.spilled = []
+    ops.sort()
+
+
+class _Rows:
+    """The spilled operations with their launch times (pass 1's file), read a range at a
+    time."""
+
+    def __init__(self, parts: list[SpilledRows], launches: Path, signatures: Signatures) -> None:
+        self.parts = parts
+        self.signatures = signatures
+        self.launches = launches
+        offsets, at = [], 0
+        for rows in parts:
+            for segment in rows.segments:
+                offsets.append(at)
+                at += segment.ops * 8
+        self.offsets = offsets
+
+    def read(self, lo: float, hi: float) -> tuple[DeviceOps, array[float]]:
+        """The operations starting in [lo, hi), in file order, then sorted by (start, end)
+        stably; with their launch times."""
+        out = DeviceOps()
+        launch_at: array[float] = array("d")
+        with self.launches.open("rb") as joined:
+            for k, (rows, segment, handle) in enumerate(segments(self.parts)):
+                if not segment.ops or segment.first_start >= hi or segment.last_start < lo:
+                    continue
+                part = read_ops(rows, segment, handle)
+                times: array[float] = array("d")
+                joined.seek(self.offsets[k])
+                times.fromfile(joined, segment.ops)
+                if lo <= segment.first_start and segment.last_start < hi:
+                    keep: range | list[int] = range(segment.ops)
+                else:
+                    keep = [i for i, s in enumerate(part.start) if lo <= s < hi]
+                whole = isinstance(keep, range)
+                out.start.extend(part.start if whole else (part.start[i] for i in keep))
+                out.end.extend(part.end if whole else (part.end[i] for i in keep))
+                out.signature.extend(part.signature if whole else (part.signature[i] for i in keep))
+                launch_at.extend(times if whole else (times[i] for i in keep))
+        order = nearly_sorted_order(out.start, out.end)
+        ops = DeviceOps()
+        ops.signatures = self.signatures
+        if order is None:
+            ops.start, ops.end, ops.signature = out.start, out.end, out.signature
+            return ops, launch_at
+        ops.start, ops.end = permuted(out.start, order), permuted(out.end, order)
+        ops.signature = permuted(out.signature, order)
+        return ops, permuted(launch_at, order)
+
+
+def _join(parts: list[SpilledRows], out: Path) -> bool:
+    """Pass 1: each operation's launch time (NaN: none), segment after segment into `out`;
+    whether any operation has one."""
+    spilled = [(rows, s) for rows in parts for s in rows.segments]
+    total = sum(s.launches for _, s in spilled)
+    with_launches = [s for _, s in spilled if s.launches]
+    low = min((s.low_key for s in with_launches), default=0)
+    high = max((s.high_key for s in with_launches), default=0)
+    # ids are spread about evenly: a range holding about LAUNCH_ROWS launches per table
+    width = high - low + 1
+    if total > LAUNCH_ROWS:
+        width = max(1, (high - low + 1) * LAUNCH_ROWS // total)
+    tables = _Tables(parts, low, width)
+    linked = False
+    with out.open("wb") as handle:
+        for _, segment, source in segments(parts):
+            keys = read_correlation(segment, source)
+            first = max(0, (max(segment.low_key, low) - low) // width)
+            last = (min(segment.high_key, high) - low) // width
+            if first == last:  # every key in one table's range: looked up in place
+                launch_at: Any = launch_times_in_place(keys, tables.get(first))
+            else:
+                launch_at = array("d", [NAN]) * segment.ops
+                for bucket in range(first, last + 1):
+                    table, floor = tables.get(bucket), low + bucket * width
+                    for i, key in enumerate(keys):
+                        if floor <= key < floor + width:
+                            found = table.get(key)
+                            if found is not None:
+                                launch_at[i] = found
+            linked = linked or any(t == t for t in launch_at)
+            handle.write(launch_at)
+    return linked
+
+
+class _Tables:
+    """Launch tables by id range, the last two kept (operations come mostly in id order)."""
+
+    def __init__(self, parts: list[SpilledRows], low: int, width: int) -> None:
+        self.parts, self.low, self.width = parts, low, width
+        self.kept: dict[int, LaunchIndex] = {}
+
+    def get(self, bucket: int) -> LaunchIndex:
+        table = self.kept.get(bucket)
+        if table is None:
+            if len(self.kept) >= 2:
+                del self.kept[next(iter(self.kept))]
+            table = self.kept[bucket] = self._load(bucket)
+        return table
+
+    def _load(self, bucket: int) -> LaunchIndex:
+        floor = self.low + bucket * self.width
+        ceiling = floor + self.width
+        keys: array[int] = array("q")
+        times: array[float] = array("d")
+        for _, segment, handle in segments(self.parts):
+            if not segment.launches or segment.high_key < floor or segment.low_key >= ceiling:
+                continue
+            theirs, at = read_launches(segment, handle)
+            if floor <= segment.low_key and segment.high_key < ceiling:
+                keys.extend(theirs)
+                times.extend(at)
+                continue
+            for key, t in zip(theirs, at, strict=True):
+                if floor <= key < ceiling:
+                    keys.append(key)
+                    times.append(t)
+        return LaunchIndex(keys, times)
+
+
+def _cuts(parts: list[SpilledRows]) -> list[float]:
+    """Start times cutting the operations into groups of about GROUP_ROWS (each sample
+    stands for SAMPLE_EVERY operations)."""
+    samples = sorted(t for rows in parts for s in rows.segments for t in s.sample)
+    every = max(1, budget.GROUP_ROWS // SAMPLE_EVERY)
+    cuts: list[float] = []
+    for t in samples[every::every]:
+        if not cuts or t > cuts[-1]:
+            cuts.append(t)
+    return cuts
+
+
+def _ranges(cuts: list[float]) -> Iterator[tuple[float, float]]:
+    yield from pairwise([-INF, *cuts, INF])
+
+
+def reduce_in_groups(
+    rank: RankProfile, path: Path, events: KinetoEvents, taxonomy: Taxonomy, scratch: Path
+) -> None:
+    parts = events.spilled
+    launches = scratch / "launch-times"
+    linked = _join(parts, launches)
+    sigs, strings = events.ops.signatures, events.strings.values
+    source = _Rows(parts, launches, sigs)
+    kind_of = collective_kinds(sigs, strings, taxonomy)
+    numbers = [w.number for w in events.steps] or [STEPLESS_NUMBER]
+    bounds = StepBounds.of(events.steps)
+    per_step: dict[int, StepOps] = {}
+    carry: dict[int, int] = {}
+    kernel_rows, has_comm = 0, False
+    first, last_end, latest = INF, -INF, -INF
+    cuts = _cuts(parts)
+    ordered = SortedWriter(scratch / "sorted")
+    for lo, hi in _ranges(cuts):  # pass 2
+        ops, launch_at = source.read(lo, hi)
+        if not len(ops):
+            continue
+        ordered.append(ops, launch_at)
+        kinds = ops.kinds()
+        if events.steps:
+            steps_of = assign_steps(
+                ops.start, ops.signature, sigs.stream, launch_at, events.steps, carry
+            )
+            bounds.add(ops.start, ops.end, kinds, steps_of)
+        else:
+            steps_of = array("i", [0]) * len(ops)
+        add_step_ops(per_step, ops, strings, steps_of, numbers, kind_of, taxonomy)
+        kernel_rows += len(kinds) - kinds.count(MEMORY)
+        has_comm = has_comm or COMMUNICATION in kinds
+        first = min(first, ops.start[0])
+        last_end, latest = ops.end[-1], max(latest, max(ops.end))
+    ordered.close()
+    remove(parts)
+    launches.unlink()
+    if first == INF:
+        raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
+    if events.steps:
+        kept = kept_steps(rank, events.steps, bounds.launched())
+        windows = bounds.device_windows(events.steps, kept)
+    else:
+        windows = stepless(rank, path, first, last_end, latest)
+    whole = Whole(linked, has_comm)
+    host = HostCalls.of(events)
+    measured = Measured([], [], [])
+    groups = _window_groups(windows, cuts)
+    reader = OverlapReader(ordered, sigs)
+    later = INF
+    starting = []  # the earliest window start of each group and the groups after it
+    for group in reversed(groups):
+        later = min(later, *(w.start for w in group))
+        starting.append(later)
+    starting.reverse()
+    for k, group in enumerate(groups):  # pass 3
+        after = starting[k + 1] if k + 1 < len(groups) else INF
+        hi = max(w.end for w in group)
+        if len(group) == 1 and reader.can_split(hi, after):
+            # one window (a long step, or a trace without steps): a piece at a time
+            sums = WindowSums(group[0])
+            for ops, launch_at in reader.pieces(starting[k], hi, after, budget.GROUP_ROWS):
+                sums.add(ops, launch_at, lanes_of(ops, kind_of), whole)
+            sums.finish(host, per_step, whole, measured)
+            continue
+        ops, launch_at = reader.group(starting[k], hi, after)
+        lanes = lanes_of(ops, kind_of)
+        measure_windows(group, ops, launch_at, lanes, host, per_step, whole, measured)
+        del ops, launch_at, lanes
+    reader.close()
+    ordered.path.unlink()
+    finish_rank(rank, path, events.events, measured, per_step, kernel_rows, has_comm, whole)
+
+
+def _window_groups(windows: list[DeviceWindow], cuts: list[float]) -> list[list[DeviceWindow]]:
+    """Consecutive windows, a new group where a window starts past the next cut (a group of
+    pass 2 holds about GROUP_ROWS operations)."""
+    groups: list[list[DeviceWindow]] = []
+    current = -1
+    for w in windows:
+        at = bisect_left(cuts, w.start)
+        if not groups or at != current:
+            groups.append([])
+            current = at
+        groups[-1].append(w)
+    return groups

@@ -1,0 +1,113 @@
+"""Large plain PyTorch traces: the events array split in byte ranges decoded by worker
+processes, each into its own columns; the parent merges them in file order, so the result is
+the sequential reader's. Anything unusual (a rejected event, a correlation id that is not a
+plain integer, a range that does not decode) sends the trace back to the sequential reader,
+which reports it exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from array import array
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from advisor.core import limits
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import InputError
+from advisor.parsers.kineto.columns import NO_GROUP
+from advisor.parsers.kineto.events import KinetoEvents, distinct_steps, extract_part
+from advisor.parsers.kineto.stream import KinetoStream, events_span
+from advisor.parsers.kineto.values import center_of
+from advisor.parsers.traces.workers import split_points, start_parts, worker_count
+
+
+def _read_range(job: tuple[Path, int, int, float, Taxonomy, Path]) -> KinetoEvents | None:
+    """One byte range's events: the small parts returned, the rows written to the spill file
+    as they grow (a pickled result would hold every column twice in the worker and again in
+    the parent while it arrives); None: read the trace in order."""
+    path, begin, end, center, taxonomy, spill = job
+    part = extract_part(KinetoStream(path).range_blocks(begin, end), taxonomy, path, center, spill)
+    if part.dropped or part.odd_correlations:
+        return None
+    return part
+
+
+def extract_in_parallel(
+    path: Path, taxonomy: Taxonomy, scratch: Path
+) -> tuple[KinetoEvents, dict[str, Any]] | None:
+    """The trace's events and top-level keys, decoded by worker processes, the rows left in
+    spill files under `scratch`; None when one process is the better choice or the file needs
+    the sequential reader."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    workers = worker_count(size)
+    if workers < 2 or size > limits.trace_max_bytes():
+        return None
+    span = events_span(path)
+    if span is None:
+        return None
+    begin, end, header = span
+    # the events' centre as the sequential reader takes it: from its first block
+    with contextlib.closing(KinetoStream(path).blocks()) as blocks:
+        center = center_of(next(blocks, []))
+    points = split_points(path, begin, end, workers)
+    if len(points) < 2:
+        return None
+    bounds = [*points, end]
+    jobs = [
+        (path, bounds[i], bounds[i + 1], center, taxonomy, scratch / f"part-{i}")
+        for i in range(len(points))
+    ]
+    try:
+        parts = start_parts(f"decoding {path.name}", _read_range, jobs)()
+    except (InputError, OSError, BrokenProcessPool, RecursionError):
+        return None
+    if any(part is None for part in parts):
+        return None
+    out = KinetoEvents()
+    for part in parts:
+        if part is not None:
+            _merge(out, part)
+    out.steps = distinct_steps(out.steps)
+    return out, header
+
+
+def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
+    """Append a part: its small data, and its spilled rows with how its signature ids map
+    to `out`'s (string ids renumbered into `out`'s table)."""
+    ids = array("i", (out.strings.id(text) for text in part.strings.values))
+    theirs = part.ops.signatures
+    signature = array(
+        "i",
+        (
+            out.ops.signatures.id(
+                ids[theirs.name[s]],
+                theirs.kind[s],
+                ids[theirs.stream[s]],
+                NO_GROUP if theirs.group[s] == NO_GROUP else ids[theirs.group[s]],
+                ids[theirs.collective[s]],
+            )
+            for s in range(len(theirs))
+        ),
+    )
+    for rows in part.spilled:
+        rows.signature_ids = signature
+    out.spilled.extend(part.spilled)
+    out.steps.extend(part.steps)
+    for theirs_name in (
+        "sync_start",
+        "sync_end",
+        "malloc_start",
+        "malloc_end",
+        "free",
+        "loader_start",
+        "loader_end",
+    ):
+        getattr(out, theirs_name).extend(getattr(part, theirs_name))
+    out.events += part.events
+    for key, group in part.kernel_groups.items():
+        out.kernel_groups.setdefault(key, group)

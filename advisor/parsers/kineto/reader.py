@@ -1,0 +1,163 @@
+"""PyTorch profiler (Kineto) traces from GPUs: `*.pt.trace.json[.gz]`, one file per rank.
+
+The same step model as on Ascend is rebuilt from the device operations: computing
+(non-collective kernels), communication (NCCL/RCCL kernels) and the part of it no compute hides,
+memory operations (memcpy/memset) that neither hides, device idle time, and the host time before
+the step's first device operation.
+
+Steps are device-paced. The host runs ahead of the device, so a ProfilerStep window on the host
+is not the time the device spent on that step: each device operation belongs to the step whose
+host window launched it (runtime call and operation share a `correlation` id), and step k on the
+device starts when the host has started it and the device has finished the earlier steps' work.
+Without ProfilerStep markers the whole trace is one window (`stepless`): no per-step claims.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from array import array
+from pathlib import Path
+from typing import Any
+
+from advisor.inputs import progress
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import InputError
+from advisor.parsers.bounds import BadValues
+from advisor.parsers.kineto import grouped as kineto_grouped
+from advisor.parsers.kineto.assign import (
+    STEPLESS_NUMBER,
+    StepBounds,
+    assign_steps,
+    kept_steps,
+    launch_times_in_place,
+    stepless,
+)
+from advisor.parsers.kineto.columns import LaunchIndex
+from advisor.parsers.kineto.events import KinetoEvents, extract
+from advisor.parsers.kineto.parallel import extract_in_parallel
+from advisor.parsers.kineto.steps import fill_rank
+from advisor.parsers.kineto.stream import KinetoStream
+from advisor.parsers.kineto.values import short_name
+from advisor.parsers.profile_data import (
+    ProcessGroup,
+    RankProfile,
+)
+from advisor.parsers.traces import budget
+
+MIB = 1024 * 1024
+__all__ = ["read_kineto", "short_name"]
+
+
+def read_kineto(
+    path: Path, taxonomy: Taxonomy, skip_bad: bool = False, split: bool = True
+) -> RankProfile:
+    """One rank's trace; `split` lets a large plain trace be decoded by worker processes (off
+    inside a worker that reads one rank of many)."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="advisor-kineto-") as scratch:
+            return _read(path, taxonomy, BadValues(skip=skip_bad), split, Path(scratch))
+    except OSError:
+        # no room for the scratch files (the trace's own read errors are InputErrors): every
+        # row held in memory instead, as the torch_npu reader falls back
+        return _read(path, taxonomy, BadValues(skip=skip_bad), False, None)
+
+
+def _read(
+    path: Path, taxonomy: Taxonomy, bad: BadValues, split: bool, scratch: Path | None
+) -> RankProfile:
+    parallel = extract_in_parallel(path, taxonomy, scratch) if split and scratch else None
+    if parallel is not None:
+        events, header = parallel
+    else:
+        stream = KinetoStream(path)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # the stream says why it cannot be read
+        with progress.task(f"decoding {path.name}", round(size / MIB), "MiB") as bar:
+            events = extract(
+                stream.blocks(lambda n: bar.advance(n / MIB)),
+                taxonomy,
+                path,
+                bad,
+                scratch / "rows" if scratch else None,
+            )
+        header = stream.header
+    rank = _rank_header(path, header)
+    rank.warnings.extend(bad.warnings())
+    rank.dropped.update(bad.by_name())
+    for key, (name, ranks) in events.kernel_groups.items():
+        rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
+    spilled = sum(rows.ops for rows in events.spilled)
+    if spilled > budget.GROUP_ROWS and scratch:
+        kineto_grouped.reduce_in_groups(rank, path, events, taxonomy, scratch)
+        return rank
+    if events.spilled:
+        kineto_grouped.read_back(events)
+    _reduce(rank, path, events, taxonomy)
+    return rank
+
+
+def _reduce(rank: RankProfile, path: Path, events: KinetoEvents, taxonomy: Taxonomy) -> None:
+    """The step model from every operation at once."""
+    ops = events.ops
+    if not len(ops):
+        raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
+    launches = LaunchIndex(events.launch_keys, events.launch_ts)
+    events.launch_keys, events.launch_ts = array("q"), array("d")
+    launch_at = launch_times_in_place(ops.correlation, launches)
+    ops.correlation = array("q")
+    del launches
+    if events.steps:
+        steps_of = assign_steps(
+            ops.start, ops.signature, ops.signatures.stream, launch_at, events.steps, {}
+        )
+        numbers = [w.number for w in events.steps]
+        bounds = StepBounds.of(events.steps)
+        bounds.add(ops.start, ops.end, ops.kinds(), steps_of)
+        kept = kept_steps(rank, events.steps, bounds.launched())
+        windows = bounds.device_windows(events.steps, kept)
+    else:
+        windows = stepless(rank, path, ops.start[0], ops.end[-1], max(ops.end))
+        steps_of, numbers = array("i", [0]) * len(ops), [STEPLESS_NUMBER]
+    fill_rank(rank, path, events, windows, steps_of, numbers, launch_at, taxonomy)
+
+
+def _rank_header(path: Path, data: dict[str, Any]) -> RankProfile:
+    dist = data.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank = RankProfile(path=path, output_dir=None, framework="pytorch")
+    rank.framework_source = "PyTorch profiler trace (traceEvents, Kineto schema)"
+    number, world = dist.get("rank"), dist.get("world_size")
+    rank.rank = number if isinstance(number, int) and number >= 0 else None
+    rank.world_size = world if isinstance(world, int) and world >= 1 else None
+    rank.process_groups = _process_groups(dist)
+    devices = data.get("deviceProperties")
+    first = devices[0] if isinstance(devices, list) and devices else None
+    if isinstance(first, dict) and first.get("name"):
+        rank.device = str(first["name"])
+    rank.platform = _platform(data, rank.device)
+    rank.origin = path.name
+    rank.inputs.append(path)
+    return rank
+
+
+def _platform(data: dict[str, Any], device: str | None) -> str:
+    """rocm when the trace says so (roctracer / HIP versions, an AMD device), else cuda."""
+    if any(key in data for key in ("roctracer_version", "hip_runtime_version")):
+        return "rocm"
+    if device and any(word in device for word in ("AMD", "Instinct", "Radeon")):
+        return "rocm"
+    return "cuda"
+
+
+def _process_groups(dist: dict[str, Any]) -> dict[str, ProcessGroup]:
+    """distributedInfo.pg_config: [{pg_name, pg_desc, ranks}, ...] (PyTorch 2.3 and later)."""
+    groups: dict[str, ProcessGroup] = {}
+    configs = dist.get("pg_config")
+    for pg in configs if isinstance(configs, list) else []:
+        ranks = pg.get("ranks") if isinstance(pg, dict) else None
+        if isinstance(ranks, list) and all(isinstance(r, int) for r in ranks):
+            key = str(pg.get("pg_name"))
+            groups[key] = ProcessGroup(str(pg.get("pg_desc") or key), tuple(sorted(ranks)))
+    return groups

@@ -1,0 +1,170 @@
+"""The step model of a PyTorch profiler trace from its device-operation columns: per device
+window, compute, exposed and overlapped communication, memory operations, idle time by cause,
+the host preparation before the first kernel, and the kernels and collectives of each step.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.kineto.columns import (
+    COMMUNICATION,
+    MEMORY,
+    NO_GROUP,
+    DeviceOps,
+    Signatures,
+)
+from advisor.parsers.kineto.events import KinetoEvents
+from advisor.parsers.kineto.window import (
+    DeviceWindow,
+    HostCalls,
+    Measured,
+    Whole,
+    lanes_of,
+    measure_windows,
+)
+from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile
+from advisor.parsers.traces.steps import TraceData
+
+NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
+
+
+def fill_rank(
+    rank: RankProfile,
+    path: Path,
+    events: KinetoEvents,
+    windows: list[DeviceWindow],
+    steps_of: array[int],
+    numbers: list[int],
+    launch_at: Sequence[float],
+    taxonomy: Taxonomy,
+) -> None:
+    """The rank's steps from all its operations at once (`numbers`: the step number of each
+    index `steps_of` holds)."""
+    ops = events.ops
+    kind_of = collective_kinds(ops.signatures, events.strings.values, taxonomy)
+    lanes = lanes_of(ops, kind_of)
+    whole = Whole(any(t == t for t in launch_at), bool(lanes.collectives))
+    per_step: dict[int, StepOps] = {}
+    add_step_ops(per_step, ops, events.strings.values, steps_of, numbers, kind_of, taxonomy)
+    measured = Measured([], [], [])
+    measure_windows(windows, ops, launch_at, lanes, HostCalls.of(events), per_step, whole, measured)
+    kinds = ops.kinds()
+    kernel_rows = len(kinds) - kinds.count(MEMORY)
+    finish_rank(
+        rank, path, events.events, measured, per_step, kernel_rows, len(lanes.comm) > 0, whole
+    )
+
+
+def finish_rank(
+    rank: RankProfile,
+    path: Path,
+    event_count: int,
+    measured: Measured,
+    per_step: dict[int, StepOps],
+    kernel_rows: int,
+    has_comm: bool,
+    whole: Whole,
+) -> None:
+    rank.step_rows = measured.rows
+    groups = [g for s in per_step.values() for g in s.groups.values()]
+    rank.kernels = KernelTable(groups, has_pmu=False, has_step_ids=True, rows=kernel_rows)
+    rank.comm = measured.comm if has_comm else None
+    rank.trace = TraceData(
+        path,
+        event_count,
+        measured.steps,
+        [],
+        "correlation" if whole.linked else None,
+        True,
+        ["GPU"],
+    )
+
+
+def collective_kinds(sigs: Signatures, strings: list[str], taxonomy: Taxonomy) -> dict[int, str]:
+    """The collective kind of each collective name the signatures use."""
+    return {
+        c: taxonomy.comm_kind(strings[c])
+        for c in {sigs.collective[s] for s in range(len(sigs)) if sigs.kind[s] == COMMUNICATION}
+    }
+
+
+@dataclass
+class StepOps:
+    comm: CommStep
+    groups: dict[tuple[str, str], KernelGroup]
+    count: int = 0
+
+
+def add_step_ops(
+    out: dict[int, StepOps],
+    ops: DeviceOps,
+    strings: list[str],
+    steps_of: Sequence[int],
+    numbers: list[int],
+    kind_of: dict[int, str],
+    taxonomy: Taxonomy,
+) -> None:
+    """Add the kernels and collectives of each step, by the step that launched them (memory
+    operations are not kernels: they are the step model's memory part), in operation order."""
+    small = taxonomy.small_op_max_us
+    op_sigs, starts, ends = ops.signature, ops.start, ops.end
+    width = len(ops.signatures) + 1
+    # (window, signature) -> where its operations are added: a step has few signatures, met
+    # again and again, so each pair is looked up once (None: not a kernel of a step)
+    targets: dict[int, _Target | None] = {}
+    for i, window in enumerate(steps_of):
+        sig = op_sigs[i]
+        key = window * width + sig
+        if key in targets:
+            target = targets[key]
+        else:
+            target = targets[key] = _target(out, ops, strings, window, sig, numbers, kind_of)
+        if target is None:
+            continue
+        mine, group, collective = target
+        mine.count += 1
+        duration = ends[i] - starts[i]
+        group.count += 1
+        group.total_us += duration
+        if duration < small:
+            group.small_count += 1
+            group.small_us += duration
+        if collective is not None:
+            mine.comm.add(collective[0], duration / 1000.0, collective[1])
+
+
+# a step's record, its kernel group and, for a collective, its kind and process group
+_Target = tuple[StepOps, KernelGroup, tuple[str, str | None] | None]
+
+
+def _target(
+    out: dict[int, StepOps],
+    ops: DeviceOps,
+    strings: list[str],
+    window: int,
+    sig: int,
+    numbers: list[int],
+    kind_of: dict[int, str],
+) -> _Target | None:
+    sigs = ops.signatures
+    kind = sigs.kind[sig]
+    if window == NO_STEP or kind == MEMORY:
+        return None
+    step = numbers[window]
+    mine = out.get(step)
+    if mine is None:
+        mine = out[step] = StepOps(CommStep(step=step, has_wait=False), {})
+    name = strings[sigs.name[sig]]
+    core = "NCCL" if kind == COMMUNICATION else "GPU"
+    group = mine.groups.get((name, core))
+    if group is None:
+        group = mine.groups[(name, core)] = KernelGroup(step, name, core, name)
+    if kind != COMMUNICATION:
+        return mine, group, None
+    pg = sigs.group[sig]
+    return mine, group, (kind_of[sigs.collective[sig]], None if pg == NO_GROUP else strings[pg])

@@ -1,0 +1,92 @@
+"""Judging a PyTorch trace event's values: numbers, its place on the timeline, kernel names,
+and plain-JSON events turned into the typed struct the extractor reads."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any
+
+from advisor.parsers.bounds import MAX_DURATION_US
+from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
+
+# a profiling session lasts minutes: an event a day away from the others is corruption
+MAX_SPAN_US = 86_400e6
+_COLLECTIVE_PREFIX = re.compile(r"^(nccl|rccl)(Dev)?Kernel_")
+
+
+@functools.lru_cache(maxsize=65536)
+def short_name(kernel: str) -> str:
+    """`void at::native::vectorized_elementwise_kernel<4, ...>(...)` -> the kernel's own name."""
+    text = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").strip()
+    cut = min((i for i in (text.find("<"), text.find("(")) if i > 0), default=len(text))
+    return text[:cut].strip() or kernel[:60]
+
+
+def collective_name(kernel: str) -> str:
+    """`ncclDevKernel_AllReduce_Sum_f32_RING_LL` -> `AllReduce_Sum_f32_RING_LL` (for its kind)."""
+    return _COLLECTIVE_PREFIX.sub("", kernel)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def timeline_span(ts: object, dur: object, center: float) -> tuple[float, float] | None:
+    """(start, end) in microseconds, or None when the event cannot be placed on the timeline:
+    not a number, a negative or over-long duration, a timestamp far outside the trace."""
+    start = (
+        ts if ts.__class__ is float and math.isfinite(ts) else _number(None if ts is UNSET else ts)
+    )
+    duration = dur if dur.__class__ is float else 0.0 if dur is UNSET else _number(dur)
+    if start is None or duration is None or not 0.0 <= duration <= MAX_DURATION_US:
+        return None
+    if abs(start - center) > MAX_SPAN_US:
+        return None
+    return start, start + duration
+
+
+def center_of(events: list[Any]) -> float:
+    """The median timestamp of a sample of the events (the first block's, when the trace is
+    read in blocks): every real event lies near it."""
+    sample = [
+        t
+        for e in events[:: max(1, len(events) // 1000)]
+        if isinstance(e, dict | KinetoEvent) and (t := _number(e.get("ts"))) is not None
+    ]
+    sample.sort()
+    return sample[len(sample) // 2] if sample else 0.0
+
+
+def typed_event(event: dict[str, Any]) -> KinetoEvent:
+    """A plain-JSON event (from a block the typed decoder refused) as the typed struct."""
+    raw_args = event.get("args")
+    args = None
+    if isinstance(raw_args, dict):
+        args = KinetoArgs(
+            **{
+                field_name: raw_args[key]
+                for key, field_name in (
+                    ("correlation", "correlation"),
+                    ("Collective name", "collective"),
+                    ("Process Group Name", "group"),
+                    ("Process Group Ranks", "group_ranks"),
+                    ("Process Group Description", "group_description"),
+                )
+                if key in raw_args
+            }
+        )
+    values = {k: event[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur") if k in event}
+    return KinetoEvent(**values, args=args)

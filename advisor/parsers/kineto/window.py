@@ -1,0 +1,249 @@
+"""Measuring the device windows of a PyTorch trace: compute, exposed and overlapped
+communication, memory operations, idle time by cause and the host preparation before the first
+kernel, from the operations that overlap each window.
+
+A window's sums are resumable (WindowSums): its operations may come in consecutive pieces cut
+where no operation crosses, and the sums add the same terms in the same order as one pass — so a
+window holding more operations than fit at once is measured a piece at a time, exactly.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+from typing import Protocol
+
+from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
+from advisor.parsers.kineto.events import KinetoEvents
+from advisor.parsers.profile_data import CommStep, StepRow
+from advisor.parsers.traces.idle_gaps import IdleSweep
+from advisor.parsers.traces.intervals import (
+    Intervals,
+    clipped_sum,
+    merge_unsorted,
+    merged_intervals,
+    overlap_sum,
+)
+from advisor.parsers.traces.steps import TraceStep, preparation
+
+
+class StepTotals(Protocol):
+    """What the measures read of a step's kernel table (kineto_steps.StepOps)."""
+
+    count: int
+    comm: CommStep
+
+
+@dataclass(frozen=True)
+class DeviceWindow:
+    number: int
+    start: float
+    end: float
+
+
+@dataclass
+class Lanes:
+    """The merged intervals of compute, communication, both, every operation, and each
+    collective kind, of some operations (in start order)."""
+
+    compute: Intervals
+    comm: Intervals
+    kernels: Intervals
+    every: Intervals
+    collectives: dict[str, Intervals]
+
+
+def lanes_of(ops: DeviceOps, kind_of: dict[int, str]) -> Lanes:
+    """The four unions, each in one pass over its operations (picked by kind at C speed, in
+    start order), then one pass for the collectives."""
+    kinds = ops.kinds()
+    compute, comm, kernels, every = Intervals(), Intervals(), Intervals(), Intervals()
+    _union_into(every, ops.start, ops.end)
+    for lane, wanted in ((compute, (COMPUTE,)), (comm, (COMMUNICATION,)), (kernels, _KERNELS)):
+        picked = kinds.translate(_PICK[wanted])
+        _union_into(lane, compress(ops.start, picked), compress(ops.end, picked))
+    by_kind: dict[str, tuple[array[float], array[float]]] = {}
+    sigs = ops.signatures
+    for i, sig in enumerate(ops.signature):
+        if sigs.kind[sig] == COMMUNICATION:
+            pair = by_kind.setdefault(kind_of[sigs.collective[sig]], (array("d"), array("d")))
+            pair[0].append(ops.start[i])
+            pair[1].append(ops.end[i])
+    collectives = {kind: merged_intervals(a, b) for kind, (a, b) in by_kind.items()}
+    return Lanes(compute, comm, kernels, every, collectives)
+
+
+_KERNELS = (COMPUTE, COMMUNICATION)
+# byte translation tables: an operation's kind -> 1 where the lane takes it, else 0
+_PICK = {
+    wanted: bytes(1 if k in wanted else 0 for k in range(256))
+    for wanted in ((COMPUTE,), (COMMUNICATION,), _KERNELS)
+}
+
+
+def _union_into(lane: Intervals, starts: Iterable[float], ends: Iterable[float]) -> None:
+    """Intervals in start order merged onto the end of `lane`."""
+    lane_starts, lane_ends = lane.starts, lane.ends
+    for start, end in zip(starts, ends, strict=True):
+        if lane_ends and start <= lane_ends[-1]:
+            if end > lane_ends[-1]:
+                lane_ends[-1] = end
+        else:
+            lane_starts.append(start)
+            lane_ends.append(end)
+
+
+@dataclass
+class HostCalls:
+    """The host-side calls the steps count and the preparation measures."""
+
+    sync: Intervals
+    malloc: Intervals
+    loader: Intervals
+    sync_starts: list[float]
+    malloc_starts: list[float]
+    free_starts: list[float]
+
+    @classmethod
+    def of(cls, events: KinetoEvents) -> HostCalls:
+        return cls(
+            merge_unsorted(events.sync_start, events.sync_end),
+            merge_unsorted(events.malloc_start, events.malloc_end),
+            merge_unsorted(events.loader_start, events.loader_end),
+            sorted(events.sync_start),
+            sorted(events.malloc_start),
+            sorted(events.free),
+        )
+
+
+@dataclass
+class Measured:
+    """What the windows measured, in window order."""
+
+    rows: list[StepRow]
+    steps: list[TraceStep]
+    comm: list[CommStep]
+
+
+@dataclass(frozen=True)
+class Whole:
+    """What holds for the whole trace, not one group of its operations."""
+
+    linked: bool  # some operation has its launch in the trace
+    has_collectives: bool
+
+
+@dataclass
+class WindowSums:
+    """One window's sums over its operations, added a piece at a time (in start order)."""
+
+    window: DeviceWindow
+    busy: float = 0.0
+    computing: float = 0.0
+    communication: float = 0.0
+    kernels: float = 0.0
+    first: float | None = None
+    idle: IdleSweep = field(default_factory=IdleSweep)
+    # collective kind -> [its time in the window, the part of it compute overlaps]
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, ops: DeviceOps, launch_at: Sequence[float], lanes: Lanes, whole: Whole) -> None:
+        lo, hi = self.window.start, self.window.end
+        self.busy = clipped_sum(lanes.every, lo, hi, self.busy)
+        self.computing = clipped_sum(lanes.compute, lo, hi, self.computing)
+        self.communication = clipped_sum(lanes.comm, lo, hi, self.communication)
+        self.kernels = clipped_sum(lanes.kernels, lo, hi, self.kernels)
+        starts, ends = lanes.every.starts, lanes.every.ends
+        if self.first is None and len(starts):
+            i = bisect_left(starts, lo)
+            if i > 0 and ends[i - 1] > lo:
+                i -= 1
+            if i < len(starts) and starts[i] < hi:
+                self.first = max(lo, starts[i])
+        if whole.linked:
+            self.idle.add(ops.start, ops.end, lo, hi, launch_at)
+        if whole.has_collectives:
+            for kind, intervals in lanes.collectives.items():
+                sums = self.by_kind.setdefault(kind, [0.0, 0.0])
+                sums[0] = clipped_sum(intervals, lo, hi, sums[0])
+                sums[1] = overlap_sum(intervals, lanes.compute, lo, hi, sums[1])
+
+    def finish(
+        self,
+        host: HostCalls,
+        per_step: Mapping[int, StepTotals],
+        whole: Whole,
+        out: Measured,
+    ) -> None:
+        """The window's step row, trace step and collectives."""
+        w = self.window
+        lo, hi = w.start, w.end
+        first = hi if self.first is None else self.first
+        busy, computing, compute_or_comm = self.busy, self.computing, self.kernels
+        exposed = compute_or_comm - computing
+        out.rows.append(
+            StepRow(
+                w.number,
+                computing,
+                exposed,
+                self.communication - exposed,
+                self.communication,
+                max(0.0, (hi - first) - busy),
+                first - lo,
+                None,
+                memory=busy - compute_or_comm,
+            )
+        )
+        gaps = self.idle.gaps() if whole.linked else None
+        prep = preparation(lo, first, host.loader, host.malloc, host.sync)
+        step_ops = per_step.get(w.number)
+        by_kind = None
+        if whole.has_collectives:
+            # as intervals.exposed_by_kind: kinds in order, those with time in the window
+            by_kind = {k: s[0] - s[1] for k, s in sorted(self.by_kind.items()) if s[0] > 0}
+        out.steps.append(
+            TraceStep(
+                number=w.number,
+                duration_us=hi - lo,
+                overlap_us={},
+                kernel_count=step_ops.count if step_ops else 0,
+                launch_gap_us=gaps.host if gaps else None,
+                sync_calls=_count(host.sync_starts, lo, hi),
+                malloc_calls=_count(host.malloc_starts, lo, hi),
+                free_calls=_count(host.free_starts, lo, hi),
+                dataloader_us=clipped_sum(host.loader, lo, hi),
+                idle_dependency_us=gaps.dependency if gaps else None,
+                idle_unlinked_us=gaps.unlinked if gaps else None,
+                first_task_us=first - lo,
+                preparing_loader_us=prep[0],
+                preparing_allocator_us=prep[1],
+                preparing_sync_us=prep[2],
+                comm_exposed_by_kind_us=by_kind,
+            )
+        )
+        out.comm.append(step_ops.comm if step_ops else CommStep(step=w.number, has_wait=False))
+
+
+def measure_windows(
+    windows: list[DeviceWindow],
+    ops: DeviceOps,
+    launch_at: Sequence[float],
+    lanes: Lanes,
+    host: HostCalls,
+    per_step: Mapping[int, StepTotals],
+    whole: Whole,
+    out: Measured,
+) -> None:
+    """Each window's step row, trace step and collectives, from the operations that overlap
+    it (and any others: only what lies in the window counts)."""
+    for w in windows:
+        sums = WindowSums(w)
+        sums.add(ops, launch_at, lanes, whole)
+        sums.finish(host, per_step, whole, out)
+
+
+def _count(times: list[float], lo: float, hi: float) -> int:
+    return bisect_left(times, hi) - bisect_left(times, lo)

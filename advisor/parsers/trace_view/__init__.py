@@ -1,0 +1,1 @@
+"""torch_npu / MindSpore trace_view.json: the Ascend device timeline as trace events."""

@@ -1,0 +1,255 @@
+"""What is kept of a trace_view.json's events: a few numbers each, in flat arrays.
+
+The device lane's kernel intervals (other processes' rows go to scratch arrays emptied after
+each block), the overlap lanes and collectives, the host calls the step model counts, step
+markers, data loading, and the launch flows of the best category known to pair.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
+from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
+from advisor.parsers.trace_view.timestamps import TimestampParser
+from advisor.parsers.traces.steps import FlowTable, StepWindow, flow_key
+
+FLOW_CATEGORIES = FLOW_PREFERENCE
+BEST = FLOW_PREFERENCE[0]
+# flow ids remembered to find the best category's first start/finish pair (see _probe)
+PROBE_MAX = 1 << 16
+
+
+@dataclass
+class Accumulator:
+    taxonomy: Taxonomy
+    ts: TimestampParser = field(default_factory=TimestampParser)
+    events: int = 0
+    process_names: dict[int | str, str] = field(default_factory=dict)
+    steps: list[StepWindow] = field(default_factory=list)
+    # generic complete events per process: starts and ends. Only the device lane's are used: a
+    # process named otherwise (CANN, HCCL tasks: half the rows of a real trace) writes into
+    # the two scratch arrays, emptied after each batch
+    starts: dict[int | str, array[float]] = field(default_factory=dict)
+    ends: dict[int | str, array[float]] = field(default_factory=dict)
+    scratch_starts: array[float] = field(default_factory=lambda: array("d"))
+    scratch_ends: array[float] = field(default_factory=lambda: array("d"))
+    overlap: dict[str, list[array[float]]] = field(default_factory=dict)
+    sync: array[float] = field(default_factory=lambda: array("d"))
+    sync_end: array[float] = field(default_factory=lambda: array("d"))
+    malloc: array[float] = field(default_factory=lambda: array("d"))
+    malloc_end: array[float] = field(default_factory=lambda: array("d"))
+    free: array[float] = field(default_factory=lambda: array("d"))
+    loader_start: array[float] = field(default_factory=lambda: array("d"))
+    loader_end: array[float] = field(default_factory=lambda: array("d"))
+    # launch flows by category: ids and parsed times in flat arrays (16 bytes a flow end; a
+    # dict of the raw strings held ~0.2 bytes for every byte of trace)
+    flows: dict[str, FlowTable] = field(default_factory=dict)
+    # HCCL collective tasks (hcom_allGather__...) by kind: starts and ends
+    collectives: dict[str, list[array[float]]] = field(default_factory=dict)
+    launch_pairs: dict[float, float] = field(default_factory=dict)  # flows are paired later
+    # The best flow category is used whenever one of its flows has both ends: once such a pair
+    # is seen, the other categories (as many flows again) are dropped and no longer recorded
+    best_paired: bool = False
+    probe_starts: set[int] = field(default_factory=set)
+    probe_finishes: set[int] = field(default_factory=set)
+
+    def merge(self, other: Accumulator) -> None:
+        """Append another accumulator's data (a later byte range of the same file)."""
+        self.events += other.events
+        self.process_names.update(other.process_names)
+        for pid in other.process_names:
+            self._drop_unused(pid)
+        self.steps.extend(other.steps)
+        for pid, starts in other.starts.items():
+            if self._unused(pid):
+                continue
+            self.starts.setdefault(pid, array("d")).extend(starts)
+            self.ends.setdefault(pid, array("d")).extend(other.ends[pid])
+        for table_mine, table_theirs in (
+            (self.overlap, other.overlap),
+            (self.collectives, other.collectives),
+        ):
+            for name, (lo, hi) in table_theirs.items():
+                lane = table_mine.setdefault(name, [array("d"), array("d")])
+                lane[0].extend(lo)
+                lane[1].extend(hi)
+        for mine, theirs in (
+            (self.sync, other.sync),
+            (self.sync_end, other.sync_end),
+            (self.malloc, other.malloc),
+            (self.malloc_end, other.malloc_end),
+            (self.free, other.free),
+            (self.loader_start, other.loader_start),
+            (self.loader_end, other.loader_end),
+        ):
+            mine.extend(theirs)
+        if other.best_paired and not self.best_paired:
+            self._best_paired()
+        for cat, flows in other.flows.items():
+            if self.best_paired and cat != FLOW_PREFERENCE[0]:
+                continue
+            self.flows.setdefault(cat, FlowTable()).extend(flows)
+
+    def columns(self) -> dict[tuple[object, ...], array[Any]]:
+        """Every array of the accumulator that holds rows, by a key that survives pickling
+        (a worker writes them to a file and the parent reads them back by key)."""
+        out: dict[tuple[object, ...], array[Any]] = {}
+        for pid, starts in self.starts.items():
+            if not self._unused(pid):
+                out["starts", pid], out["ends", pid] = starts, self.ends[pid]
+        for table_name, table in (("overlap", self.overlap), ("collective", self.collectives)):
+            for name, (lo, hi) in table.items():
+                out[table_name, name, 0], out[table_name, name, 1] = lo, hi
+        out["sync",], out["sync_end",] = self.sync, self.sync_end
+        out["malloc",], out["malloc_end",], out["free",] = self.malloc, self.malloc_end, self.free
+        out["loader_start",], out["loader_end",] = self.loader_start, self.loader_end
+        for cat, flows in self.flows.items():
+            ids_start, ts_start, ids_finish, ts_finish = flows.__getstate__()
+            out["flows", cat, 0], out["flows", cat, 1] = ids_start, ts_start
+            out["flows", cat, 2], out["flows", cat, 3] = ids_finish, ts_finish
+        return out
+
+    def _probe(self, start: bool, key: int) -> None:
+        """Look for the best category's first flow with both ends among the ids seen (up to
+        PROBE_MAX of each end: the pairs of a trace lie close together)."""
+        mine, theirs = (
+            (self.probe_starts, self.probe_finishes)
+            if start
+            else (self.probe_finishes, self.probe_starts)
+        )
+        if key in theirs:
+            self._best_paired()
+        elif len(mine) < PROBE_MAX:
+            mine.add(key)
+
+    def _best_paired(self) -> None:
+        self.best_paired = True
+        for cat in FLOW_PREFERENCE[1:]:
+            self.flows.pop(cat, None)
+        self.probe_starts.clear()
+        self.probe_finishes.clear()
+
+    def _unused(self, pid: int | str) -> bool:
+        name = self.process_names.get(pid)
+        return name is not None and name != DEVICE_LANE
+
+    def _drop_unused(self, pid: int | str) -> None:
+        """A process found not to be the device lane: its rows are dropped, and later ones
+        go to the scratch arrays."""
+        if self._unused(pid):
+            self.starts[pid] = self.scratch_starts
+            self.ends[pid] = self.scratch_ends
+
+    def add(self, batch: list[TraceEvent]) -> None:
+        self.events += len(batch)
+        for e in batch:
+            ph = e.ph
+            if ph == "X":
+                name = e.name
+                if e.cat:
+                    # host-side events: most are operators, which no measure reads
+                    if (
+                        name.startswith("ProfilerStep#")
+                        or "DataLoader" in name
+                        or "dataset" in name
+                    ):
+                        self._host_event(e, name)
+                elif name.startswith("AscendCL@"):
+                    self._runtime_call(e, name)
+                else:
+                    self._device_event(e, name)
+            elif ph == "s" or ph == "f":
+                # once the best category pairs, the others' flows are not looked at
+                if not self.best_paired or e.cat == BEST:
+                    self._flow(e, ph == "s")
+            elif ph == "M" and e.name == "process_name":
+                args = ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
+                self.process_names[e.pid] = str(args.get("name", ""))
+                self._drop_unused(e.pid)
+        del self.scratch_starts[:], self.scratch_ends[:]
+
+    def _host_event(self, e: TraceEvent, name: str) -> None:
+        """A host-side event: only step markers and data loading are needed."""
+        if name.startswith("ProfilerStep#"):
+            m = self.taxonomy.step.fullmatch(name)
+            if m:
+                start = self.ts(e.ts)
+                self.steps.append(StepWindow(int(m.group(1)), start, start + _dur(e.dur)))
+        elif ("DataLoader" in name or "dataset" in name) and self.taxonomy.dataloader.fullmatch(
+            name
+        ):
+            start = self.ts(e.ts)
+            self.loader_start.append(start)
+            self.loader_end.append(start + _dur(e.dur))
+
+    def _runtime_call(self, e: TraceEvent, name: str) -> None:
+        """An AscendCL call: synchronisations, allocations and frees are kept."""
+        tax = self.taxonomy
+        # cheap substring tests first: most runtime calls are kernel launches
+        if "Synchron" in name and tax.sync_calls.fullmatch(name):
+            at = self.ts(e.ts)
+            self.sync.append(at)
+            self.sync_end.append(at + _dur(e.dur))
+        elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
+            at = self.ts(e.ts)
+            self.malloc.append(at)
+            self.malloc_end.append(at + _dur(e.dur))
+        elif "Free" in name and tax.free_calls.fullmatch(name):
+            self.free.append(self.ts(e.ts))
+
+    def _device_event(self, e: TraceEvent, name: str) -> None:
+        """A step marker without its category, an overlap lane's interval, or a kernel (a
+        collective's also in its kind's lane)."""
+        start = self.ts(e.ts)
+        end = start + _dur(e.dur)
+        if name.startswith("ProfilerStep#"):  # some exporters omit the cpu_op category
+            m = self.taxonomy.step.fullmatch(name)
+            if m:
+                self.steps.append(StepWindow(int(m.group(1)), start, end))
+            return
+        if name in OVERLAP_LANES:
+            _append_interval(self.overlap, name, start, end)
+            return
+        if name.startswith("hcom_"):
+            _append_interval(self.collectives, self.taxonomy.comm_kind(name), start, end)
+        pid = e.pid
+        starts = self.starts.get(pid)
+        if starts is None:
+            starts = self.starts[pid] = array("d")
+            self.ends[pid] = array("d")
+        starts.append(start)
+        self.ends[pid].append(end)
+
+    def _flow(self, e: TraceEvent, start: bool) -> None:
+        """One end of a launch flow, in the categories that link host and device."""
+        cat = e.cat
+        if cat not in FLOW_CATEGORIES:
+            return
+        best = cat == FLOW_PREFERENCE[0]
+        if self.best_paired and not best:
+            return
+        table = self.flows.get(cat)
+        if table is None:
+            table = self.flows[cat] = FlowTable()
+        key = flow_key(e.id)
+        table.add(start, key, self.ts(e.ts))
+        if best and not self.best_paired:
+            self._probe(start, key)
+
+
+def _append_interval(
+    lanes: dict[str, list[array[float]]], name: str, start: float, end: float
+) -> None:
+    lane = lanes.get(name)
+    if lane is None:
+        lane = lanes[name] = [array("d"), array("d")]
+    lane[0].append(start)
+    lane[1].append(end)
+
+
+def _dur(value: float | str) -> float:
+    return value if value.__class__ is float else float(value)

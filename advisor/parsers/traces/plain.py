@@ -1,0 +1,37 @@
+"""A RawTrace as plain arrays, for readers that fill it themselves rather than decoding
+trace_view.json events."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from advisor.parsers.traces.steps import FlowTable, StepWindow
+
+
+@dataclass
+class PlainTrace:
+    """The compact arrays the step reduction needs (a RawTrace), filled by hand: from a
+    database export's tables, or from one group's time range of the spill files."""
+
+    events: int = 0
+    process_names: dict[int | str, str] = field(default_factory=dict)
+    steps: list[StepWindow] = field(default_factory=list)
+    starts: dict[int | str, array[float]] = field(default_factory=dict)
+    ends: dict[int | str, array[float]] = field(default_factory=dict)
+    overlap: dict[str, list[array[float]]] = field(default_factory=dict)
+    sync: array[float] = field(default_factory=lambda: array("d"))
+    sync_end: array[float] = field(default_factory=lambda: array("d"))
+    malloc: array[float] = field(default_factory=lambda: array("d"))
+    malloc_end: array[float] = field(default_factory=lambda: array("d"))
+    free: array[float] = field(default_factory=lambda: array("d"))
+    loader_start: array[float] = field(default_factory=lambda: array("d"))
+    loader_end: array[float] = field(default_factory=lambda: array("d"))
+    flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
+    collectives: dict[str, list[array[float]]] = field(default_factory=dict)
+    launch_pairs: dict[float, float] = field(default_factory=dict)
+
+    @property
+    def ts(self) -> Callable[[str | float], float]:
+        return float

@@ -1,0 +1,350 @@
+"""Reduce the compact arrays read from a trace into per-step measures."""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.traces.idle_gaps import idle_gaps
+from advisor.parsers.traces.intervals import (
+    Intervals,
+    clipped_sum,
+    exposed_by_kind,
+    merge_unsorted,
+    merged_intervals,
+    overlap_sum,
+    sorted_intervals,
+    union,
+)
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class LaneNames:
+    """What a format calls the parts of its timeline the step model reads (its schema's
+    meaning: the engine compares names, it knows none)."""
+
+    device: str  # the process whose rows are the device's kernels
+    flows: tuple[str, ...]  # flow categories linking a host launch to its kernel, best first
+
+
+@dataclass
+class StepWindow:
+    number: int
+    start: float
+    end: float
+
+
+@dataclass(slots=True)
+class TraceStep:
+    """Per-step measures reduced from the trace (times in microseconds)."""
+
+    number: int
+    duration_us: float
+    overlap_us: dict[str, float]
+    kernel_count: int
+    launch_gap_us: float | None
+    sync_calls: int
+    malloc_calls: int
+    free_calls: int
+    dataloader_us: float
+    # attribution of the step's idle and preparation time (None: the trace cannot tell)
+    idle_dependency_us: float | None = None  # the next kernel was launched, the device waited
+    idle_unlinked_us: float | None = None  # gaps before kernels without a launch flow
+    first_task_us: float | None = None  # step start -> the first device task
+    preparing_loader_us: float = 0.0  # data loading before the first device task
+    preparing_allocator_us: float = 0.0  # device memory allocation calls, outside data loading
+    preparing_sync_us: float = 0.0  # synchronisation calls, outside both
+    comm_exposed_by_kind_us: dict[str, float] | None = None  # collectives outside Computing
+
+
+@dataclass
+class TraceData:
+    path: Path
+    events: int
+    steps: list[TraceStep]
+    overlap_lanes: list[str]
+    flow_category: str | None
+    has_device_lane: bool
+    lanes: list[str]
+
+
+class RawTrace(Protocol):
+    events: int
+    process_names: dict[int | str, str]
+    steps: list[StepWindow]
+    starts: dict[int | str, array[float]]
+    ends: dict[int | str, array[float]]
+    overlap: dict[str, list[array[float]]]
+    sync: array[float]
+    sync_end: array[float]
+    malloc: array[float]
+    malloc_end: array[float]
+    free: array[float]
+    loader_start: array[float]
+    loader_end: array[float]
+    flows: dict[str, FlowTable]
+    collectives: dict[str, list[array[float]]]
+    # device task start -> host launch time, when the source pairs them itself (a database
+    # export joins them by connection id); empty: pair the flow events
+    launch_pairs: dict[float, float]
+
+    @property
+    def ts(self) -> Callable[[str | float], float]: ...
+
+
+_INT64 = 1 << 63
+
+
+def flow_key(value: int | str) -> int:
+    """A flow id as a signed 64-bit integer: numbers as they are, other ids by a stable hash
+    (the same in every worker process, unlike str hashes)."""
+    if isinstance(value, int) and -_INT64 <= value < _INT64:
+        return value
+    text = str(value)
+    if text.isdigit() and len(text) <= 18:
+        return int(text)
+    digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+class FlowTable:
+    """One flow category's ends: the start (host launch) and finish (device task) of each
+    flow as id and time arrays; paired only when the reduction asks."""
+
+    __slots__ = ("finish_ids", "finish_ts", "start_ids", "start_ts")
+
+    def __init__(self) -> None:
+        self.start_ids: array[int] = array("q")
+        self.start_ts: array[float] = array("d")
+        self.finish_ids: array[int] = array("q")
+        self.finish_ts: array[float] = array("d")
+
+    def add(self, start: bool, key: int, at: float) -> None:
+        if start:
+            self.start_ids.append(key)
+            self.start_ts.append(at)
+        else:
+            self.finish_ids.append(key)
+            self.finish_ts.append(at)
+
+    def extend(self, other: FlowTable) -> None:
+        self.start_ids.extend(other.start_ids)
+        self.start_ts.extend(other.start_ts)
+        self.finish_ids.extend(other.finish_ids)
+        self.finish_ts.extend(other.finish_ts)
+
+    def launch_times(self, kernel_starts: Sequence[float]) -> tuple[array[float], bool]:
+        """Each kernel's host launch time, aligned with `kernel_starts` (sorted; NaN: no flow
+        ends at it), and whether any flow has both ends. As dictionaries would pair them (an
+        id started twice keeps its last start; of two flows ending at one time, the last),
+        with sorted arrays: dictionaries of millions of flows cost ~10x the memory."""
+        ids, starts = last_per_key(self.start_ids, self.start_ts)
+        cursor = -1
+        ends: array[float] = array("d")
+        launches: array[float] = array("d")
+        for key, at in zip(self.finish_ids, self.finish_ts, strict=True):
+            i = cursor + 1  # flows mostly end in the order they started
+            if not (i < len(ids) and ids[i] == key):
+                i = bisect_left(ids, key)
+                if i >= len(ids) or ids[i] != key:
+                    continue
+            cursor = i
+            ends.append(at)
+            launches.append(starts[i])
+        ends, launches = last_per_key(ends, launches)
+        out: array[float] = array("d")
+        j, n = 0, len(ends)
+        for start in kernel_starts:
+            while j < n and ends[j] < start:
+                j += 1
+            out.append(launches[j] if j < n and ends[j] == start else NAN)
+        return out, bool(n)
+
+    def __getstate__(self) -> tuple[array[int], array[float], array[int], array[float]]:
+        return (self.start_ids, self.start_ts, self.finish_ids, self.finish_ts)
+
+    def __setstate__(
+        self, state: tuple[array[int], array[float], array[int], array[float]]
+    ) -> None:
+        self.start_ids, self.start_ts, self.finish_ids, self.finish_ts = state
+
+
+def count_in(times: list[float], lo: float, hi: float) -> int:
+    return bisect_left(times, hi) - bisect_left(times, lo)
+
+
+def _launch_times(
+    raw: RawTrace, kernel_starts: Sequence[float], flows: tuple[str, ...]
+) -> tuple[str | None, array[float] | None]:
+    """Each kernel's host launch time (NaN: none), from the best available flow category."""
+    if raw.launch_pairs:
+        pairs = raw.launch_pairs
+        return flows[0], array("d", (pairs.get(s, NAN) for s in kernel_starts))
+    for cat in flows:
+        table = raw.flows.get(cat)
+        if table is None:
+            continue
+        launch_at, paired = table.launch_times(kernel_starts)
+        if paired:
+            return cat, launch_at
+    return None, None
+
+
+def first_start(starts: Sequence[float], lo: float, hi: float) -> float | None:
+    i = bisect_left(starts, lo)
+    return starts[i] if i < len(starts) and starts[i] < hi else None
+
+
+def sorted_by_start(starts: array[float], ends: array[float]) -> tuple[array[float], array[float]]:
+    """The two arrays sorted by start, ties in file order; returned as they are when already in
+    order (the device lane of a real trace is). Sorting row numbers with a key would hold two
+    Python objects a row (~70 bytes) at once; the row order here is 4 bytes a row."""
+    order = nearly_sorted_order(starts)
+    if order is None:
+        return starts, ends
+    return permuted(starts, order), permuted(ends, order)
+
+
+def preparation(
+    lo: float, first: float, loader: Intervals, allocator: Intervals, sync: Intervals
+) -> tuple[float, float, float]:
+    """Host time before the first device task in disjoint parts: data loading, then allocator
+    calls outside it, then synchronisation outside both."""
+    load = clipped_sum(loader, lo, first)
+    alloc = clipped_sum(allocator, lo, first) - overlap_sum(allocator, loader, lo, first)
+    both = union(loader, allocator)
+    wait = clipped_sum(sync, lo, first) - overlap_sum(sync, both, lo, first)
+    return load, max(0.0, alloc), max(0.0, wait)
+
+
+def device_pids(raw: RawTrace, device: str) -> list[int | str]:
+    return [pid for pid, name in raw.process_names.items() if name == device]
+
+
+@dataclass
+class StepContext:
+    """What every window's measures need besides the kernels: the step windows (the widest
+    of repeated markers) and the host and overlap-lane intervals, all small."""
+
+    windows: dict[int, StepWindow]
+    overlap: dict[str, Intervals]
+    sync: list[float]
+    malloc: list[float]
+    free: list[float]
+    sync_iv: Intervals
+    malloc_iv: Intervals
+    loader: Intervals
+    collectives: dict[str, Intervals]
+    computing: Intervals
+    # collectives and a Computing lane both present in the trace: exposure is measured
+    exposure: bool
+
+
+def step_context(raw: RawTrace) -> StepContext:
+    windows: dict[int, StepWindow] = {}
+    for window in raw.steps:
+        known = windows.get(window.number)
+        # Nested or repeated ProfilerStep markers: keep the widest window.
+        if known is None or window.end - window.start > known.end - known.start:
+            windows[window.number] = window
+    overlap = {name: sorted_intervals(a, b) for name, (a, b) in raw.overlap.items()}
+    lane = overlap.get("Computing")
+    collectives = {kind: merge_unsorted(a, b) for kind, (a, b) in raw.collectives.items()}
+    computing = merged_intervals(lane.starts, lane.ends) if lane else Intervals()
+    return StepContext(
+        windows=windows,
+        overlap=overlap,
+        sync=sorted(raw.sync),
+        malloc=sorted(raw.malloc),
+        free=sorted(raw.free),
+        sync_iv=merge_unsorted(raw.sync, raw.sync_end),
+        malloc_iv=merge_unsorted(raw.malloc, raw.malloc_end),
+        loader=merge_unsorted(raw.loader_start, raw.loader_end),
+        collectives=collectives,
+        computing=computing,
+        exposure=bool(collectives and computing),
+    )
+
+
+def window_step(
+    ctx: StepContext,
+    number: int,
+    kernel_starts: Sequence[float],
+    kernel_ends: Sequence[float],
+    launch_at: Sequence[float] | None,
+) -> TraceStep:
+    """One window's measures from the kernels (sorted by start; at least those starting in
+    the window) and their launch times (None: the trace links no launches)."""
+    w = ctx.windows[number]
+    gaps = (
+        idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launch_at)
+        if launch_at is not None
+        else None
+    )
+    first = first_start(kernel_starts, w.start, w.end)
+    prep = preparation(w.start, first or w.end, ctx.loader, ctx.malloc_iv, ctx.sync_iv)
+    return TraceStep(
+        number=number,
+        duration_us=w.end - w.start,
+        overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in ctx.overlap.items()},
+        kernel_count=bisect_left(kernel_starts, w.end) - bisect_left(kernel_starts, w.start),
+        launch_gap_us=gaps.host if gaps else None,
+        sync_calls=count_in(ctx.sync, w.start, w.end),
+        malloc_calls=count_in(ctx.malloc, w.start, w.end),
+        free_calls=count_in(ctx.free, w.start, w.end),
+        dataloader_us=clipped_sum(ctx.loader, w.start, w.end),
+        idle_dependency_us=gaps.dependency if gaps else None,
+        idle_unlinked_us=gaps.unlinked if gaps else None,
+        first_task_us=None if first is None else first - w.start,
+        preparing_loader_us=prep[0],
+        preparing_allocator_us=prep[1],
+        preparing_sync_us=prep[2],
+        comm_exposed_by_kind_us=exposed_by_kind(ctx.collectives, ctx.computing, w.start, w.end)
+        if ctx.exposure
+        else None,
+    )
+
+
+def trace_data(
+    path: Path,
+    raw: RawTrace,
+    ctx: StepContext,
+    steps: list[TraceStep],
+    flow_category: str | None,
+    has_device_lane: bool,
+) -> TraceData:
+    return TraceData(
+        path=path,
+        events=raw.events,
+        steps=steps,
+        overlap_lanes=sorted(ctx.overlap),
+        flow_category=flow_category,
+        has_device_lane=has_device_lane,
+        lanes=sorted(set(raw.process_names.values())),
+    )
+
+
+def reduce_steps(path: Path, raw: RawTrace, lanes: LaneNames) -> TraceData:
+    starts: array[float] = array("d")
+    ends: array[float] = array("d")
+    for pid in device_pids(raw, lanes.device):
+        starts.extend(raw.starts.get(pid, array("d")))
+        ends.extend(raw.ends.get(pid, array("d")))
+    kernel_starts, kernel_ends = sorted_by_start(starts, ends)
+    del starts, ends
+    flow_category, launch_at = _launch_times(raw, kernel_starts, lanes.flows)
+    ctx = step_context(raw)
+    linked = launch_at if flow_category and kernel_starts else None
+    steps = [
+        window_step(ctx, number, kernel_starts, kernel_ends, linked)
+        for number in sorted(ctx.windows)
+    ]
+    return trace_data(path, raw, ctx, steps, flow_category, bool(kernel_starts))

@@ -1,0 +1,79 @@
+"""Decoding a large trace in worker processes, one byte range of its events array each.
+
+The events array is cut at event boundaries near equal fractions of the file; each worker
+decodes its range into the format's columns (written to its own spill file) and the parent
+merges the parts in file order, so the result is the one process's. Below PARALLEL_MIN_BYTES
+one process is fastest.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import TypeVar
+
+from advisor.inputs import progress
+from advisor.parsers.traces.blocks import EVENT_BOUNDARY
+
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+MAX_WORKERS = 4
+# how far after a cut point the next event boundary is looked for
+BOUNDARY_WINDOW = 1 << 20
+
+Job = TypeVar("Job")
+Part = TypeVar("Part")
+
+
+def pool_context() -> multiprocessing.context.BaseContext:
+    """fork where the platform has it: workers start without importing the package again."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def worker_count(size: int) -> int:
+    """How many processes decode a file of `size` bytes: 1 means the file is read in order."""
+    workers = min(MAX_WORKERS, os.cpu_count() or 1)
+    return workers if workers >= 2 and size >= PARALLEL_MIN_BYTES else 1
+
+
+def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
+    """Offsets of the `{` starting an event near equal fractions of [begin, end); begin first.
+    A boundary found inside a string makes a range that does not decode: the caller then reads
+    the file in order."""
+    points = [begin]
+    with path.open("rb") as handle:
+        for k in range(1, parts):
+            at = begin + (end - begin) * k // parts
+            handle.seek(at)
+            match = EVENT_BOUNDARY.search(handle.read(min(BOUNDARY_WINDOW, end - at)))
+            if match is None:
+                continue
+            point = at + match.end() - 1  # the '{'
+            if point > points[-1]:
+                points.append(point)
+    return points
+
+
+def start_parts(
+    label: str, decode: Callable[[Job], Part], jobs: Sequence[Job]
+) -> Callable[[], list[Part]]:
+    """Each job handed to its own worker process now; the returned collector waits for the
+    results, in the jobs' order (the caller reads other files meanwhile). The workers are gone,
+    their memory back, when the collector returns; a worker's error propagates from it."""
+    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
+    futures = [pool.submit(decode, job) for job in jobs]
+
+    def collect() -> list[Part]:
+        try:
+            with progress.task(label, len(futures), "parts") as bar:
+                for _ in as_completed(futures):
+                    bar.advance()
+            return [future.result() for future in futures]
+        finally:
+            pool.shutdown(cancel_futures=True)
+            futures.clear()  # the parts are held by the caller only
+
+    return collect

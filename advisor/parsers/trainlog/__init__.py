@@ -1,0 +1,1 @@
+"""Training logs: the iterations a training framework prints."""
