@@ -12,7 +12,7 @@ from pathlib import Path
 
 from advisor.facts import cluster, registry, stages
 from advisor.facts.base import Recorder
-from advisor.facts.catalogue import CATALOGUE
+from advisor.facts.catalogue import catalogue
 from advisor.facts.cluster_ranks import add_cluster_ranks, cluster_only
 from advisor.facts.combine import combine_ranks
 from advisor.facts.contract import JobInputs, Scope
@@ -35,7 +35,7 @@ def _cluster_files(data: ProfileData) -> str:
 
 
 def _ordered(facts: Iterable[Fact]) -> list[Fact]:
-    order = {spec.id: i for i, spec in enumerate(CATALOGUE)}
+    order = {fact_id: i for i, fact_id in enumerate(catalogue().specs)}
     return sorted(facts, key=lambda f: (order.get(f.id, len(order)), f.id))
 
 
