@@ -12,8 +12,8 @@ from advisor.app.read_ranks import ReadOptions, read_ranks
 from advisor.facts import derive_facts
 from advisor.facts.base import Recorder
 from advisor.facts.layout import complete_layout
-from advisor.facts.log import derive as log_derive
 from advisor.facts.rank import RankSummary
+from advisor.facts.registry import derive_log as log_derive
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, FactSet, InputError
 from advisor.parsers.ascend.rank import cluster_is_empty, locate, read_cluster_output

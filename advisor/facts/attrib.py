@@ -11,6 +11,7 @@ cannot split is missing with the reason; what is left unexplained is reported as
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.parsers.profile_data import RankProfile, StepRow
 from advisor.parsers.traces.steps import TraceStep
 
@@ -36,6 +37,7 @@ ATTRIB_FACTS = (
     "attrib.preparing_not_loading_ratio",
     BY_STEP,
 )
+_Pair = tuple[StepRow, TraceStep]
 
 
 def _mean(values: list[float]) -> float:
@@ -114,54 +116,45 @@ def _by_step(
     out.add(BY_STEP, value, source, note)
 
 
-def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -> None:
-    if not rows:
-        for fact_id in ATTRIB_FACTS:
-            out.miss(fact_id, "no steady steps to attribute")
-        return
-    totals = [r.total for r in rows]
-    out.add("attrib.step_ms", _mean(totals), source, f"mean over {len(rows)} steady step(s)")
-    if all(r.memory is not None for r in rows):
-        out.add(
-            MEMORY_PART,
-            _mean([r.memory or 0.0 for r in rows]),
-            f"{source}:Memory",
-            f"memcpy/memset outside compute and communication; mean over {len(rows)} steady step(s)",
-        )
+def _pairs(rank: RankProfile, rows: list[StepRow]) -> tuple[list[_Pair], str]:
+    """Each steady row with its trace step, or why the trace cannot split the rows ("")."""
     trace = rank.trace
-    by_number = {s.number: s for s in trace.steps} if trace is not None else {}
+    if trace is None:
+        return [], "trace_view.json not in the profile"
+    by_number = {s.number: s for s in trace.steps}
     matched = [(r, by_number.get(r.step)) for r in rows if r.step is not None]
     pairs = [(r, s) for r, s in matched if s is not None and s.launch_gap_us is not None]
-    if trace is None or len(pairs) != len(rows):
-        why = (
-            "trace_view.json not in the profile"
-            if trace is None
-            else "the trace has no launch flows or no ProfilerStep for these steps"
-        )
-        out.add("attrib.compute_ms", _mean([r.computing for r in rows]), f"{source}:Computing")
-        out.add(
-            "attrib.comm_exposed_ms",
-            _mean([r.comm_not_overlapped for r in rows]),
-            f"{source}:Communication(Not Overlapped)",
-        )
-        _by_step(
-            rows,
-            [_coarse_parts(r) for r in rows],
-            source,
-            f"{len(rows)} steady step(s); idle and preparation not split ({why})",
-            out,
-        )
-        for fact_id in (
-            *TRACE_PARTS,
-            "attrib.comm_exposed_by_kind_ms",
-            "attrib.preparing_not_loading_ratio",
-        ):
-            out.miss(fact_id, f"{why}: idle and preparation time cannot be split")
-        return
-    name = rank.origin or "trace_view.json"
-    parts = [_split(r, s) for r, s in pairs]
-    note = f"mean over {len(rows)} steady step(s); the parts add up to attrib.step_ms"
-    where = {
+    if len(pairs) != len(rows):
+        return [], "the trace has no launch flows or no ProfilerStep for these steps"
+    return pairs, ""
+
+
+def _coarse(rows: list[StepRow], source: str, why: str, out: Recorder) -> None:
+    """The step model's parts alone: idle and preparation time stay whole."""
+    out.add("attrib.compute_ms", _mean([r.computing for r in rows]), f"{source}:Computing")
+    out.add(
+        "attrib.comm_exposed_ms",
+        _mean([r.comm_not_overlapped for r in rows]),
+        f"{source}:Communication(Not Overlapped)",
+    )
+    _by_step(
+        rows,
+        [_coarse_parts(r) for r in rows],
+        source,
+        f"{len(rows)} steady step(s); idle and preparation not split ({why})",
+        out,
+    )
+    for fact_id in (
+        *TRACE_PARTS,
+        "attrib.comm_exposed_by_kind_ms",
+        "attrib.preparing_not_loading_ratio",
+    ):
+        out.miss(fact_id, f"{why}: idle and preparation time cannot be split")
+
+
+def _where(source: str, name: str) -> dict[str, str]:
+    """The source each part names: the step model's column, and the trace events that split it."""
+    return {
         "attrib.compute_ms": f"{source}:Computing",
         "attrib.comm_exposed_ms": f"{source}:Communication(Not Overlapped)",
         "attrib.idle_host_ms": f"{source}:Free + {name} launch flows (launched after the device ran dry)",
@@ -172,17 +165,24 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
         "attrib.preparing_sync_ms": f"{source}:Preparing + {name} synchronisation calls",
         "attrib.preparing_other_ms": f"{source}:Preparing, less loading, allocation, synchronisation",
     }
+
+
+def _fine(pairs: list[_Pair], source: str, name: str, out: Recorder) -> None:
+    """Every part, idle and preparation split by the trace, and the per-step bars."""
+    parts = [_split(r, s) for r, s in pairs]
+    note = f"mean over {len(pairs)} steady step(s); the parts add up to attrib.step_ms"
+    where = _where(source, name)
     for fact_id in PARTS:
         out.add(fact_id, _mean([p[fact_id] for p in parts]), where[fact_id], note)
     _by_step(
         [r for r, _ in pairs],
         [_fine_parts(p, s) for p, (_, s) in zip(parts, pairs, strict=True)],
         f"{source} + {name}",
-        f"{len(rows)} steady step(s); exposed communication by kind scaled to the step "
+        f"{len(pairs)} steady step(s); exposed communication by kind scaled to the step "
         "model's exposed time (kinds can overlap each other)",
         out,
     )
-    step_us = sum(totals) / len(totals)
+    step_us = sum(r.total for r, _ in pairs) / len(pairs)
     loading = _mean([p["attrib.preparing_dataloader_ms"] for p in parts]) * 1000.0
     preparing = _mean([r.preparing or 0.0 for r, _ in pairs]) * 1000.0
     out.add(
@@ -192,21 +192,62 @@ def derive(rank: RankProfile, rows: list[StepRow], source: str, out: Recorder) -
         "preparation before the first device task that is not data loading / step time: "
         "allocator calls, synchronisation, Python work",
     )
+    _by_kind(pairs, name, note.split(";")[0], out)
+
+
+def _by_kind(pairs: list[_Pair], name: str, over: str, out: Recorder) -> None:
+    """Exposed communication per collective kind, averaged over the steady steps."""
     kinds = [s.comm_exposed_by_kind_us for _, s in pairs]
-    if all(k is not None for k in kinds):
-        merged: dict[str, float] = {}
-        for k in kinds:
-            for kind, us in (k or {}).items():
-                merged[kind] = merged.get(kind, 0.0) + us / len(kinds) / 1000.0
-        out.add(
-            "attrib.comm_exposed_by_kind_ms",
-            {kind: round(ms, 3) for kind, ms in sorted(merged.items())},
-            f"{name}:HCCL hcom_* tasks outside the Computing lane",
-            "per kind, the collective's time that no compute overlaps (kinds can overlap each "
-            f"other); {note.split(';')[0]}",
-        )
-    else:
+    if not all(k is not None for k in kinds):
         out.miss(
             "attrib.comm_exposed_by_kind_ms",
             f"{name} has no HCCL collective tasks or no Overlap Analysis Computing lane",
         )
+        return
+    merged: dict[str, float] = {}
+    for k in kinds:
+        for kind, us in (k or {}).items():
+            merged[kind] = merged.get(kind, 0.0) + us / len(kinds) / 1000.0
+    out.add(
+        "attrib.comm_exposed_by_kind_ms",
+        {kind: round(ms, 3) for kind, ms in sorted(merged.items())},
+        f"{name}:HCCL hcom_* tasks outside the Computing lane",
+        "per kind, the collective's time that no compute overlaps (kinds can overlap each "
+        f"other); {over}",
+    )
+
+
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank, (rows, _, source) = given.profile, given.steady
+    if not rows:
+        for fact_id in ATTRIB_FACTS:
+            out.miss(fact_id, "no steady steps to attribute")
+        return
+    out.add(
+        "attrib.step_ms",
+        _mean([r.total for r in rows]),
+        source,
+        f"mean over {len(rows)} steady step(s)",
+    )
+    if all(r.memory is not None for r in rows):
+        out.add(
+            MEMORY_PART,
+            _mean([r.memory or 0.0 for r in rows]),
+            f"{source}:Memory",
+            f"memcpy/memset outside compute and communication; mean over {len(rows)} steady step(s)",
+        )
+    pairs, why = _pairs(rank, rows)
+    if why:
+        _coarse(rows, source, why, out)
+    else:
+        _fine(pairs, source, rank.origin or "trace_view.json", out)
+
+
+DERIVER = Deriver[RankInputs](
+    name="attrib",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile", "steady"}),
+    reads=frozenset(),
+    writes=frozenset({*ATTRIB_FACTS, MEMORY_PART}),
+    derive=derive,
+)

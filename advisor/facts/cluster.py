@@ -12,44 +12,8 @@ from __future__ import annotations
 from statistics import median
 
 from advisor.facts.base import Recorder
-from advisor.parsers.profile_data import ClusterStage, ProfileData
-
-# a rank directory and the cluster file disagree when their step times differ by more than this
-DISAGREE_RATIO = 0.10
-
-
-def add_cluster_ranks(
-    data: ProfileData,
-    recorders: list[tuple[str, Recorder]],
-    cluster: list[tuple[str, Recorder]],
-    warnings: list[str],
-) -> list[tuple[str, Recorder]]:
-    """The ranks of the cluster file that no rank directory covers; warns where both cover a
-    rank and disagree, or where a rank directory is absent from the cluster file."""
-    mine = dict(recorders)
-    theirs = dict(cluster)
-    where = data.cluster_source or data.cluster_comm_source or data.root
-    for label, rec in recorders:
-        other = theirs.get(label)
-        if other is None:
-            if data.cluster_rows:
-                warnings.append(
-                    f"rank {label} has a rank directory but no row in {where}: the cluster "
-                    "output and the rank directories may come from different runs"
-                )
-            continue
-        a, b = _step_ms(rec), _step_ms(other)
-        if a and b and abs(a - b) / max(a, b) > DISAGREE_RATIO:
-            warnings.append(
-                f"rank {label}: its rank directory gives a {a:.1f} ms step, {where} "
-                f"{b:.1f} ms: not the same run? (the rank directory's facts are used for it)"
-            )
-    return [(label, rec) for label, rec in cluster if label not in mine]
-
-
-def _step_ms(rec: Recorder) -> float | None:
-    fact = rec.facts.get("step.time_ms")
-    return float(fact.value) if fact is not None else None
+from advisor.facts.contract import Deriver, JobInputs, Scope
+from advisor.parsers.profile_data import ClusterStage
 
 
 def stage_groups(stages: list[ClusterStage] | None, labels: list[str]) -> list[list[str]] | None:
@@ -62,12 +26,13 @@ def stage_groups(stages: list[ClusterStage] | None, labels: list[str]) -> list[l
     return groups or None
 
 
-def stage_bubbles(data: ProfileData, recorders: list[tuple[str, Recorder]], job: Recorder) -> None:
+def stage_bubbles(given: JobInputs, job: Recorder) -> None:
     """pipeline.stage_bubble_ratio per stage and the job's bubble: the worst stage's."""
+    data = given.data
     stages = data.cluster_stages
     if not stages or len(stages) < 2:
         return
-    by_label = dict(recorders)
+    by_label = dict(given.recorders)
     source = data.cluster_source.name if data.cluster_source else "cluster_step_trace_time.csv"
     ratios: list[float] = []
     for stage in stages:
@@ -101,3 +66,15 @@ def stage_bubbles(data: ProfileData, recorders: list[tuple[str, Recorder]], job:
         f"the stage of ranks {ranks[0]}-{ranks[-1]} (the largest bubble of {len(stages)} stages; "
         "stages differ by role, so no median across them)",
     )
+
+
+DERIVER = Deriver[JobInputs](
+    name="stage-bubbles",
+    scope=Scope.JOB,
+    inputs=frozenset({"data", "recorders"}),
+    reads=frozenset(),
+    # the job's bubble is the worst stage's, never a median over stages
+    writes=frozenset({"pipeline.stage_bubble_ratio", "step.bubble_ratio"}),
+    derive=stage_bubbles,
+    applies=lambda given: given.several,
+)

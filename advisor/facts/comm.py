@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from advisor.facts.base import Recorder, SteadySteps
+from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.groups import GROUP_FACT, rank_groups
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.parsers.profile_data import CommStep, RankProfile
+from advisor.parsers.profile_data import CommStep
 
 COMM = "communication.json"
 COMM_FACTS = (
@@ -90,9 +91,8 @@ def _composition(
     )
 
 
-def derive(
-    rank: RankProfile, steady: SteadySteps, out: Recorder, taxonomy: Taxonomy, source: str = COMM
-) -> None:
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank, taxonomy, source = given.profile, given.taxonomy, given.comm_source or COMM
     if rank.comm is None:
         reason = rank.absent.get(COMM, "not in the profile")
         if reason == "not in the profile" and (rank.level or "").startswith("Level0"):
@@ -100,7 +100,7 @@ def derive(
         for fact_id in COMM_FACTS:
             out.miss(fact_id, f"{COMM} {reason}")
         return
-    steps, note = _steady(rank.comm, steady, source)
+    steps, note = _steady(rank.comm, given.steady.steps, source)
     n = len(steps)
     by_op: dict[str, float] = defaultdict(float)
     wait = elapse = 0.0
@@ -151,4 +151,15 @@ def derive(
     else:
         out.miss("comm.wait_ratio", f"{source} records no communication time")
     _composition(dict(by_op), n, taxonomy, out, source, note)
-    rank_groups(rank, steps, out, source, note)
+    rank_groups(rank, steps, out, (source, note), taxonomy.tp_group_names)
+
+
+DERIVER = Deriver[RankInputs](
+    name="comm",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile", "taxonomy", "steady", "comm_source"}),
+    # send/recv time is related to the step time
+    reads=frozenset({"step.time_ms"}),
+    writes=frozenset({*COMM_FACTS, "comm.tp_share"}),
+    derive=derive,
+)

@@ -12,23 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import median
-from typing import TYPE_CHECKING
 
 from advisor.facts.base import Recorder
-from advisor.inputs.taxonomy import default_taxonomy
+from advisor.facts.contract import Deriver, JobInputs, Scope
+from advisor.facts.summary import RankSummary
 from advisor.parsers.profile_data import CommStep, ProcessGroup, RankProfile
-
-if TYPE_CHECKING:  # facts.rank imports this module (through comm)
-    from advisor.facts.rank import RankSummary
 
 GROUP_FACT = "comm.groups"
 LAYOUT_FACT = "job.parallel_sizes"
 
 
 def rank_groups(
-    rank: RankProfile, steps: Sequence[CommStep], out: Recorder, source: str, note: str
+    rank: RankProfile,
+    steps: Sequence[CommStep],
+    out: Recorder,
+    where: tuple[str, str],
+    tp_names: frozenset[str],
 ) -> None:
-    """Per rank: ms per steady step of every group, by op kind, named when the key matches."""
+    """Per rank: ms per steady step of every group, by op kind, named when the key matches.
+    `where`: the source and the steady steps' note; `tp_names`: names of tensor-parallel groups."""
+    source, note = where
     totals: dict[str, dict[str, float]] = {}
     for step in steps:
         for key, kinds in step.group_ms.items():
@@ -55,11 +58,12 @@ def rank_groups(
     out.add(
         GROUP_FACT, rows, source, f"collectives by communication group, mean per step over {note}"
     )
-    _tp_share(rows, out, source)
+    _tp_share(rows, out, source, tp_names)
 
 
-def _tp_share(rows: list[dict[str, object]], out: Recorder, source: str) -> None:
-    names = default_taxonomy().tp_group_names
+def _tp_share(
+    rows: list[dict[str, object]], out: Recorder, source: str, names: frozenset[str]
+) -> None:
     total = sum(float(str(r["ms_per_step"])) for r in rows)
     if not any(r["name"] is not None for r in rows) or total <= 0:
         out.miss("comm.tp_share", f"{source} does not name its communication groups")
@@ -129,6 +133,29 @@ def job_groups(
         "median over the ranks in each group; a group's members are the ranks whose profiles "
         "carry its key; names from profiler_metadata.json parallel_group_info / pg_config",
     )
+
+
+def derive_job(given: JobInputs, job: Recorder) -> None:
+    """The job's groups from the groups each rank directory saw."""
+    by_label = {label: rank for (label, _), rank in zip(given.recorders, given.ranks, strict=False)}
+    per_rank = {
+        label: rec.facts[GROUP_FACT].value
+        for label, rec in given.recorders
+        if GROUP_FACT in rec.facts
+    }
+    job_groups(by_label, per_rank, job)
+
+
+DERIVER = Deriver[JobInputs](
+    name="groups",
+    scope=Scope.JOB,
+    inputs=frozenset({"ranks", "recorders"}),
+    reads=frozenset(),
+    writes=frozenset({GROUP_FACT}),
+    derive=derive_job,
+    # rank directories name the groups (the cluster file does not); one rank is its own job
+    applies=lambda given: given.several and bool(given.ranks),
+)
 
 
 def recorded_layout(

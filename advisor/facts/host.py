@@ -5,8 +5,9 @@ from __future__ import annotations
 from statistics import median
 
 from advisor.facts.base import Recorder, select_steady
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.parsers.profile_data import RankProfile
+from advisor.parsers.traces.steps import TraceData, TraceStep
 
 TRACE = "trace_view.json"
 TRACE_FACTS = (
@@ -20,24 +21,15 @@ TRACE_FACTS = (
 )
 
 
-def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
-    trace = rank.trace
-    if trace is None or not trace.steps:
-        reason = rank.absent.get(TRACE, "no ProfilerStep#N events in trace_view.json")
-        if trace is None:
-            reason = f"trace_view.json {reason}"
-        for fact_id in TRACE_FACTS:
-            out.miss(fact_id, reason)
-        return
-    steady = select_steady(
-        [s.number for s in trace.steps],
-        [s.duration_us for s in trace.steps],
-        taxonomy.partial_step_ratio,
-    )
-    steps = [trace.steps[i] for i in steady.kept]
-    name = rank.origin or TRACE
-    total = sum(s.duration_us for s in steps)
-    note = f"ProfilerStep windows, {steady.note}"
+def _missing_reason(rank: RankProfile) -> str:
+    reason = rank.absent.get(TRACE, "no ProfilerStep#N events in trace_view.json")
+    return f"trace_view.json {reason}" if rank.trace is None else reason
+
+
+def _launch_gaps(
+    rank: RankProfile, trace: TraceData, steps: list[TraceStep], note: str, out: Recorder
+) -> None:
+    """How long the device waited for the host to launch its next kernel."""
     if trace.flow_category is None or not trace.has_device_lane:
         what = (
             "no Ascend Hardware lane"
@@ -46,37 +38,37 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
         )
         for fact_id in ("host.launch_gap_ms_per_step", "host.dispatch_bound_ratio"):
             out.miss(fact_id, f"{TRACE} has {what} to link launches to kernels")
-    else:
-        gaps = [s.launch_gap_us or 0.0 for s in steps]
-        lanes = "kernels" if rank.origin else "Ascend Hardware"
-        source = f"{name}:{lanes}+{trace.flow_category} flows"
-        out.add("host.launch_gap_ms_per_step", median(gaps) / 1000.0, source, "median over " + note)
-        if total > 0:
-            out.add(
-                "host.dispatch_bound_ratio",
-                sum(gaps) / total,
-                source,
-                "sum of gaps / sum of step time over " + note,
-            )
-    cann = f"{name}:runtime API" if rank.origin else f"{TRACE}:CANN"
-    out.add(
-        "host.sync_calls_per_step", median(s.sync_calls for s in steps), cann, "median over " + note
-    )
-    out.add(
-        "memory.malloc_calls_per_step",
-        median(s.malloc_calls for s in steps),
-        cann,
-        "median over " + note,
-    )
-    out.add(
-        "memory.free_calls_per_step",
-        median(s.free_calls for s in steps),
-        cann,
-        "median over " + note,
-    )
+        return
+    gaps = [s.launch_gap_us or 0.0 for s in steps]
+    lanes = "kernels" if rank.origin else "Ascend Hardware"
+    source = f"{rank.origin or TRACE}:{lanes}+{trace.flow_category} flows"
+    out.add("host.launch_gap_ms_per_step", median(gaps) / 1000.0, source, "median over " + note)
+    total = sum(s.duration_us for s in steps)
+    if total > 0:
+        out.add(
+            "host.dispatch_bound_ratio",
+            sum(gaps) / total,
+            source,
+            "sum of gaps / sum of step time over " + note,
+        )
+
+
+def _runtime_calls(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorder) -> None:
+    """Synchronisation and allocator calls per step, from the runtime API lane."""
+    cann = f"{rank.origin}:runtime API" if rank.origin else f"{TRACE}:CANN"
+    for fact_id, calls in (
+        ("host.sync_calls_per_step", [s.sync_calls for s in steps]),
+        ("memory.malloc_calls_per_step", [s.malloc_calls for s in steps]),
+        ("memory.free_calls_per_step", [s.free_calls for s in steps]),
+    ):
+        out.add(fact_id, median(calls), cann, "median over " + note)
+
+
+def _loader(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorder) -> None:
     loader = [s.dataloader_us for s in steps]
-    python = f"{name}:Python DataLoader __next__"
+    python = f"{rank.origin or TRACE}:Python DataLoader __next__"
     out.add("data.loader_ms_per_step", median(loader) / 1000.0, python, "median over " + note)
+    total = sum(s.duration_us for s in steps)
     if total > 0:
         out.add(
             "data.loader_ratio",
@@ -84,3 +76,32 @@ def derive(rank: RankProfile, taxonomy: Taxonomy, out: Recorder) -> None:
             python,
             "sum of loader time / sum of step time over " + note,
         )
+
+
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank = given.profile
+    trace = rank.trace
+    if trace is None or not trace.steps:
+        for fact_id in TRACE_FACTS:
+            out.miss(fact_id, _missing_reason(rank))
+        return
+    steady = select_steady(
+        [s.number for s in trace.steps],
+        [s.duration_us for s in trace.steps],
+        given.taxonomy.partial_step_ratio,
+    )
+    steps = [trace.steps[i] for i in steady.kept]
+    note = f"ProfilerStep windows, {steady.note}"
+    _launch_gaps(rank, trace, steps, note, out)
+    _runtime_calls(rank, steps, note, out)
+    _loader(rank, steps, note, out)
+
+
+DERIVER = Deriver[RankInputs](
+    name="host",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile", "taxonomy"}),
+    reads=frozenset(),
+    writes=frozenset(TRACE_FACTS),
+    derive=derive,
+)

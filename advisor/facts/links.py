@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from statistics import median
-from typing import TYPE_CHECKING
 
 from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, JobInputs, Scope
+from advisor.facts.summary import RankSummary
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import LinkStat, ProfileData
-
-if TYPE_CHECKING:  # facts.rank imports this package's modules
-    from advisor.facts.rank import RankSummary
 
 LINK_FACTS = ("comm.links_compared", "comm.slowest_link", "comm.slow_link_ratio")
 # a median needs peers: fewer links of a transport than this are not compared
 MIN_PEERS = 3
 
 
-def derive(links: list[LinkStat] | None, out: Recorder, source: str, taxonomy: Taxonomy) -> None:
+def slowest_link(
+    links: list[LinkStat] | None, out: Recorder, source: str, taxonomy: Taxonomy
+) -> None:
     if not links:
         for fact_id in LINK_FACTS:
             out.miss(fact_id, "no communication_matrix.json (profile at level1 or above)")
@@ -89,7 +89,7 @@ def job_links(
 ) -> None:
     """The slowest link, from the cluster's matrix or else the ranks' own matrices."""
     if data.cluster_links is not None and data.cluster_links_source is not None:
-        derive(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
+        slowest_link(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
         return
     merged: dict[tuple[int, int, str], LinkStat] = {}
     source = "communication_matrix.json"
@@ -99,4 +99,18 @@ def job_links(
         for stat in rank.links or []:
             # a link seen from both of its ends is counted once
             merged.setdefault((stat.src, stat.dst, stat.transport), stat)
-    derive(list(merged.values()), out, source, taxonomy)
+    slowest_link(list(merged.values()), out, source, taxonomy)
+
+
+def derive(given: JobInputs, job: Recorder) -> None:
+    job_links(given.data, given.ranks, job, given.taxonomy)
+
+
+DERIVER = Deriver[JobInputs](
+    name="links",
+    scope=Scope.JOB,
+    inputs=frozenset({"data", "ranks", "taxonomy"}),
+    reads=frozenset(),
+    writes=frozenset(LINK_FACTS),
+    derive=derive,
+)

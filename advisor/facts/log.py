@@ -6,6 +6,7 @@ import math
 from statistics import median
 
 from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, LogInputs, Scope
 from advisor.facts.groups import recorded_layout
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.trainlog.log import GB, Iteration, TrainLog
@@ -38,60 +39,40 @@ def steady_iterations(log: TrainLog, taxonomy: Taxonomy) -> tuple[list[Iteration
     return kept, "; ".join(parts)
 
 
-def derive(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
-    source = ",".join(p.name for p in log.paths)
-    first, last = log.iterations[0], log.iterations[-1]
-    out.add(
-        "log.iterations",
-        len(log.iterations),
-        source,
-        f"iterations {first.number}-{last.number} of {last.total}",
-    )
-    sizes = recorded_layout(log.arguments, taxonomy.recorded_layout)
-    if sizes:
-        out.add("log.parallel_sizes", sizes, f"{source}:arguments", "Megatron argument dump")
-    else:
-        out.miss("log.parallel_sizes", f"{source} has no argument dump with parallel sizes")
-    steady, note = steady_iterations(log, taxonomy)
-    if steady:
-        times = [it.step_ms or 0.0 for it in steady]
-        center = median(times)
-        out.add(
-            "log.step_time_ms",
-            center,
-            f"{source}:elapsed time per iteration (ms)",
-            "median of " + note,
-        )
-        out.add(
-            "log.step_time_mad_ms",
-            median(abs(t - center) for t in times),
-            f"{source}:elapsed time per iteration (ms)",
-            "MAD of " + note,
-        )
-    else:
+def _step_time(steady: list[Iteration], note: str, source: str, out: Recorder) -> None:
+    if not steady:
         out.miss("log.step_time_ms", "no iteration line with a step time")
         out.miss("log.step_time_mad_ms", "no iteration line with a step time")
-    pool = steady or log.iterations
-    for fact_id, attr, scale, segment in (
-        ("log.tokens_per_s", "tokens_per_s", 1.0, "tokens/s"),
-        ("log.mfu", "mfu", 0.01, "mfu"),
-        ("log.tflops_per_device", "tflops_per_device", 1.0, "throughput per device"),
-    ):
+        return
+    times = [it.step_ms or 0.0 for it in steady]
+    center = median(times)
+    where = f"{source}:elapsed time per iteration (ms)"
+    out.add("log.step_time_ms", center, where, "median of " + note)
+    out.add("log.step_time_mad_ms", median(abs(t - center) for t in times), where, "MAD of " + note)
+
+
+# fact, Iteration attribute, scale to the fact's unit, the log's segment
+_THROUGHPUT = (
+    ("log.tokens_per_s", "tokens_per_s", 1.0, "tokens/s"),
+    ("log.mfu", "mfu", 0.01, "mfu"),
+    ("log.tflops_per_device", "tflops_per_device", 1.0, "throughput per device"),
+)
+
+
+def _throughput(pool: list[Iteration], over: str, source: str, out: Recorder) -> None:
+    for fact_id, attr, scale, segment in _THROUGHPUT:
         values = [getattr(it, attr) for it in pool if getattr(it, attr) is not None]
         if values and not (attr == "mfu" and max(values) <= 0):
-            out.add(
-                fact_id,
-                median(values) * scale,
-                f"{source}:{segment}",
-                "median over " + (note if steady else "all iterations"),
+            out.add(fact_id, median(values) * scale, f"{source}:{segment}", "median over " + over)
+        elif attr == "mfu" and values:
+            out.miss(
+                fact_id, "the backend logs 0.00 (MFU is computed for qwen3/qwen3_moe on 910B only)"
             )
         else:
-            reason = (
-                "the backend logs 0.00 (MFU is computed for qwen3/qwen3_moe on 910B only)"
-                if attr == "mfu" and values
-                else "not in the log"
-            )
-            out.miss(fact_id, reason)
+            out.miss(fact_id, "not in the log")
+
+
+def _memory(log: TrainLog, source: str, out: Recorder) -> None:
     for fact_id, attr in (
         ("log.memory_allocated_peak_bytes", "allocated_gb"),
         ("log.memory_reserved_peak_bytes", "reserved_gb"),
@@ -106,34 +87,42 @@ def derive(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
             )
         else:
             out.miss(fact_id, "not in the log")
+
+
+def _loss(log: TrainLog, source: str, out: Recorder) -> None:
     losses = [[it.number, it.loss] for it in log.iterations if it.loss is not None]
-    if losses:
-        out.add(
-            "log.loss",
-            [[n, None if math.isnan(v) else v] for n, v in losses],
-            f"{source}:lm loss",
-            "every logged iteration (NaN as null)",
-        )
-    else:
+    if not losses:
         out.miss("log.loss", "no loss in the log")
+        return
+    out.add(
+        "log.loss",
+        [[n, None if math.isnan(v) else v] for n, v in losses],
+        f"{source}:lm loss",
+        "every logged iteration (NaN as null)",
+    )
+
+
+def _grad_norm(log: TrainLog, factor: float, source: str, out: Recorder) -> None:
     norms = [
         it.grad_norm
         for it in log.iterations
         if it.grad_norm is not None and not math.isnan(it.grad_norm)
     ]
-    if norms:
-        center = median(norms)
-        spikes = sum(
-            1 for n in norms if center > 0 and n > taxonomy.grad_norm_spike_factor * center
-        )
-        out.add(
-            "log.grad_norm_spikes",
-            spikes,
-            f"{source}:grad norm",
-            f"grad norm above {taxonomy.grad_norm_spike_factor:g} x the median ({center:.3g})",
-        )
-    else:
+    if not norms:
         out.miss("log.grad_norm_spikes", "no grad norm in the log")
+        return
+    center = median(norms)
+    spikes = sum(1 for n in norms if center > 0 and n > factor * center)
+    out.add(
+        "log.grad_norm_spikes",
+        spikes,
+        f"{source}:grad norm",
+        f"grad norm above {factor:g} x the median ({center:.3g})",
+    )
+
+
+def _bad_iterations(log: TrainLog, source: str, out: Recorder) -> None:
+    """NaN losses and skipped iterations (an overflowing loss scale skips the update)."""
     reported = [it.nan for it in log.iterations if it.nan is not None]
     nan_losses = sum(1 for it in log.iterations if it.loss is not None and math.isnan(it.loss))
     nan_count = max(nan_losses, sum(reported)) if reported else nan_losses
@@ -153,3 +142,51 @@ def derive(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
         )
     else:
         out.miss("log.skipped_iterations", "not reported by this backend's log")
+
+
+def derive(given: LogInputs, out: Recorder) -> None:
+    log, taxonomy = given.log, given.taxonomy
+    source = ",".join(p.name for p in log.paths)
+    first, last = log.iterations[0], log.iterations[-1]
+    out.add(
+        "log.iterations",
+        len(log.iterations),
+        source,
+        f"iterations {first.number}-{last.number} of {last.total}",
+    )
+    sizes = recorded_layout(log.arguments, taxonomy.recorded_layout)
+    if sizes:
+        out.add("log.parallel_sizes", sizes, f"{source}:arguments", "Megatron argument dump")
+    else:
+        out.miss("log.parallel_sizes", f"{source} has no argument dump with parallel sizes")
+    steady, note = steady_iterations(log, taxonomy)
+    _step_time(steady, note, source, out)
+    _throughput(steady or log.iterations, note if steady else "all iterations", source, out)
+    _memory(log, source, out)
+    _loss(log, source, out)
+    _grad_norm(log, taxonomy.grad_norm_spike_factor, source, out)
+    _bad_iterations(log, source, out)
+
+
+DERIVER = Deriver[LogInputs](
+    name="log",
+    scope=Scope.LOG,
+    inputs=frozenset({"log", "taxonomy"}),
+    reads=frozenset(),
+    writes=frozenset(
+        {
+            "log.iterations",
+            "log.parallel_sizes",
+            "log.step_time_ms",
+            "log.step_time_mad_ms",
+            *(fact_id for fact_id, *_ in _THROUGHPUT),
+            "log.memory_allocated_peak_bytes",
+            "log.memory_reserved_peak_bytes",
+            "log.loss",
+            "log.grad_norm_spikes",
+            "log.nan_iterations",
+            "log.skipped_iterations",
+        }
+    ),
+    derive=derive,
+)

@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
-from advisor.parsers.profile_data import RankProfile
+from advisor.facts.contract import Deriver, RankInputs, Scope
 
 MEMORY = "memory_record.csv"
 MIB = 1024 * 1024
+MEMORY_FACTS = (
+    "memory.allocated_peak_bytes",
+    "memory.reserved_peak_bytes",
+    "memory.fragmentation_ratio",
+)
 
 
-def derive(rank: RankProfile, out: Recorder) -> None:
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank = given.profile
     mem = rank.memory
     if mem is None:
         reason = (
             f"{MEMORY} {rank.absent.get(MEMORY, 'not in the profile')} (profile_with_memory off)"
         )
-        for fact_id in (
-            "memory.allocated_peak_bytes",
-            "memory.reserved_peak_bytes",
-            "memory.fragmentation_ratio",
-        ):
+        for fact_id in MEMORY_FACTS:
             out.miss(fact_id, reason)
         return
     note = f"component {mem.component}, {mem.samples} samples; MB read as MiB"
@@ -44,3 +46,13 @@ def derive(rank: RankProfile, out: Recorder) -> None:
         )
     else:
         out.miss("memory.fragmentation_ratio", f"{MEMORY} never reserved any memory")
+
+
+DERIVER = Deriver[RankInputs](
+    name="memory",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile"}),
+    reads=frozenset(),
+    writes=frozenset(MEMORY_FACTS),
+    derive=derive,
+)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.facts.base import Recorder, SteadySteps, ratio
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.parsers.profile_data import KernelGroup, RankProfile
 
 TOP_N = 10
@@ -101,8 +101,9 @@ def _top(
     return top
 
 
-def derive(rank: RankProfile, steady: SteadySteps, taxonomy: Taxonomy, out: Recorder) -> None:
-    sel = _select(rank, steady)
+def derive(given: RankInputs, out: Recorder) -> None:
+    taxonomy = given.taxonomy
+    sel = _select(given.profile, given.steady.steps)
     if sel is None:
         for fact_id in ALL_OPS_FACTS:
             out.miss(fact_id, "no kernel_details.csv or op_statistic.csv")
@@ -196,3 +197,13 @@ def derive(rank: RankProfile, steady: SteadySteps, taxonomy: Taxonomy, out: Reco
             "ops.mte2_bound_share",
             f"{src} has no PipeUtilization columns (Level0, or aic_metrics off)",
         )
+
+
+DERIVER = Deriver[RankInputs](
+    name="ops",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile", "taxonomy", "steady"}),
+    reads=frozenset(),
+    writes=frozenset(ALL_OPS_FACTS),
+    derive=derive,
+)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.groups import LAYOUT_FACT, recorded_layout
-from advisor.inputs.taxonomy import Taxonomy
-from advisor.parsers.profile_data import RankProfile
 
 INFO = "profiler_info.json"
 META = "profiler_metadata.json"
@@ -16,7 +15,8 @@ _PLATFORM_NOTE = {
 }
 
 
-def derive(rank: RankProfile, out: Recorder, taxonomy: Taxonomy) -> None:
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank, taxonomy = given.profile, given.taxonomy
     out.add("profile.framework", rank.framework, rank.path.name, rank.framework_source)
     out.add("profile.platform", rank.platform, rank.path.name, _PLATFORM_NOTE[rank.platform])
     if rank.level:
@@ -85,3 +85,27 @@ def derive(rank: RankProfile, out: Recorder, taxonomy: Taxonomy) -> None:
         out.add(
             f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started"
         )
+
+
+DERIVER = Deriver[RankInputs](
+    name="profile",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile", "taxonomy"}),
+    reads=frozenset(),
+    writes=frozenset(
+        {
+            "profile.framework",
+            "profile.platform",
+            "profile.level",
+            "profile.has_communication",
+            "profile.torch_npu_version",
+            "profile.cann_version",
+            "profile.framework_version",
+            "profile.device",
+            "profile.world_size",
+            LAYOUT_FACT,
+            "env.*",
+        }
+    ),
+    derive=derive,
+)

@@ -1,39 +1,32 @@
 """One rank: its facts, then the compact summary the job-level facts are built from.
 
-`summarize` is what a worker returns for a rank: the rank's own facts and the few small things
-the job level needs (its id, process groups, link totals, where each value came from), never
-raw events or tables, so thousands of ranks fit in memory and travel between processes.
+`summarize` is what a worker returns for a rank (facts/summary.py): the rank's own facts and
+the few small things the job level needs, never raw events or tables.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
-from advisor.facts import attrib, comm, host, memory, ops, steps
-from advisor.facts import profile as profile_facts
+from advisor.facts import registry
 from advisor.facts.base import Recorder
+from advisor.facts.comm import COMM
+from advisor.facts.contract import RankInputs, Scope
+from advisor.facts.summary import RankSummary
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.model import JOB_SCOPE, Fact, MissingFact
-from advisor.parsers.profile_data import LinkStat, ProcessGroup, RankProfile
+from advisor.model import JOB_SCOPE
+from advisor.parsers.profile_data import RankProfile
+
+__all__ = ["RankSummary", "derive_rank", "derive_steps_only", "rename_sources", "summarize"]
+
+# the cheap tier: the profile's header, the step model and, when read, the communication summary
+STEP_MODEL = ("profile", "steps", "comm")
 
 
 def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
     out = Recorder(scope)
-    profile_facts.derive(rank, out, taxonomy)
-    steps.derive(rank, taxonomy, out)
-    rows, steady, source = steps.steady_rows(rank, taxonomy)
-    attrib.derive(rank, rows, source, out)
-    ops.derive(rank, steady, taxonomy, out)
-    host.derive(rank, taxonomy, out)
-    comm.derive(
-        rank,
-        steady,
-        out,
-        taxonomy,
-        source=rank.path.name if rank.framework == "pytorch" else comm.COMM,
-    )
-    memory.derive(rank, out)
+    comm_source = rank.path.name if rank.framework == "pytorch" else COMM
+    registry.run(Scope.RANK, RankInputs(rank, taxonomy, comm_source), out)
     if rank.sources:
         rename_sources(out, rank.sources)
     if rank.stepless:
@@ -75,38 +68,6 @@ def rename_sources(out: Recorder, sources: dict[str, str]) -> None:
         out.facts[fact_id] = fact
 
 
-@dataclass
-class RankSummary:
-    """A rank once read: its facts (scope job until the cluster places it) and what the job
-    level needs besides."""
-
-    path: Path
-    rank: int | None
-    facts: dict[str, Fact]
-    missing: dict[str, MissingFact]
-    process_groups: dict[str, ProcessGroup] = field(default_factory=dict)
-    links: list[LinkStat] | None = None
-    sources: dict[str, str] = field(default_factory=dict)
-    inputs: list[Path] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    # read in full (kernels, trace, communication); False: the step model only (two-tier reads)
-    deep: bool = True
-
-    @property
-    def label(self) -> str:
-        return f"rank {self.rank}" if self.rank is not None else self.path.name
-
-    def recorder(self, scope: str) -> Recorder:
-        """The rank's facts under `scope` (rank:N in a cluster, job for a single rank)."""
-        if scope == JOB_SCOPE:
-            return Recorder(scope, dict(self.facts), dict(self.missing))
-        return Recorder(
-            scope,
-            {k: replace(f, scope=scope) for k, f in self.facts.items()},
-            {k: replace(m, scope=scope) for k, m in self.missing.items()},
-        )
-
-
 def summarize(rank: RankProfile, taxonomy: Taxonomy, deep: bool = True) -> RankSummary:
     """Derive a rank's facts and keep only what the job level needs."""
     out = derive_rank(rank, taxonomy, JOB_SCOPE) if deep else derive_steps_only(rank, taxonomy)
@@ -129,11 +90,8 @@ def derive_steps_only(rank: RankProfile, taxonomy: Taxonomy) -> Recorder:
     summary; nothing is called missing (the deep ranks speak for what this rank was not read
     for)."""
     out = Recorder(JOB_SCOPE)
-    profile_facts.derive(rank, out, taxonomy)
-    steps.derive(rank, taxonomy, out)
-    if rank.comm is not None:
-        _, steady, _ = steps.steady_rows(rank, taxonomy)
-        comm.derive(rank, steady, out, taxonomy)
+    wanted = STEP_MODEL if rank.comm is not None else STEP_MODEL[:2]
+    registry.run(Scope.RANK, RankInputs(rank, taxonomy), out, only=wanted)
     if rank.sources:
         rename_sources(out, rank.sources)
     out.missing.clear()

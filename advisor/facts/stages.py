@@ -13,6 +13,7 @@ from itertools import pairwise
 from statistics import median
 
 from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, JobInputs, Scope
 from advisor.model import Fact
 
 RankFacts = Mapping[str, Fact]
@@ -74,6 +75,64 @@ def stage_of(groups: list[list[str]] | None, labels: list[str]) -> dict[str, int
     return {label: i for i, group in enumerate(groups) for label in group}
 
 
+PIPELINE_IDS = (
+    "pipeline.stages",
+    "pipeline.stage_ranks",
+    "pipeline.stage_compute_ms",
+    "pipeline.stage_imbalance_ratio",
+    "pipeline.slowest_stage_p2p_ratio",
+)
+_NOT_READ = (
+    "step models only (--deep 0, no communication.json): whether ranks exchange "
+    "activations (send/recv) was not read"
+)
+
+
+def _groups_or_reason(
+    ranks: Mapping[str, RankFacts], groups: list[list[str]] | None, traffic_read: bool
+) -> tuple[list[list[str]] | None, str]:
+    """The stages to report, or why there are none."""
+    if groups is not None:
+        return groups, ""
+    if len(ranks) >= 2 and not _pipelined(ranks):
+        if not traffic_read:
+            return None, _NOT_READ
+        return [sorted(ranks, key=_rank_order)], ""  # no send/recv: every rank in one stage
+    if len(ranks) < 2:
+        return None, "fewer than two ranks with step data: stages cannot be told apart"
+    return None, "a rank lacks step time or compute ratio: stages cannot be told apart"
+
+
+def _how(ranks: Mapping[str, RankFacts], groups: list[list[str]], stated: str | None) -> str:
+    if stated:
+        return f"stages from the {stated}"
+    if len(groups) > 1:
+        return "send/recv between ranks; grouped by device compute per step"
+    if _pipelined(ranks):
+        return "send/recv between ranks, but every rank computes about the same (balanced stages)"
+    return "no send/recv between ranks: one stage"
+
+
+def _slowest_stage_p2p(
+    ranks: Mapping[str, RankFacts], slowest: list[str], job: Recorder, source: str
+) -> None:
+    fact_id = "pipeline.slowest_stage_p2p_ratio"
+    waits = [w for label in slowest if (w := _number(ranks[label], "comm.p2p_ratio")) is not None]
+    if not _pipelined(ranks):
+        job.miss(fact_id, "no send/recv between ranks: no pipeline")
+    elif waits:
+        job.add(
+            fact_id,
+            median(waits),
+            source,
+            f"median comm.p2p_ratio of ranks {', '.join(slowest)} (the slowest stage): no slower "
+            "stage keeps them waiting, so their send/recv time is the schedule's fill and drain "
+            "plus the transfers",
+        )
+    else:
+        job.miss(fact_id, "the slowest stage's ranks have no send/recv time (comm.p2p_ratio)")
+
+
 def pipeline_facts(
     ranks: Mapping[str, RankFacts],
     groups: list[list[str]] | None,
@@ -84,30 +143,9 @@ def pipeline_facts(
 ) -> None:
     """`stated`: where the stages were read from when the profile states them (else inferred);
     `traffic_read`: whether the ranks' send/recv was read (not with step models alone)."""
-    ids = (
-        "pipeline.stages",
-        "pipeline.stage_ranks",
-        "pipeline.stage_compute_ms",
-        "pipeline.stage_imbalance_ratio",
-        "pipeline.slowest_stage_p2p_ratio",
-    )
-    if groups is None and len(ranks) >= 2 and not _pipelined(ranks) and not traffic_read:
-        for fact_id in ids:
-            job.miss(
-                fact_id,
-                "step models only (--deep 0, no communication.json): whether ranks exchange "
-                "activations (send/recv) "
-                "was not read",
-            )
-        return
-    if groups is None and len(ranks) >= 2 and not _pipelined(ranks):
-        groups = [sorted(ranks, key=_rank_order)]  # no send/recv: every rank in one stage
+    groups, reason = _groups_or_reason(ranks, groups, traffic_read)
     if groups is None:
-        if len(ranks) < 2:
-            reason = "fewer than two ranks with step data: stages cannot be told apart"
-        else:
-            reason = "a rank lacks step time or compute ratio: stages cannot be told apart"
-        for fact_id in ids:
+        for fact_id in PIPELINE_IDS:
             job.miss(fact_id, reason)
         return
     computes = [median(compute_ms(ranks[label]) or 0.0 for label in group) for group in groups]
@@ -115,15 +153,7 @@ def pipeline_facts(
     listing = "; ".join(
         f"ranks {', '.join(group)}: {ms:.1f} ms" for group, ms in zip(groups, computes, strict=True)
     )
-    if stated:
-        how = f"stages from the {stated}"
-    elif len(groups) > 1:
-        how = "send/recv between ranks; grouped by device compute per step"
-    elif _pipelined(ranks):
-        how = "send/recv between ranks, but every rank computes about the same (balanced stages)"
-    else:
-        how = "no send/recv between ranks: one stage"
-    note = f"{how} ({listing})"
+    note = f"{_how(ranks, groups, stated)} ({listing})"
     job.add("pipeline.stages", len(groups), source, note)
     job.add(
         "pipeline.stage_ranks",
@@ -141,18 +171,42 @@ def pipeline_facts(
         f"slowest stage computes {ratio:.2f}x the fastest; difference / median step time "
         f"{step:.1f} ms",
     )
-    slowest = groups[computes.index(max(computes))]
-    waits = [w for label in slowest if (w := _number(ranks[label], "comm.p2p_ratio")) is not None]
-    if not _pipelined(ranks):
-        job.miss(ids[-1], "no send/recv between ranks: no pipeline")
-    elif waits:
-        job.add(
-            ids[-1],
-            median(waits),
-            source,
-            f"median comm.p2p_ratio of ranks {', '.join(slowest)} (the slowest stage): no slower "
-            "stage keeps them waiting, so their send/recv time is the schedule's fill and drain "
-            "plus the transfers",
-        )
-    else:
-        job.miss(ids[-1], "the slowest stage's ranks have no send/recv time (comm.p2p_ratio)")
+    _slowest_stage_p2p(ranks, groups[computes.index(max(computes))], job, source)
+
+
+def timed_ranks(recorders: list[tuple[str, Recorder]]) -> dict[str, RankFacts]:
+    """The facts of the ranks with a step time, by label."""
+    return {label: r.facts for label, r in recorders if "step.time_ms" in r.facts}
+
+
+def stage_groups(
+    recorders: list[tuple[str, Recorder]], gap: float, known: list[list[str]] | None
+) -> tuple[list[list[str]] | None, str | None]:
+    """The ranks of each pipeline stage (stated by the cluster file, else inferred) and where
+    they came from (None: inferred)."""
+    timed = timed_ranks(recorders)
+    if not known:
+        return (stages(timed, gap) if len(timed) >= 2 else None), None
+    kept = [[label for label in g if label in timed] for g in known]
+    # ranks the file's stages do not list (a rank directory of another run) stand apart
+    listed = {label for g in kept for label in g}
+    kept.append(sorted(set(timed) - listed, key=lambda x: (not x.isdigit(), x.zfill(12))))
+    return [g for g in kept if g] or None, "stage rows of cluster_step_trace_time.csv"
+
+
+def derive(given: JobInputs, job: Recorder) -> None:
+    groups, stated = given.stages
+    pipeline_facts(
+        timed_ranks(given.recorders), groups, job, given.source, stated, given.traffic_read
+    )
+
+
+DERIVER = Deriver[JobInputs](
+    name="pipeline",
+    scope=Scope.JOB,
+    inputs=frozenset({"recorders", "stages", "source", "traffic_read"}),
+    reads=frozenset(),
+    writes=frozenset(PIPELINE_IDS),
+    derive=derive,
+    applies=lambda given: given.several,
+)

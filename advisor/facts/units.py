@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 GIB = 1024**3
+
+# units whose numbers always read the same way
+_NUMBER_BY_UNIT: dict[str, Callable[[float], str]] = {
+    "ratio": lambda n: f"{n:.1%}",
+    "bytes": lambda n: f"{n / GIB:.2f} GiB",
+    "ms": lambda n: f"{n:.2f} ms",
+}
 
 
 def format_value(value: object, unit: str, compact: bool = False) -> str:
@@ -12,29 +21,41 @@ def format_value(value: object, unit: str, compact: bool = False) -> str:
         return "yes" if value else "no"
     if value is None:
         return "-"
-    number = value if isinstance(value, int | float) else None
-    if unit == "ratio" and number is not None:
-        return f"{number:.1%}"
-    if unit == "bytes" and number is not None:
-        return f"{number / GIB:.2f} GiB"
-    if unit in ("ms", "GB/s") and isinstance(value, dict):
-        return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
-    if unit == "ms" and number is not None:
-        return f"{number:.2f} ms"
-    if compact and number is not None:
+    if isinstance(value, int | float):
+        return _number(value, unit, compact)
+    if isinstance(value, dict):
+        return _mapping(value, unit)
+    if isinstance(value, list):
+        return _listing(value)
+    return str(value)
+
+
+def _number(number: int | float, unit: str, compact: bool) -> str:
+    by_unit = _NUMBER_BY_UNIT.get(unit)
+    if by_unit is not None:
+        return by_unit(number)
+    if compact:
         return f"{number:g}"
-    if unit == "count" and isinstance(value, int) and value >= 10**6:
-        return f"{value / 1e9:.3f} B" if value >= 10**9 else f"{value / 1e6:.1f} M"
-    if unit == "FLOP" and number is not None:
+    if unit == "count" and isinstance(number, int) and number >= 10**6:
+        return f"{number / 1e9:.3f} B" if number >= 10**9 else f"{number / 1e6:.1f} M"
+    if unit == "FLOP":
         return f"{number / 1e9:.2f} GFLOP"
-    if isinstance(value, float):
-        return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
-    if isinstance(value, dict) and all(isinstance(v, int | float | str) for v in value.values()):
+    if isinstance(number, float):
+        return f"{number:,.1f}" if abs(number) >= 1000 else f"{number:.4g}"
+    return str(number)
+
+
+def _mapping(value: dict[object, object], unit: str) -> str:
+    if unit in ("ms", "GB/s"):
+        return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
+    if all(isinstance(v, int | float | str) for v in value.values()):
         return ", ".join(
             f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
         )
-    if isinstance(value, list):
-        if all(not isinstance(item, dict) for item in value) and len(str(value)) <= 60:
-            return str(value)
-        return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
     return str(value)
+
+
+def _listing(value: list[object]) -> str:
+    if all(not isinstance(item, dict) for item in value) and len(str(value)) <= 60:
+        return str(value)
+    return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"

@@ -1,0 +1,88 @@
+"""Every fact deriver, and the runner that applies one scope's derivers in their computed order.
+
+The list below is the one place a new fact family is added. Its order only breaks ties: a
+deriver runs after the derivers whose facts it reads, whatever its place (facts/order.py).
+The runner holds each deriver to its declaration: a fact it writes or calls missing that it did
+not declare is a programming error, raised on the spot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import cache
+from typing import Any
+
+from advisor.facts import (
+    attrib,
+    cluster,
+    comm,
+    coverage,
+    groups,
+    host,
+    links,
+    log,
+    memory,
+    ops,
+    profile,
+    spread,
+    stages,
+    steps,
+)
+from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, InputsT, LogInputs, Scope
+from advisor.facts.order import DeclarationError, derivation_order
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.trainlog.log import TrainLog
+
+DERIVERS: tuple[Deriver[Any], ...] = (
+    # one rank
+    profile.DERIVER,
+    steps.DERIVER,
+    attrib.DERIVER,
+    ops.DERIVER,
+    host.DERIVER,
+    comm.DERIVER,
+    memory.DERIVER,
+    # the job
+    stages.DERIVER,
+    spread.DERIVER,
+    cluster.DERIVER,
+    groups.DERIVER,
+    links.DERIVER,
+    coverage.DERIVER,
+    spread.SINGLE_RANK,
+    # training logs
+    log.DERIVER,
+)
+
+
+@cache
+def plan(scope: Scope) -> tuple[Deriver[Any], ...]:
+    """The derivers of `scope` in the order they run."""
+    members = [d for d in DERIVERS if d.scope is scope]
+    by_name = {d.name: d for d in members}
+    return tuple(by_name[name] for name in derivation_order(members))
+
+
+def run(scope: Scope, given: InputsT, out: Recorder, only: Collection[str] | None = None) -> None:
+    """Apply the derivers of `scope` (those named in `only`, when given) that apply to `given`."""
+    for deriver in plan(scope):
+        if (only is None or deriver.name in only) and deriver.applies(given):
+            _run_one(deriver, given, out)
+
+
+def _run_one(deriver: Deriver[Any], given: object, out: Recorder) -> None:
+    facts, missing = dict(out.facts), dict(out.missing)
+    deriver.derive(given, out)
+    touched = [k for k, f in out.facts.items() if facts.get(k) is not f]
+    touched += [k for k, m in out.missing.items() if missing.get(k) is not m]
+    undeclared = sorted({k for k in touched if not deriver.declares(k)})
+    if undeclared:
+        raise DeclarationError(
+            f"deriver {deriver.name} wrote facts it does not declare: {', '.join(undeclared)}"
+        )
+
+
+def derive_log(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
+    """The facts of training logs (rotated files together)."""
+    run(Scope.LOG, LogInputs(log, taxonomy), out)

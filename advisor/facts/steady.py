@@ -1,0 +1,61 @@
+"""The steady step rows of a rank: the step model (step_trace_time.csv, a PyTorch trace's
+ProfilerStep windows, or else the Overlap Analysis lanes of trace_view.json) less the warm-up
+step and a last step cut short. Every per-step fact of a rank is measured over these rows."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from advisor.facts.base import SteadySteps, select_steady
+from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.profile_data import RankProfile, StepRow
+
+STEP_TRACE = "step_trace_time.csv"
+LANE_COMPUTING = "Computing"
+LANE_COMM = "Communication"
+LANE_EXPOSED = "Communication(Not Overlapped)"
+LANE_FREE = "Free"
+
+
+class SteadyRows(NamedTuple):
+    """The kept rows, which steps they are (with the sentence saying why) and their source
+    ("" when the rank has no step model)."""
+
+    rows: list[StepRow]
+    steps: SteadySteps
+    source: str
+
+
+def rows_from_lanes(overlap_us: dict[str, float], number: int, duration_us: float) -> StepRow:
+    """One step's row rebuilt from its Overlap Analysis lanes."""
+    computing = overlap_us.get(LANE_COMPUTING, 0.0)
+    comm = overlap_us.get(LANE_COMM, 0.0)
+    exposed = overlap_us.get(LANE_EXPOSED, 0.0)
+    free = overlap_us.get(LANE_FREE, 0.0)
+    busy = computing + exposed + free
+    return StepRow(
+        step=number,
+        computing=computing,
+        comm_not_overlapped=exposed,
+        overlapped=max(0.0, comm - exposed),
+        communication=comm,
+        free=free,
+        preparing=max(0.0, duration_us - busy),
+        bubble=None,
+    )
+
+
+def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> SteadyRows:
+    """The steady step rows of a rank, the selection, and the source they came from."""
+    if rank.step_rows:
+        rows = rank.step_rows
+        source = f"{rank.origin}:ProfilerStep windows + kernels" if rank.origin else STEP_TRACE
+    elif rank.trace is not None and rank.trace.steps and rank.trace.overlap_lanes:
+        rows = [rows_from_lanes(s.overlap_us, s.number, s.duration_us) for s in rank.trace.steps]
+        source = "trace_view.json:Overlap Analysis"
+    else:
+        return SteadyRows([], SteadySteps([], [], "no steps"), "")
+    steady = select_steady(
+        [r.step for r in rows], [r.total for r in rows], taxonomy.partial_step_ratio
+    )
+    return SteadyRows([rows[i] for i in steady.kept], steady, source)
