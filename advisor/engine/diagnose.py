@@ -1,9 +1,12 @@
-"""Facts -> graded symptoms -> ranked bottlenecks, with what is unknown and how to collect it."""
+"""Facts -> graded symptoms -> ranked bottlenecks, with what is unknown and how to collect it.
+
+The rules' own message templates are filled here (they are the rules' words); why a bottleneck
+leads is a code the renderers word."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
@@ -12,70 +15,9 @@ from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.values import as_number
+from advisor.model import Bottleneck, Diagnosis, Lead, Symptom, Unknown
 
 _RANK = {level: i for i, level in enumerate(LEVELS)}
-
-
-@dataclass(frozen=True)
-class Symptom:
-    id: str
-    level: str
-    fact: str
-    value: float
-    threshold: float
-    fine: float
-    cost_ratio: float
-    message: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "level": self.level,
-            "fact": self.fact,
-            "value": self.value,
-            "threshold": self.threshold,
-            "cost_ratio": self.cost_ratio,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True)
-class Bottleneck:
-    id: str
-    severity: str
-    cost_ratio: float
-    evidence: list[str]
-    message: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "cost_ratio": self.cost_ratio,
-            "evidence": self.evidence,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True)
-class Unknown:
-    rule: str
-    missing: list[str]
-    how_to_collect: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"rule": self.rule, "missing": self.missing, "how_to_collect": self.how_to_collect}
-
-
-@dataclass
-class Diagnosis:
-    symptoms: list[Symptom] = field(default_factory=list)
-    bottlenecks: list[Bottleneck] = field(default_factory=list)
-    unknown: list[Unknown] = field(default_factory=list)
-
-    @property
-    def main(self) -> Bottleneck | None:
-        return self.bottlenecks[0] if self.bottlenecks else None
 
 
 def step_models_only(facts: Mapping[str, object]) -> bool:
@@ -165,55 +107,55 @@ class FactView(dict[str, str]):
         return "unknown (this profile does not measure it)"
 
 
+def _gap(rule: BottleneckRule, unknown: Mapping[str, Unknown]) -> Unknown | None:
+    """The facts the bottleneck's evidence lacks, and how to collect them."""
+    ids = [sid for sid in rule.evidence.ids if sid in unknown]
+    missing = sorted({m for sid in ids for m in unknown[sid].missing})
+    if not missing:
+        return None
+    collect = "; ".join(dict.fromkeys(unknown[s].how_to_collect for s in ids))
+    return Unknown(rule.id, missing, collect)
+
+
+def _evidence_holds(rule: BottleneckRule, fired: Mapping[str, Symptom]) -> bool:
+    any_ids, all_ids = rule.evidence.any, rule.evidence.all
+    return (not any_ids or any(s in fired for s in any_ids)) and all(s in fired for s in all_ids)
+
+
 def _evaluate_bottleneck(
     rule: BottleneckRule,
     fired: Mapping[str, Symptom],
     unknown: Mapping[str, Unknown],
     facts: Mapping[str, object],
 ) -> tuple[Bottleneck | None, Unknown | None]:
-    any_ids, all_ids = rule.evidence.any, rule.evidence.all
-    ids = rule.evidence.ids
-    hits = [sid for sid in ids if sid in fired]
-    ok = (not any_ids or any(s in fired for s in any_ids)) and all(s in fired for s in all_ids)
-    missing = sorted({m for sid in ids if sid in unknown for m in unknown[sid].missing})
-    gap = None
-    if missing:
-        collect = "; ".join(dict.fromkeys(unknown[s].how_to_collect for s in ids if s in unknown))
-        gap = Unknown(rule.id, missing, collect)
-    if not ok or not hits:
+    hits = [sid for sid in rule.evidence.ids if sid in fired]
+    gap = _gap(rule, unknown)
+    if not hits or not _evidence_holds(rule, fired):
         return None, gap
     symptoms = [fired[s] for s in hits]
     severity = max((s.level for s in symptoms), key=_RANK.__getitem__)
     cost = max(s.cost_ratio for s in symptoms)
     detail = "; ".join(s.message for s in symptoms)
-    if cost > 0:
-        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
-    else:
-        message = (
-            f"{rule.title}: {detail}. It claims no measurable step time, so it ranks after "
-            "bottlenecks that do."
-        )
-        if rule.docs.notes:
-            message += " " + render(rule.docs.notes, facts=FactView(facts))
-    return Bottleneck(rule.id, severity, cost, hits, message), gap
+    if cost <= 0:
+        # no time to template: the evidence speaks, and the rule's notes say what it risks
+        notes = render(rule.docs.notes, facts=FactView(facts)) if rule.docs.notes else ""
+        return Bottleneck(rule.id, severity, cost, hits, detail, rule.title, notes), gap
+    message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
+    return Bottleneck(rule.id, severity, cost, hits, message, rule.title), gap
 
 
-def _lead_sentence(ranked: list[Bottleneck]) -> list[Bottleneck]:
+def _with_lead(ranked: list[Bottleneck]) -> list[Bottleneck]:
+    """The first bottleneck, marked with why it leads."""
     if not ranked:
         return ranked
     first = ranked[0]
     if len(ranked) == 1:
-        why = "the only bottleneck found"
+        lead = dataclasses.replace(first, lead=Lead.only)
     elif first.cost_ratio > ranked[1].cost_ratio:
-        why = (
-            f"it costs {first.cost_ratio:.1%} of the step beyond its fine threshold, more than "
-            f"{ranked[1].id} ({ranked[1].cost_ratio:.1%})"
-        )
+        runner_up = (ranked[1].id, ranked[1].cost_ratio)
+        lead = dataclasses.replace(first, lead=Lead.costs_more, runner_up=runner_up)
     else:
-        why = f"its evidence is the most severe ({first.severity}) at equal cost"
-    lead = Bottleneck(
-        first.id, first.severity, first.cost_ratio, first.evidence, f"{first.message} Leads: {why}."
-    )
+        lead = dataclasses.replace(first, lead=Lead.more_severe)
     return [lead, *ranked[1:]]
 
 
@@ -240,6 +182,6 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
         if gap:
             gaps.append(gap)
     ranked = sorted(bottlenecks, key=lambda b: (-b.cost_ratio, -_RANK[b.severity], b.id))
-    result.bottlenecks = _lead_sentence(ranked)
+    result.bottlenecks = _with_lead(ranked)
     result.unknown = gaps
     return result
