@@ -277,7 +277,7 @@ def compare(
     )
     changed = config_changes(base_config, cand_config)
     if len(changed) > 1:
-        values = {"count": len(changed), "keys": tuple(changed[:6])}
+        values: dict[str, Value] = {"count": len(changed), "keys": tuple(changed[:6])}
         result.warnings.append(CompareNote(CompareCode.settings_differ, values))
     regression, warnings = _loss_guard(base, cand, taxonomy.compare_loss_tolerance)
     result.warnings.extend(warnings)
