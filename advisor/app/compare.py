@@ -38,7 +38,8 @@ def _record(ledger: Ledger, result: Comparison) -> str | None:
     if result.verdict == "inconclusive":
         return f"{feature} left as {ledger.status(feature)} (inconclusive)"
     event = "kept" if result.verdict == "keep" else "reverted"
-    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=result.reason)
+    # the reason's code: `advisor suggest` words it when it proposes the undo
+    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=str(result.reason.code))
     if event == "reverted":
         return f"{feature} marked reverted: the next suggest undoes it and never proposes it again"
     return f"{feature} marked kept"

@@ -17,6 +17,18 @@ from advisor.facts.units import format_value
 from advisor.inputs.values import as_number
 from advisor.model import Bottleneck, Diagnosis, Lead, Symptom, Unknown
 
+# the diagnosis types live in the model (renderers read them); diagnose() returns them
+__all__ = [
+    "Bottleneck",
+    "Diagnosis",
+    "FactView",
+    "Symptom",
+    "Unknown",
+    "diagnose",
+    "evaluate_symptom",
+    "step_models_only",
+]
+
 _RANK = {level: i for i, level in enumerate(LEVELS)}
 
 
