@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import PurePath
 from typing import Any, TypeAlias
 
@@ -225,7 +225,7 @@ Value: TypeAlias = str | int | float | bool | tuple["Value", ...] | None
 Values: TypeAlias = Mapping[str, Value]
 
 
-class Status(StrEnum):
+class Status(Enum):
     """What a suggestion is: one change, nothing to change, or a request before changing."""
 
     change = "change"
@@ -235,7 +235,7 @@ class Status(StrEnum):
     awaiting_measurement = "awaiting-measurement"
 
 
-class Grounds(StrEnum):
+class Grounds(Enum):
     """Why the suggestion has its status (its `values` carry what decided)."""
 
     main_bottleneck = "main-bottleneck"  # bottleneck
@@ -258,10 +258,10 @@ class Reason:
     values: Values = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        return {"code": str(self.code), "values": dict(self.values)}
+        return {"code": self.code.value, "values": dict(self.values)}
 
 
-class RejectCode(StrEnum):
+class RejectCode(Enum):
     """Why a candidate feature was not chosen."""
 
     disabled = "disabled"
@@ -290,7 +290,7 @@ class Rejected:
     values: Values = field(default_factory=dict)
 
 
-class TrustCheck(StrEnum):
+class TrustCheck(Enum):
     """The profile invariants of the trust gate; the value is the warning's stable id."""
 
     level_below_need = "trust.level-below-need"  # level, bottlenecks, wanted
@@ -324,7 +324,7 @@ class Symptom:
     message: str  # the rule's message template, filled with the values
 
 
-class Lead(StrEnum):
+class Lead(Enum):
     """Why the first bottleneck leads the ranking."""
 
     only = "only"

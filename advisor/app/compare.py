@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.app.pipeline import side_facts
-from advisor.engine.compare import Comparison, compare
+from advisor.engine.compare import Comparison, Verdict, compare
 from advisor.inputs.documents import load_config_values as load_config
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
@@ -35,11 +35,11 @@ def _record(ledger: Ledger, result: Comparison) -> str | None:
     if last is None:
         return "no suggestion in the ledger to mark"
     feature = str(last["feature"])
-    if result.verdict == "inconclusive":
+    if result.verdict is Verdict.inconclusive:
         return f"{feature} left as {ledger.status(feature)} (inconclusive)"
-    event = "kept" if result.verdict == "keep" else "reverted"
+    event = "kept" if result.verdict is Verdict.keep else "reverted"
     # the reason's code: `advisor suggest` words it when it proposes the undo
-    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=str(result.reason.code))
+    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=result.reason.code.value)
     if event == "reverted":
         return f"{feature} marked reverted: the next suggest undoes it and never proposes it again"
     return f"{feature} marked kept"

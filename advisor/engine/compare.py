@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
@@ -71,13 +71,13 @@ class Metric:
         }
 
 
-class Verdict(StrEnum):
+class Verdict(Enum):
     keep = "keep"
     revert = "revert"
     inconclusive = "inconclusive"
 
 
-class CompareCode(StrEnum):
+class CompareCode(Enum):
     """Why the verdict is what it is, or what else the comparison noticed."""
 
     no_step_time = "no-step-time"
@@ -92,7 +92,7 @@ class CompareCode(StrEnum):
     grad_norm_spikes = "grad-norm-spikes"  # baseline, candidate
 
 
-class Collect(StrEnum):
+class Collect(Enum):
     """What would let an inconclusive comparison decide."""
 
     step_time_both_sides = "step-time-both-sides"
@@ -105,7 +105,7 @@ class CompareNote:
     values: Values = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        return {"code": str(self.code), "values": dict(self.values)}
+        return {"code": self.code.value, "values": dict(self.values)}
 
 
 @dataclass

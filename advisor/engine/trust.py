@@ -155,7 +155,7 @@ def gate(
     for check in _checks(ctx, needs):
         if main.id in check.blocks or check.blocks == ALL_BOTTLENECKS:
             reason = Reason(
-                Grounds.trust_failed, {"bottleneck": main.id, "check": str(check.warning.id)}
+                Grounds.trust_failed, {"bottleneck": main.id, "check": check.warning.id.value}
             )
             if suggestion.status is Status.needs_data:
                 if check.warning.id is TrustCheck.level_below_need:

@@ -17,7 +17,7 @@ COMPARISON_SCHEMA = "advisor/comparison@2"
 def comparison_json(result: Comparison, ledger_note: str | None) -> str:
     payload = {
         "schema": COMPARISON_SCHEMA,
-        "verdict": str(result.verdict),
+        "verdict": result.verdict.value,
         "reason": {**result.reason.to_json(), "message": note_text(result.reason)},
         "metrics": [m.to_json() for m in result.metrics],
         "operators": result.operators,
@@ -25,7 +25,7 @@ def comparison_json(result: Comparison, ledger_note: str | None) -> str:
         "collect": (
             None
             if result.collect is None
-            else {"code": str(result.collect), "message": collect_text(result.collect)}
+            else {"code": result.collect.value, "message": collect_text(result.collect)}
         ),
         "ledger": ledger_note,
     }
@@ -33,7 +33,7 @@ def comparison_json(result: Comparison, ledger_note: str | None) -> str:
 
 
 def comparison_text(result: Comparison, ledger_note: str | None) -> str:
-    lines = [f"Verdict: {result.verdict.upper()} — {note_text(result.reason)}"]
+    lines = [f"Verdict: {result.verdict.value.upper()} — {note_text(result.reason)}"]
     if result.collect:
         lines.append(f"To decide: {collect_text(result.collect)}")
     lines += ["", f"  {'metric':<24} {'baseline':>14} {'candidate':>14} {'change':>9}  "]

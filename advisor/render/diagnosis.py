@@ -46,7 +46,7 @@ def _bottleneck_json(b: Bottleneck) -> dict[str, object]:
         runner_up = None
         if b.runner_up is not None:
             runner_up = {"id": b.runner_up[0], "cost_ratio": b.runner_up[1]}
-        lead = {"code": str(b.lead), "runner_up": runner_up}
+        lead = {"code": b.lead.value, "runner_up": runner_up}
     return {
         "id": b.id,
         "severity": b.severity,

@@ -17,9 +17,9 @@ def _cell(text: str) -> str:
 def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
     rec = s.recommendation
     lines = [f"> **note:** {n}" for n in notes]
-    lines += [f"> **warning** `{w.id}`: {words.trust_message(w)}" for w in s.warnings]
+    lines += [f"> **warning** `{w.id.value}`: {words.trust_message(w)}" for w in s.warnings]
     if rec is None:
-        lines += [f"### advisor: {s.status}", "", words.summary(s)]
+        lines += [f"### advisor: {s.status.value}", "", words.summary(s)]
     # bold labels start lines of one paragraph: a trailing double space breaks the line
     else:
         lines += [
@@ -72,7 +72,7 @@ def diagnosis_markdown(diagnosis: Diagnosis) -> str:
 
 def comparison_markdown(result: Comparison, ledger_note: str | None) -> str:
     lines = [
-        f"### advisor — verdict: **{result.verdict.upper()}**",
+        f"### advisor — verdict: **{result.verdict.value.upper()}**",
         "",
         note_text(result.reason),
         "",

@@ -287,7 +287,7 @@ def _comparison(data: ReportView) -> str:
             f'<td class="num">{escape(metric_value(m, m.candidate))}</td>'
             f'<td class="num"{cls}>{change}</td></tr>'
         )
-    verdict = escape(result.verdict)
+    verdict = escape(result.verdict.value)
     body = (
         f'<p class="headline {verdict}">Verdict: {verdict.upper()} — {escape(note_text(result.reason))}</p>'
         f"<p>Baseline: <code>{escape(data.baseline or '')}</code></p>"

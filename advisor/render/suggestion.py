@@ -40,14 +40,14 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
         }
     payload = {
         "schema": SUGGESTION_SCHEMA,
-        "status": str(s.status),
+        "status": s.status.value,
         "reason": s.reason.to_json(),
         "summary": words.summary(s),
         "recommendation": body,
         "rejected": [
             {
                 "feature": r.feature,
-                "code": str(r.code),
+                "code": r.code.value,
                 "values": dict(r.values),
                 "message": words.rejection(r),
             }
@@ -55,7 +55,7 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
         ],
         "notes": notes,
         "warnings": [
-            {"id": str(w.id), "values": dict(w.values), "message": words.trust_message(w)}
+            {"id": w.id.value, "values": dict(w.values), "message": words.trust_message(w)}
             for w in s.warnings
         ],
     }
@@ -65,7 +65,7 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
 def _verify_json(check: VerifyCheck) -> dict[str, object]:
     return {
         "fact": check.fact,
-        "direction": str(check.direction),
+        "direction": check.direction.value,
         "current": check.current,
         "unit": check.unit,
         "message": words.verify_line(check),
@@ -74,11 +74,11 @@ def _verify_json(check: VerifyCheck) -> dict[str, object]:
 
 def suggestion_text(s: Suggestion, notes: list[str]) -> str:
     lines = [f"note: {n}" for n in notes]
-    lines += [f"warning [{w.id}]: {words.trust_message(w)}" for w in s.warnings]
+    lines += [f"warning [{w.id.value}]: {words.trust_message(w)}" for w in s.warnings]
     rec = s.recommendation
     if rec is None:
         said = words.summary(s)
-        lines.append(said if s.status is Status.healthy else f"{s.status}: {said}")
+        lines.append(said if s.status is Status.healthy else f"{s.status.value}: {said}")
     else:
         lines.append(f"{words.head(s)}: {words.change_line(rec)}")
         lines.append(f"  feature: {rec.feature} — {words.title(rec)}")

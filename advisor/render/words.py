@@ -206,7 +206,7 @@ def _fixes_undecided(v: Values, s: Suggestion) -> str:
 
 
 def _trust_failed(v: Values, s: Suggestion) -> str:
-    failed = next((w for w in s.warnings if str(w.id) == v["check"]), None)
+    failed = next((w for w in s.warnings if w.id.value == v["check"]), None)
     detail = f": {trust_message(failed)}" if failed is not None else ""
     return (
         f"{v['bottleneck']} leads, but the profile fails a check it rests on ({v['check']}){detail}"
