@@ -14,9 +14,10 @@ from advisor.app.pipeline import log_facts, profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
 from advisor.edit.writer import write_patch as write_changes
-from advisor.engine.compare import compare
+from advisor.engine.compare import Verdict, compare
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.validation import schema_errors
+from advisor.model import Status
 from tests.synth import PRESETS, write_profile
 from tests.test_trainlog import fsdp2_line
 
@@ -44,7 +45,7 @@ def test_known_improvement_is_kept(tmp_path: Path):
     base = profile_facts(profile(tmp_path, "base", steps=6, jitter=0.01))
     cand = profile_facts(profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=400.0))
     result = compare(base, cand, TAX)
-    assert result.verdict == "keep"
+    assert result.verdict is Verdict.keep
     step = result.metrics[0]
     assert step.significant and step.better and step.delta_ratio < -0.1
     exposed = next(m for m in result.metrics if m.id == "comm_exposed_ratio")
@@ -55,7 +56,7 @@ def test_known_regression_is_reverted(tmp_path: Path):
     base = profile_facts(profile(tmp_path, "base", steps=6, jitter=0.01))
     cand = profile_facts(profile(tmp_path, "cand", steps=6, jitter=0.01, matmul_us=600.0))
     result = compare(base, cand, TAX)
-    assert result.verdict == "revert"
+    assert result.verdict is Verdict.revert
     ops = {op["type"]: op for op in result.operators}
     assert ops["MatMulV2"]["delta_ratio"] == pytest.approx(0.5, rel=0.05)
 
@@ -66,7 +67,7 @@ def test_noise_makes_a_small_difference_inconclusive(tmp_path: Path):
         profile(tmp_path, "cand", steps=8, jitter=0.08, matmul_us=412.0)
     )  # ~2% slower
     result = compare(base, cand, TAX)
-    assert result.verdict == "inconclusive"
+    assert result.verdict is Verdict.inconclusive
     assert "within the noise" in result.reason
 
 
@@ -74,7 +75,7 @@ def test_one_profiled_step_is_inconclusive_and_says_what_to_collect(tmp_path: Pa
     base = profile_facts(profile(tmp_path, "base", steps=2))
     cand = profile_facts(profile(tmp_path, "cand", steps=2, comm_exposed_us=400.0))
     result = compare(base, cand, TAX)
-    assert result.verdict == "inconclusive"
+    assert result.verdict is Verdict.inconclusive
     assert "no noise estimate" in result.reason
     assert "at least 3 steady steps" in result.collect
 
@@ -87,10 +88,10 @@ def test_loss_regression_flips_a_faster_run_to_revert(tmp_path: Path):
     )
     result = compare(base, faster, TAX)
     assert result.metrics[0].better  # it is faster ...
-    assert result.verdict == "revert"  # ... but converges worse
+    assert result.verdict is Verdict.revert  # ... but converges worse
     assert "convergence" in result.reason
     good = log_facts([write_log(tmp_path / "good.log", 1700.0, losses, noise=5.0)])
-    assert compare(base, good, TAX).verdict == "keep"
+    assert compare(base, good, TAX).verdict is Verdict.keep
 
 
 def test_more_than_one_changed_setting_is_warned():
@@ -160,13 +161,13 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
         JobOptions(profile=base, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     )
-    assert again.suggestion.status == "awaiting-measurement"
+    assert again.suggestion.status is Status.awaiting_measurement
     assert again.suggestion.recommendation is None
     assert "feature.fsdp-forward-prefetch" in again.suggestion.summary
     # the next run: prefetch hides part of the exposed communication
     cand = profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=1200.0)
     result, note = run_compare(Side(base), Side(cand), ledger_path=ledger)
-    assert result.verdict == "keep"
+    assert result.verdict is Verdict.keep
     assert "marked kept" in (note or "")
     second = run_suggest(
         JobOptions(profile=cand, config=config, launch=script),
@@ -193,7 +194,7 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
     write_changes(rec.patch)
     worse = profile(tmp_path, "worse", steps=6, jitter=0.01, comm_exposed_us=4000.0)
     result, _ = run_compare(Side(base), Side(worse), ledger_path=ledger)
-    assert result.verdict == "revert"
+    assert result.verdict is Verdict.revert
     undo = run_suggest(
         JobOptions(profile=worse, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),

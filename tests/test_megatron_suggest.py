@@ -12,6 +12,7 @@ from advisor.app.compare import Side, run_compare
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.edit.writer import write_changes, write_patch
+from advisor.engine.compare import Verdict
 from advisor.inputs.megatron import read_megatron
 from advisor.model import InputError
 from tests.synth import PRESETS, write_pipeline, write_profile
@@ -283,7 +284,7 @@ def test_the_loop_suggest_write_profile_compare_next(tmp_path: Path):
         ),
     )
     result, _ = run_compare(Side(base), Side(tmp_path / "cand"), ledger_path=ledger)
-    assert result.verdict == "keep", result.reason
+    assert result.verdict is Verdict.keep, result.reason
     second = suggest(tmp_path / "cand", config, ledger).suggestion.recommendation
     assert second.feature == "feature.mg-overlap-grad-reduce"
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]

@@ -13,6 +13,7 @@ from advisor.app.compare import Side, run_compare
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.edit.writer import write_changes
+from advisor.engine.compare import Verdict
 from advisor.inputs.yamlio import load_data
 from advisor.model import InputError
 from tests.synth import PRESETS, write_pipeline, write_profile
@@ -167,6 +168,6 @@ def test_the_loop_on_the_real_mindformers_config(tmp_path: Path):
     assert "micro_batch_interleave_num: 2\n" in cfg.read_text()
     write_profile(tmp_path / "cand", job.with_(comm_exposed_us=1200.0))
     result, _ = run_compare(Side(tmp_path / "base"), Side(tmp_path / "cand"), ledger_path=ledger)
-    assert result.verdict == "keep", result.reason
+    assert result.verdict is Verdict.keep, result.reason
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
     assert events == ["proposed", "kept"]

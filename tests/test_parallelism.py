@@ -14,6 +14,7 @@ from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.model import Status
 from tests.conftest import REAL
 from tests.synth import PRESETS, write_pipeline, write_profile
 
@@ -124,7 +125,7 @@ def test_level0_with_a_level1_config_asks_to_profile_again(tmp_path: Path):
     )
     job = JobOptions(profile=tmp_path / "prof", config=config)
     suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
-    assert suggestion.status == "needs-data"
+    assert suggestion.status is Status.needs_data
     assert suggestion.recommendation is None
     assert "comm.allgather_share" in suggestion.summary
     assert "profile again" in suggestion.summary

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
-from advisor.model import Applicability, InputError
+from advisor.model import Applicability, Grounds, InputError, Reason, RejectCode, Status
 from advisor.render.words import verify_line
 from tests.synth import PRESETS, write_profile
 from tests.synth.scenario import UPSTREAM_ENV
@@ -89,7 +89,7 @@ def test_host_bound_without_task_queue_sets_level2(tmp_path: Path):
     env = only_env(UPSTREAM_ENV, drop=("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"))
     run = suggest(*make_job(tmp_path, "host-bound", env=env))
     rec = run.suggestion.recommendation
-    assert run.suggestion.status == "change"
+    assert run.suggestion.status is Status.change
     assert rec.feature == "feature.task-queue-level2"
     assert rec.patch.target == "env"
     assert "+export TASK_QUEUE_ENABLE=2" in rec.diff
@@ -183,9 +183,8 @@ def test_flash_attention_switch_on_unsupported_model_is_rejected_with_the_reason
     run = suggest(*make_job(tmp_path, "unfused-attention", model_id="qwen3"))
     reasons = {r.feature: r for r in run.suggestion.rejected}
     assert reasons["feature.flash-attention"].code is RejectCode.prerequisite_false
-    assert (
-        "only the gpt_oss and minimax_m27 implementations read use_flash_attn"
-        in str(reasons["feature.flash-attention"].values["requirement"])
+    assert "only the gpt_oss and minimax_m27 implementations read use_flash_attn" in str(
+        reasons["feature.flash-attention"].values["requirement"]
     )
 
 
@@ -205,7 +204,7 @@ def test_prefetch_set_on_the_command_line_is_edited_there(tmp_path: Path):
 def test_level0_with_communication_suspected_needs_level1_data(tmp_path: Path):
     training = "  profile: true\n  profile_level: level0\n  profile_step_end: -1\n"
     run = suggest(*make_job(tmp_path, "level0", training_extra=training))
-    assert run.suggestion.status == "needs-data"
+    assert run.suggestion.status is Status.needs_data
     rec = run.suggestion.recommendation
     assert rec.feature == "feature.collect-level1-profile"
     ops = {op.path: op.value for op in rec.patch.ops}
@@ -319,7 +318,7 @@ def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Pat
     )
     # one change, then measure: the same profile cannot say whether the change helped
     assert any("now applied" in n for n in waiting.notes)
-    assert waiting.suggestion.status == "awaiting-measurement"
+    assert waiting.suggestion.status is Status.awaiting_measurement
     assert waiting.suggestion.recommendation is None
     assert waiting.suggestion.reason == Reason(
         Grounds.awaiting_measurement, {"feature": "feature.fsdp-forward-prefetch"}
@@ -413,7 +412,7 @@ def test_a_profile_older_than_the_launch_script_is_stale(tmp_path: Path):
         tmp_path, "host-bound", env=env, exports={**env, "ASCEND_LAUNCH_BLOCKING": "0"}
     )
     run = suggest(prof, config, script)
-    assert run.suggestion.status == "stale"
+    assert run.suggestion.status is Status.stale
     assert run.suggestion.recommendation is None
     assert run.suggestion.reason.code is Grounds.stale_environment
     values = run.suggestion.reason.values
