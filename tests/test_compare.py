@@ -14,10 +14,10 @@ from advisor.app.pipeline import log_facts, profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
 from advisor.edit.writer import write_patch as write_changes
-from advisor.engine.compare import Verdict, compare
+from advisor.engine.compare import Collect, CompareCode, Verdict, compare
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.validation import schema_errors
-from advisor.model import Status
+from advisor.model import Grounds, RejectCode, Status
 from tests.synth import PRESETS, write_profile
 from tests.test_trainlog import fsdp2_line
 
@@ -68,7 +68,9 @@ def test_noise_makes_a_small_difference_inconclusive(tmp_path: Path):
     )  # ~2% slower
     result = compare(base, cand, TAX)
     assert result.verdict is Verdict.inconclusive
-    assert "within the noise" in result.reason
+    assert result.reason.code is CompareCode.within_noise
+    values = result.reason.values
+    assert abs(float(values["delta_ms"])) < values["z"] * values["noise_ms"]
 
 
 def test_one_profiled_step_is_inconclusive_and_says_what_to_collect(tmp_path: Path):
@@ -76,8 +78,9 @@ def test_one_profiled_step_is_inconclusive_and_says_what_to_collect(tmp_path: Pa
     cand = profile_facts(profile(tmp_path, "cand", steps=2, comm_exposed_us=400.0))
     result = compare(base, cand, TAX)
     assert result.verdict is Verdict.inconclusive
-    assert "no noise estimate" in result.reason
-    assert "at least 3 steady steps" in result.collect
+    assert result.reason.code is CompareCode.no_noise_estimate
+    assert result.reason.values == {"side": "baseline", "steps": 1}
+    assert result.collect is Collect.more_steady_steps
 
 
 def test_loss_regression_flips_a_faster_run_to_revert(tmp_path: Path):
@@ -89,7 +92,8 @@ def test_loss_regression_flips_a_faster_run_to_revert(tmp_path: Path):
     result = compare(base, faster, TAX)
     assert result.metrics[0].better  # it is faster ...
     assert result.verdict is Verdict.revert  # ... but converges worse
-    assert "convergence" in result.reason
+    assert result.reason.code is CompareCode.loss_regression
+    assert result.reason.values["ratio"] == pytest.approx(0.05, rel=0.2)
     good = log_facts([write_log(tmp_path / "good.log", 1700.0, losses, noise=5.0)])
     assert compare(base, good, TAX).verdict is Verdict.keep
 
@@ -102,7 +106,9 @@ def test_more_than_one_changed_setting_is_warned():
         {"parallel": {"num_to_forward_prefetch": 1, "recompute": False}},
         {"parallel": {"num_to_forward_prefetch": 2, "recompute": True}},
     )
-    assert any("2 settings differ" in w for w in result.warnings)
+    assert [(w.code, w.values["count"]) for w in result.warnings] == [
+        (CompareCode.settings_differ, 2)
+    ]
 
 
 def profile_facts_stub():
@@ -118,7 +124,9 @@ def test_compare_json_contract(tmp_path: Path):
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert schema_errors(payload, "comparison.schema.json") == []
-    assert payload["schema"] == "advisor/comparison@1" and payload["verdict"] == "keep"
+    assert payload["schema"] == "advisor/comparison@2" and payload["verdict"] == "keep"
+    assert payload["reason"]["code"] == "beyond-noise"
+    assert payload["reason"]["values"]["delta_ratio"] < 0
     assert {m["id"] for m in payload["metrics"]} >= {
         "step_time_ms",
         "comm_exposed_ratio",
@@ -163,7 +171,8 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
     )
     assert again.suggestion.status is Status.awaiting_measurement
     assert again.suggestion.recommendation is None
-    assert "feature.fsdp-forward-prefetch" in again.suggestion.summary
+    assert again.suggestion.reason.code is Grounds.awaiting_measurement
+    assert again.suggestion.reason.values["feature"] == "feature.fsdp-forward-prefetch"
     # the next run: prefetch hides part of the exposed communication
     cand = profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=1200.0)
     result, note = run_compare(Side(base), Side(cand), ledger_path=ledger)
@@ -199,7 +208,8 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
         JobOptions(profile=worse, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     ).suggestion
-    assert undo.recommendation.title.startswith("Undo:")
+    assert undo.recommendation.undo and undo.reason.code is Grounds.undo
+    assert undo.recommendation.revert_note == CompareCode.beyond_noise.value
     assert "-  num_to_forward_prefetch: 2" in undo.recommendation.diff
     write_changes(undo.recommendation.patch)
     assert config.read_text() == CONFIG  # byte for byte back to the baseline
@@ -207,6 +217,6 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
         JobOptions(profile=base, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     ).suggestion
-    reasons = {r.feature: r.reason for r in after.rejected}
-    assert "rejected (ledger)" in reasons["feature.fsdp-forward-prefetch"]
+    reasons = {r.feature: r.code for r in after.rejected}
+    assert reasons["feature.fsdp-forward-prefetch"] is RejectCode.rejected_before
     assert after.recommendation.feature == "feature.fsdp-backward-prefetch"

@@ -13,10 +13,11 @@ from advisor.app.job import JobOptions
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
 from advisor.engine.conditions import Context
-from advisor.engine.diagnose import Symptom, Unknown, diagnose, evaluate_symptom
+from advisor.engine.diagnose import diagnose, evaluate_symptom
 from advisor.engine.rule_model import SymptomRule
 from advisor.inputs.validation import schema_errors
 from advisor.inputs.yamlio import load_data
+from advisor.model import Lead, Symptom, Unknown
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
@@ -91,8 +92,10 @@ def test_ranking_by_cost_and_the_lead_sentence():
         "bottleneck.host-dispatch",
     ]
     assert result.bottlenecks[0].cost_ratio == pytest.approx(0.15)
-    assert "Leads: it costs 15.0% of the step" in result.bottlenecks[0].message
-    assert "bottleneck.host-dispatch (7.0%)" in result.bottlenecks[0].message
+    lead = result.bottlenecks[0]
+    assert lead.lead is Lead.costs_more
+    assert lead.runner_up == ("bottleneck.host-dispatch", pytest.approx(0.07))
+    assert result.bottlenecks[1].lead is None
     facts["host.dispatch_bound_ratio"] = 0.30  # now host dispatch costs 27%
     result = diagnose(GRAPH, Context(facts=facts))
     assert result.main is not None and result.main.id == "bottleneck.host-dispatch"
@@ -157,6 +160,8 @@ def test_diagnose_json_contract():
     assert schema_errors(payload, "diagnosis.schema.json") == []
     assert payload["bottlenecks"][0]["id"] == "bottleneck.communication"
     assert payload["symptoms"][0]["threshold"] in (0.1, 0.2)
+    assert payload["bottlenecks"][0]["lead"]["code"] in ("only", "costs-more", "more-severe")
+    assert all(b["lead"] is None for b in payload["bottlenecks"][1:])
 
 
 def test_diagnose_text_names_the_main_bottleneck():
