@@ -224,8 +224,8 @@ def test_each_megatron_feature_from_its_profile(
     config = script(tmp_path, *flags, **knobs)
     run = suggest(profile(tmp_path, preset, **changes), config)
     rec = run.suggestion.recommendation
-    assert rec is not None, run.suggestion.summary
-    assert rec.feature == feature, [(r.feature, r.reason) for r in run.suggestion.rejected]
+    assert rec is not None, run.suggestion.reason
+    assert rec.feature == feature, [(r.feature, r.code) for r in run.suggestion.rejected]
     before = read_megatron(config, config.read_text()).args
     write_changes(rec.patch.changes)  # what --write does, or the user for a review change
     after = read_megatron(config, config.read_text()).args
