@@ -348,13 +348,29 @@ class Bottleneck:
     runner_up: tuple[str, float] | None = None  # (id, cost_ratio) of the second, for costs-more
 
 
+class CollectBy(Enum):
+    """Where a missing value comes from, so the renderer can say how to get it."""
+
+    profile = "profile"  # a profile fact: `hint` is the catalogue's way to collect it
+    config = "config"  # a config key: give the config
+    launch = "launch"  # a launch variable: give the launch script
+    other = "other"
+
+
+@dataclass(frozen=True)
+class Collection:
+    by: CollectBy
+    name: str
+    hint: str = ""
+
+
 @dataclass(frozen=True)
 class Unknown:
     """A rule that could not be evaluated: the facts it lacks and how to collect them."""
 
     rule: str
     missing: list[str]
-    how_to_collect: str
+    collect: tuple[Collection, ...]
 
 
 @dataclass

@@ -17,7 +17,7 @@ from advisor.engine.diagnose import diagnose, evaluate_symptom
 from advisor.engine.rule_model import SymptomRule
 from advisor.inputs.validation import schema_errors
 from advisor.inputs.yamlio import load_data
-from advisor.model import Lead, Symptom, Unknown
+from advisor.model import CollectBy, Lead, Symptom, Unknown
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
@@ -61,7 +61,9 @@ def test_missing_measure_is_unknown_with_how_to_collect():
     outcome = evaluate_symptom(rule, Context(facts={}))
     assert isinstance(outcome, Unknown)
     assert outcome.missing == ["comm.wait_ratio"]
-    assert "level1" in outcome.how_to_collect
+    [way] = outcome.collect
+    assert (way.by, way.name) == (CollectBy.profile, "comm.wait_ratio")
+    assert "level1" in way.hint
 
 
 def test_cost_is_the_share_beyond_fine_and_scaled_to_the_step():
@@ -145,7 +147,7 @@ def test_level0_says_how_to_collect_communication():
     run = run_diagnose(JobOptions(profile=EXAMPLES / "level0"))
     comm = next(u for u in run.diagnosis.unknown if u.rule == "bottleneck.communication")
     assert "comm.wait_ratio" in comm.missing
-    assert "level1" in comm.how_to_collect
+    assert any(way.by is CollectBy.profile and "level1" in way.hint for way in comm.collect)
 
 
 def test_single_rank_does_not_report_slow_rank_as_unknown():

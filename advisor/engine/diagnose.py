@@ -15,7 +15,15 @@ from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.values import as_number
-from advisor.model import Bottleneck, Diagnosis, Lead, Symptom, Unknown
+from advisor.model import (
+    Bottleneck,
+    CollectBy,
+    Collection,
+    Diagnosis,
+    Lead,
+    Symptom,
+    Unknown,
+)
 
 # the diagnosis types live in the model (renderers read them); diagnose() returns them
 __all__ = [
@@ -37,21 +45,24 @@ def step_models_only(facts: Mapping[str, object]) -> bool:
     return facts.get("profile.ranks_in_full") == 0
 
 
-def _how_to_collect(missing: list[str], platform: object, shallow: bool = False) -> str:
-    hints = []
+def _collections(
+    missing: list[str], platform: object, shallow: bool = False
+) -> tuple[Collection, ...]:
+    """How each missing value is collected (`source:name` references, in order, deduplicated)."""
+    ways: list[Collection] = []
     for item in missing:
         source, _, name = item.partition(":")
         if source == "fact" and is_known(name):
-            hint = collect_hint(name, platform, shallow)
+            way = Collection(CollectBy.profile, name, collect_hint(name, platform, shallow))
         elif source == "config":
-            hint = f"pass --config with {name} set"
+            way = Collection(CollectBy.config, name)
         elif source == "env":
-            hint = f"pass --launch (or profile with torch_npu >= 2.1 to record {name})"
+            way = Collection(CollectBy.launch, name)
         else:
-            hint = item
-        if hint not in hints:
-            hints.append(hint)
-    return "; ".join(hints)
+            way = Collection(CollectBy.other, item)
+        if way not in ways:
+            ways.append(way)
+    return tuple(ways)
 
 
 def _unknown(rule_id: str, missing: list[str], facts: Mapping[str, object]) -> Unknown:
@@ -59,7 +70,7 @@ def _unknown(rule_id: str, missing: list[str], facts: Mapping[str, object]) -> U
     return Unknown(
         rule_id,
         names,
-        _how_to_collect(missing, facts.get("profile.platform"), step_models_only(facts)),
+        _collections(missing, facts.get("profile.platform"), step_models_only(facts)),
     )
 
 
@@ -125,7 +136,7 @@ def _gap(rule: BottleneckRule, unknown: Mapping[str, Unknown]) -> Unknown | None
     missing = sorted({m for sid in ids for m in unknown[sid].missing})
     if not missing:
         return None
-    collect = "; ".join(dict.fromkeys(unknown[s].how_to_collect for s in ids))
+    collect = tuple(dict.fromkeys(way for s in ids for way in unknown[s].collect))
     return Unknown(rule.id, missing, collect)
 
 

@@ -10,7 +10,7 @@ from advisor.facts.catalogue import spec_for
 from advisor.facts.units import format_value
 from advisor.model import Bottleneck, Diagnosis, Symptom
 from advisor.render.markdown import diagnosis_markdown
-from advisor.render.words import bottleneck_message
+from advisor.render.words import bottleneck_message, how_to_collect
 
 DIAGNOSIS_SCHEMA = "advisor/diagnosis@2"
 
@@ -21,7 +21,15 @@ def diagnosis_json(diagnosis: Diagnosis) -> str:
         "symptoms": [_symptom_json(s) for s in diagnosis.symptoms],
         "bottlenecks": [_bottleneck_json(b) for b in diagnosis.bottlenecks],
         "unknown": [
-            {"rule": u.rule, "missing": u.missing, "how_to_collect": u.how_to_collect}
+            {
+                "rule": u.rule,
+                "missing": u.missing,
+                "collect": [
+                    {"by": way.by.value, "name": way.name, "hint": way.hint or None}
+                    for way in u.collect
+                ],
+                "how_to_collect": how_to_collect(u),
+            }
             for u in diagnosis.unknown
         ],
     }
@@ -90,7 +98,7 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
         lines.append("")
         lines.append("unknown (the profile lacks the facts; how to collect them)")
         for u in diagnosis.unknown:
-            lines.append(f"  {u.rule:<36} needs {', '.join(u.missing)}: {u.how_to_collect}")
+            lines.append(f"  {u.rule:<36} needs {', '.join(u.missing)}: {how_to_collect(u)}")
     return "\n".join(lines) + "\n"
 
 

@@ -182,7 +182,7 @@ def _symptoms(diagnosis: Diagnosis) -> str:
     )
     unknown = "".join(
         f"<li><code>{escape(u.rule)}</code> needs {escape(', '.join(u.missing))}: "
-        f"{escape(u.how_to_collect)}</li>"
+        f"{escape(words.how_to_collect(u))}</li>"
         for u in diagnosis.unknown
     )
     if unknown:

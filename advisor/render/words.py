@@ -11,6 +11,8 @@ from advisor.facts.catalogue import GPU_PLATFORMS
 from advisor.facts.units import format_value
 from advisor.model import (
     Bottleneck,
+    CollectBy,
+    Collection,
     Direction,
     Grounds,
     Lead,
@@ -22,6 +24,7 @@ from advisor.model import (
     Suggestion,
     TrustCheck,
     TrustWarning,
+    Unknown,
     Value,
     Values,
     VerifyCheck,
@@ -173,6 +176,23 @@ def bottleneck_message(b: Bottleneck) -> str:
         "bottlenecks that do."
     )
     return text + (f" {b.notes}" if b.notes else "") + lead_sentence(b)
+
+
+# --- how to collect what a rule lacks -----------------------------------------------------------
+
+
+def _collection(way: Collection) -> str:
+    if way.by is CollectBy.profile:
+        return way.hint
+    if way.by is CollectBy.config:
+        return f"pass --config with {way.name} set"
+    if way.by is CollectBy.launch:
+        return f"pass --launch (or profile with torch_npu >= 2.1 to record {way.name})"
+    return way.name
+
+
+def how_to_collect(unknown: Unknown) -> str:
+    return "; ".join(dict.fromkeys(_collection(way) for way in unknown.collect))
 
 
 # --- why the suggestion is what it is ----------------------------------------------------------
