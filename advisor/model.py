@@ -243,7 +243,7 @@ class Grounds(Enum):
     no_bottleneck = "no-bottleneck"
     features_exhausted = "features-exhausted"  # bottleneck, cost_ratio, message
     evidence_missing = "evidence-missing"  # bottleneck, missing: its evidence lacks facts
-    fixes_undecided = "fixes-undecided"  # bottleneck, missing, hints, collector, collector_applied
+    fixes_undecided = "fixes-undecided"  # bottleneck, missing, hints, applied_collector
     trust_failed = "trust-failed"  # bottleneck, check: a failed check the bottleneck rests on
     undo = "undo"  # feature: compare said revert
     stale_environment = "stale-environment"  # bottleneck, names, now, ran
@@ -275,8 +275,8 @@ class RejectCode(Enum):
     conflicts_feature = "conflicts-feature"  # other, conflict
     after = "after"  # other: a feature that must come first
     nothing_to_change = "nothing-to-change"
-    below_ceiling = "below-ceiling"  # ceiling_ms, ceiling_ratio, target
-    behind_undecided = "behind-undecided"  # later than features the profile cannot decide
+    below_ceiling = "below-ceiling"  # ceiling_ms, ceiling_ratio, target, target_key, at_most
+    behind_undecided = "behind-undecided"  # needs: an earlier feature's trigger lacks them
     lower_ceiling = "lower-ceiling"  # ceiling_ratio, other, other_ratio
     try_order = "try-order"  # order, other
 
@@ -299,7 +299,7 @@ class TrustCheck(Enum):
     parts_do_not_add_up = "trust.parts-do-not-add-up"  # total_ms, step_ms
     short_step = "trust.short-step"  # step_ms, min_ms
     no_steps = "trust.no-steps"
-    single_step = "trust.single-step"  # platform
+    single_step = "trust.single-step"  # steady_steps, platform
 
 
 @dataclass(frozen=True)
@@ -308,20 +308,6 @@ class TrustWarning:
 
     id: TrustCheck
     values: Values = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Symptom:
-    """A rule's measure that crossed one of its cut points."""
-
-    id: str
-    level: str
-    fact: str
-    value: float
-    threshold: float
-    fine: float
-    cost_ratio: float
-    message: str  # the rule's message template, filled with the values
 
 
 class Lead(Enum):
@@ -348,42 +334,6 @@ class Bottleneck:
     runner_up: tuple[str, float] | None = None  # (id, cost_ratio) of the second, for costs-more
 
 
-class CollectBy(Enum):
-    """Where a missing value comes from, so the renderer can say how to get it."""
-
-    profile = "profile"  # a profile fact: `hint` is the catalogue's way to collect it
-    config = "config"  # a config key: give the config
-    launch = "launch"  # a launch variable: give the launch script
-    other = "other"
-
-
-@dataclass(frozen=True)
-class Collection:
-    by: CollectBy
-    name: str
-    hint: str = ""
-
-
-@dataclass(frozen=True)
-class Unknown:
-    """A rule that could not be evaluated: the facts it lacks and how to collect them."""
-
-    rule: str
-    missing: list[str]
-    collect: tuple[Collection, ...]
-
-
-@dataclass
-class Diagnosis:
-    symptoms: list[Symptom] = field(default_factory=list)
-    bottlenecks: list[Bottleneck] = field(default_factory=list)
-    unknown: list[Unknown] = field(default_factory=list)
-
-    @property
-    def main(self) -> Bottleneck | None:
-        return self.bottlenecks[0] if self.bottlenecks else None
-
-
 @dataclass(frozen=True)
 class Recommendation:
     feature: str
@@ -400,6 +350,7 @@ class Recommendation:
     ceiling_ms: float | None = None  # the most step time the change can recover
     ceiling_ratio: float | None = None
     undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
+    memory: str = ""  # the rule's word on what the change does to memory
     revert_note: str | None = None  # an undo's: what compare recorded when it said revert
 
 

@@ -13,11 +13,11 @@ from advisor.app.job import JobOptions
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
 from advisor.engine.conditions import Context
-from advisor.engine.diagnose import diagnose, evaluate_symptom
+from advisor.engine.diagnose import CollectBy, Symptom, Unknown, diagnose, evaluate_symptom
 from advisor.engine.rule_model import SymptomRule
 from advisor.inputs.validation import schema_errors
 from advisor.inputs.yamlio import load_data
-from advisor.model import CollectBy, Lead, Symptom, Unknown
+from advisor.model import Lead
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
 
 from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
@@ -15,29 +17,59 @@ from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.values import as_number
-from advisor.model import (
-    Bottleneck,
-    CollectBy,
-    Collection,
-    Diagnosis,
-    Lead,
-    Symptom,
-    Unknown,
-)
-
-# the diagnosis types live in the model (renderers read them); diagnose() returns them
-__all__ = [
-    "Bottleneck",
-    "Diagnosis",
-    "FactView",
-    "Symptom",
-    "Unknown",
-    "diagnose",
-    "evaluate_symptom",
-    "step_models_only",
-]
+from advisor.model import Bottleneck, Lead
 
 _RANK = {level: i for i, level in enumerate(LEVELS)}
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """A rule's measure that crossed one of its cut points."""
+
+    id: str
+    level: str
+    fact: str
+    value: float
+    threshold: float
+    fine: float
+    cost_ratio: float
+    message: str  # the rule's message template, filled with the values
+
+
+class CollectBy(Enum):
+    """Where a missing value comes from, so the renderer can say how to get it."""
+
+    profile = "profile"  # a profile fact: `hint` is the catalogue's way to collect it
+    config = "config"  # a config key: give the config
+    launch = "launch"  # a launch variable: give the launch script
+    other = "other"
+
+
+@dataclass(frozen=True)
+class Collection:
+    by: CollectBy
+    name: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A rule that could not be evaluated: the facts it lacks and how to collect them."""
+
+    rule: str
+    missing: list[str]
+    collect: tuple[Collection, ...]
+
+
+@dataclass
+class Diagnosis:
+    symptoms: list[Symptom] = field(default_factory=list)
+    bottlenecks: list[Bottleneck] = field(default_factory=list)
+    unknown: list[Unknown] = field(default_factory=list)
+
+    @property
+    def main(self) -> Bottleneck | None:
+        return self.bottlenecks[0] if self.bottlenecks else None
 
 
 def step_models_only(facts: Mapping[str, object]) -> bool:

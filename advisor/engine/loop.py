@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from advisor.engine.changes import current_value, is_applied
 from advisor.engine.conditions import Context
+from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
 from advisor.inputs.ledger import LedgerEvent
 from advisor.model import (
     Applicability,
-    Diagnosis,
     Direction,
     Grounds,
     Patch,

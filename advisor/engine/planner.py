@@ -15,7 +15,7 @@ from advisor.engine import trust
 from advisor.engine.candidates import judge, trigger, unmet_requirement
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
 from advisor.engine.conditions import Context, Truth
-from advisor.engine.diagnose import FactView, step_models_only
+from advisor.engine.diagnose import Diagnosis, FactView, step_models_only
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
@@ -23,7 +23,6 @@ from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.inputs.values import as_number
 from advisor.model import (
-    Diagnosis,
     Fact,
     Grounds,
     Patch,
@@ -250,8 +249,6 @@ def _recommend(
         patch = Patch(rule.id, change.target, choice.ops, change.applicability, rule.title)
     cause = next((b for b in diagnosis.bottlenecks if b.id == choice.bottleneck), None)
     ceiling = ceiling_of(rule, ctx)
-    effect = rule.effect
-    expected = effect.gain + (f"; memory: {effect.memory}" if effect.memory else "")
     return Recommendation(
         feature=rule.id,
         bottleneck=choice.bottleneck,
@@ -260,8 +257,9 @@ def _recommend(
         evidence=evidence_facts(facts, diagnosis, choice.bottleneck),
         patch=patch,
         advice=render((change.advice or "").strip(), facts=FactView(ctx.facts)),
-        expected=expected,
-        risk=effect.risk,
+        expected=rule.effect.gain,
+        risk=rule.effect.risk,
+        memory=rule.effect.memory or "",
         verify=verify_checks(rule, ctx),
         ceiling_ms=ceiling[0] if ceiling else None,
         ceiling_ratio=ceiling[1] if ceiling else None,

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.engine.conditions import Context
+from advisor.engine.diagnose import Diagnosis
 from advisor.facts.attrib import MEMORY_PART, PARTS
 from advisor.inputs.taxonomy import Taxonomy, default_taxonomy
 from advisor.inputs.values import as_number
 from advisor.model import (
-    Diagnosis,
     Grounds,
     Reason,
     Status,

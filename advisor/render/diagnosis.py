@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from advisor.engine.diagnose import Diagnosis, Symptom
 from advisor.facts.catalogue import spec_for
 from advisor.facts.units import format_value
-from advisor.model import Bottleneck, Diagnosis, Symptom
+from advisor.model import Bottleneck
 from advisor.render.markdown import diagnosis_markdown
 from advisor.render.words import bottleneck_message, how_to_collect
 

@@ -4,8 +4,9 @@ diff in a fenced block and the long lists folded."""
 from __future__ import annotations
 
 from advisor.engine.compare import Comparison
+from advisor.engine.diagnose import Diagnosis
 from advisor.facts.units import format_value
-from advisor.model import Diagnosis, Suggestion
+from advisor.model import Suggestion
 from advisor.render import words
 from advisor.render.compare_words import collect_text, metric_value, note_text
 

@@ -14,10 +14,11 @@ from typing import Protocol
 
 from advisor import __version__
 from advisor.engine.compare import Comparison
+from advisor.engine.diagnose import Diagnosis, Symptom
 from advisor.facts.catalogue import is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
-from advisor.model import Diagnosis, FactSet, Suggestion, Symptom
+from advisor.model import FactSet, Suggestion
 from advisor.render import words
 from advisor.render.compare_words import metric_value, note_text
 from advisor.render.html_charts import Bar, hbars, stacked_bars

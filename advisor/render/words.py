@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from advisor.engine.diagnose import CollectBy, Collection, Unknown
 from advisor.facts.catalogue import GPU_PLATFORMS
 from advisor.facts.units import format_value
 from advisor.model import (
     Bottleneck,
-    CollectBy,
-    Collection,
     Direction,
     Grounds,
     Lead,
@@ -24,7 +23,6 @@ from advisor.model import (
     Suggestion,
     TrustCheck,
     TrustWarning,
-    Unknown,
     Value,
     Values,
     VerifyCheck,
@@ -297,7 +295,9 @@ def why(s: Suggestion, rec: Recommendation) -> str:
 
 
 def expected(rec: Recommendation) -> str:
-    return "back to the baseline's behaviour" if rec.undo else rec.expected
+    if rec.undo:
+        return "back to the baseline's behaviour"
+    return rec.expected + (f"; memory: {rec.memory}" if rec.memory else "")
 
 
 def risk(rec: Recommendation) -> str:
