@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import typing
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,18 @@ from typer.testing import CliRunner
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
-from advisor.model import Applicability, Grounds, InputError, Reason, RejectCode, Status
+from advisor.model import (
+    Applicability,
+    Grounds,
+    InputError,
+    Reason,
+    RejectCode,
+    Rejected,
+    Status,
+    Suggestion,
+    TrustCheck,
+    TrustWarning,
+)
 from advisor.render.words import verify_line
 from tests.synth import PRESETS, write_profile
 from tests.synth.scenario import UPSTREAM_ENV
@@ -83,6 +95,23 @@ def only_env(env: dict[str, str], drop: tuple[str, ...] = (), **add: str) -> dic
     out = {k: v for k, v in env.items() if k not in drop}
     out.update(add)
     return out
+
+
+def test_outcomes_are_codes_not_sentences(tmp_path: Path):
+    # the engine decides, the renderer words: a status, a rejection, a trust check is a code
+    # with the values that decided it, never a str a renderer would have to parse
+    hints = typing.get_type_hints(Suggestion)
+    assert hints["status"] is Status and hints["reason"] is Reason
+    assert typing.get_type_hints(Rejected)["code"] is RejectCode
+    assert typing.get_type_hints(TrustWarning)["id"] is TrustCheck
+    assert "reason" not in typing.get_type_hints(Rejected)
+    env = only_env(UPSTREAM_ENV, drop=("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"))
+    suggestion = suggest(*make_job(tmp_path, "host-bound", env=env)).suggestion
+    assert isinstance(suggestion.status, Status) and not isinstance(suggestion.status, str)
+    assert not isinstance(suggestion.reason.code, str)
+    assert suggestion.rejected
+    for rejected in suggestion.rejected:
+        assert isinstance(rejected.code, RejectCode) and not isinstance(rejected.code, str)
 
 
 def test_host_bound_without_task_queue_sets_level2(tmp_path: Path):
