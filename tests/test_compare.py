@@ -208,6 +208,8 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
         JobOptions(profile=worse, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     ).suggestion
+    reverted = [json.loads(line) for line in ledger.read_text().splitlines()][-1]
+    assert (reverted["event"], reverted["note"]) == ("reverted", CompareCode.beyond_noise.value)
     assert undo.recommendation.undo and undo.reason.code is Grounds.undo
     assert undo.recommendation.revert_note == CompareCode.beyond_noise.value
     assert "-  num_to_forward_prefetch: 2" in undo.recommendation.diff

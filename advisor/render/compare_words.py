@@ -71,6 +71,21 @@ def collect_text(collect: Collect | None) -> str:
     return _COLLECT[collect] if collect is not None else ""
 
 
+# what `advisor compare` records in the ledger: its reason's code (the values stay in the run)
+_RECORDED = {
+    CompareCode.loss_regression: "the loss rose at matched iterations (a speed-up that hurts "
+    "convergence is not a gain)",
+    CompareCode.nan_iterations: "the candidate has new NaN iterations",
+    CompareCode.beyond_noise: "the step time changed beyond the noise",
+}
+
+
+def recorded_reason(note: str) -> str:
+    """A ledger note worded: a comparison's reason code, or (older ledgers) the sentence."""
+    worded = {code.value: words for code, words in _RECORDED.items()}
+    return worded.get(note, note)
+
+
 def metric_value(metric: Metric, value: float | None) -> str:
     if value is None:
         return "-"

@@ -27,6 +27,7 @@ from advisor.model import (
     Values,
     VerifyCheck,
 )
+from advisor.render.compare_words import recorded_reason
 
 
 def _names(value: Value) -> str:
@@ -304,18 +305,8 @@ def risk(rec: Recommendation) -> str:
     return "none: restores the measured baseline" if rec.undo else rec.risk
 
 
-# what `advisor compare` records in the ledger when it says revert: its reason's code
-_REVERT_NOTES = {
-    "loss-regression": "the loss rose at matched iterations (a speed-up that hurts convergence)",
-    "nan-iterations": "the candidate has NaN iterations",
-    "beyond-noise": "the step time rose beyond the noise",
-}
-
-
 def revert_note(note: str | None) -> str:
-    if not note:
-        return "the change did not help"
-    return _REVERT_NOTES.get(note, note)  # older ledgers recorded the sentence itself
+    return recorded_reason(note) if note else "the change did not help"
 
 
 def change_line(rec: Recommendation) -> str:
