@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.facts.units import format_value
-from advisor.model import Patch, Status, Suggestion, VerifyCheck
+from advisor.model import Patch, Recommendation, Status, Suggestion, VerifyCheck
 from advisor.render import words
 from advisor.render.markdown import suggestion_markdown
 
@@ -72,6 +72,37 @@ def _verify_json(check: VerifyCheck) -> dict[str, object]:
     }
 
 
+def _recommendation_text(s: Suggestion, rec: Recommendation) -> list[str]:
+    lines = [
+        f"{words.head(s)}: {words.change_line(rec)}",
+        f"  feature: {rec.feature} — {words.title(rec)}",
+        "",
+        f"Why: {words.why(s, rec)}",
+    ]
+    if rec.evidence:
+        shown = ", ".join(f"{f.id} = {format_value(f.value, f.unit)}" for f in rec.evidence)
+        lines.append(f"Evidence: {shown}")
+    if rec.advice:
+        lines.append(f"Advice: {rec.advice}")
+    if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
+        lines.append(
+            f"Ceiling: it can recover at most {rec.ceiling_ms:.2f} ms per step "
+            f"({rec.ceiling_ratio:.1%} of the step)"
+        )
+    lines.append(f"Expected: {words.expected(rec)}")
+    lines.append(f"Risk: {words.risk(rec)}")
+    lines.extend(f"Note: {note}" for note in (rec.patch.notes if rec.patch else ()))
+    if rec.verify:
+        lines.append("Verify with the next profile (same steps, same ranks):")
+        lines.extend(f"  - {words.verify_line(v)}" for v in rec.verify)
+    if rec.patch and rec.patch.lines_to_add:
+        lines.append("Add to the launch environment:")
+        lines.extend(f"  {line}" for line in rec.patch.lines_to_add)
+    if rec.diff:
+        lines += ["", rec.diff.rstrip("\n")]
+    return lines
+
+
 def suggestion_text(s: Suggestion, notes: list[str]) -> str:
     lines = [f"note: {n}" for n in notes]
     lines += [f"warning [{w.id.value}]: {words.trust_message(w)}" for w in s.warnings]
@@ -80,33 +111,7 @@ def suggestion_text(s: Suggestion, notes: list[str]) -> str:
         said = words.summary(s)
         lines.append(said if s.status is Status.healthy else f"{s.status.value}: {said}")
     else:
-        lines.append(f"{words.head(s)}: {words.change_line(rec)}")
-        lines.append(f"  feature: {rec.feature} — {words.title(rec)}")
-        lines.append("")
-        lines.append(f"Why: {words.why(s, rec)}")
-        if rec.evidence:
-            shown = ", ".join(f"{f.id} = {format_value(f.value, f.unit)}" for f in rec.evidence)
-            lines.append(f"Evidence: {shown}")
-        if rec.advice:
-            lines.append(f"Advice: {rec.advice}")
-        if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
-            lines.append(
-                f"Ceiling: it can recover at most {rec.ceiling_ms:.2f} ms per step "
-                f"({rec.ceiling_ratio:.1%} of the step)"
-            )
-        lines.append(f"Expected: {words.expected(rec)}")
-        lines.append(f"Risk: {words.risk(rec)}")
-        if rec.patch:
-            lines.extend(f"Note: {note}" for note in rec.patch.notes)
-        if rec.verify:
-            lines.append("Verify with the next profile (same steps, same ranks):")
-            lines.extend(f"  - {words.verify_line(v)}" for v in rec.verify)
-        if rec.patch and rec.patch.lines_to_add:
-            lines.append("Add to the launch environment:")
-            lines.extend(f"  {line}" for line in rec.patch.lines_to_add)
-        if rec.diff:
-            lines.append("")
-            lines.append(rec.diff.rstrip("\n"))
+        lines += _recommendation_text(s, rec)
     if s.rejected:
         lines.append("")
         lines.append(
