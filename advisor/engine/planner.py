@@ -131,7 +131,9 @@ def _undecided_needs(
     rule: FeatureRule, bottleneck: str, ctx: Context, history: History
 ) -> tuple[str, ...]:
     """The facts a feature's trigger lacks, when only they keep it from being proposed."""
-    if not rule.enabled or rule.id in history.rejected or unmet_requirement(rule, ctx):
+    if not rule.enabled or rule.id in history.rejected:
+        return ()
+    if unmet_requirement(rule, ctx) is not None:
         return ()
     gate = trigger(rule, bottleneck, ctx)
     return gate.missing if gate.truth is Truth.UNKNOWN else ()
