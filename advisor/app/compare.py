@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.app.pipeline import side_facts
-from advisor.engine.compare import Comparison, Verdict, compare
+from advisor.engine.compare import Comparison, Verdict, compare, read_warnings
 from advisor.inputs.documents import load_config_values as load_config
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
@@ -69,5 +69,5 @@ def run_compare(
     note = None
     if ledger is not None:
         note = _record(ledger, result)
-        result.warnings.extend(ledger.warnings)  # torn lines read past or set aside
+        result.warnings.extend(read_warnings(ledger.warnings))  # torn lines read past or set aside
     return result, note

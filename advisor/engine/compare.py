@@ -90,6 +90,7 @@ class CompareCode(Enum):
     settings_differ = "settings-differ"  # count, keys
     no_shared_iterations = "no-shared-iterations"
     grad_norm_spikes = "grad-norm-spikes"  # baseline, candidate
+    read_warning = "read-warning"  # text: what reading an input warned, worded by its reader
 
 
 class Collect(Enum):
@@ -116,6 +117,11 @@ class Comparison:
     operators: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[CompareNote] = field(default_factory=list)
     collect: Collect | None = None
+
+
+def read_warnings(warnings: list[str]) -> list[CompareNote]:
+    """Warnings of the readers (the ledger's torn lines...), carried beside the coded ones."""
+    return [CompareNote(CompareCode.read_warning, {"text": text}) for text in warnings]
 
 
 def _number(facts: FactSet, fact_id: str) -> float | None:

@@ -49,6 +49,7 @@ _NOTES: dict[CompareCode, Callable[[Values], str]] = {
     CompareCode.grad_norm_spikes: lambda v: (
         f"grad-norm spikes rose from {v['baseline']} to {v['candidate']}: watch the loss scale"
     ),
+    CompareCode.read_warning: lambda v: str(v["text"]),
 }
 
 

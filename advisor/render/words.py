@@ -236,8 +236,7 @@ def _stale(v: Values, s: Suggestion) -> str:
     names, now, ran = v["names"], v["now"], v["ran"]
     assert isinstance(names, tuple) and isinstance(now, tuple) and isinstance(ran, tuple)
     settings = ", ".join(
-        f"{name}={'(unset)' if value is None else value} (the profiled run had "
-        f"{'it unset' if before is None else before})"
+        f"{name}={value or '(unset)'} (the profiled run had {before or 'it unset'})"
         for name, value, before in zip(names, now, ran, strict=True)
     )
     return (
