@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import PurePath
-from typing import Any
+from typing import Any, TypeAlias
 
 JOB_SCOPE = "job"
 
@@ -199,15 +200,6 @@ class Finding:
         return self.patch is not None and self.patch.applicability is Applicability.safe
 
 
-@dataclass(frozen=True)
-class Rejected:
-    feature: str
-    reason: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"feature": self.feature, "reason": self.reason}
-
-
 class Direction(StrEnum):
     """Which way a fact should move after a change."""
 
@@ -228,12 +220,126 @@ class VerifyCheck:
     unit: str | None = None  # None: not a catalogue fact
 
 
+# The values that decided an outcome, as JSON can carry them: renderers word them
+Value: TypeAlias = str | int | float | bool | tuple["Value", ...] | None
+Values: TypeAlias = Mapping[str, Value]
+
+
+class Status(Enum):
+    """What a suggestion is: one change, nothing to change, or a request before changing."""
+
+    change = "change"
+    healthy = "healthy"
+    needs_data = "needs-data"
+    stale = "stale"
+    awaiting_measurement = "awaiting-measurement"
+
+
+class Grounds(Enum):
+    """Why the suggestion has its status (its `values` carry what decided)."""
+
+    main_bottleneck = "main-bottleneck"  # bottleneck
+    next_bottleneck = "next-bottleneck"  # bottleneck: the main one had nothing left to try
+    no_bottleneck = "no-bottleneck"
+    features_exhausted = "features-exhausted"  # bottleneck, cost_ratio, message
+    evidence_missing = "evidence-missing"  # bottleneck, missing: its evidence lacks facts
+    fixes_undecided = "fixes-undecided"  # bottleneck, missing, hints, applied_collector
+    trust_failed = "trust-failed"  # bottleneck, check: a failed check the bottleneck rests on
+    undo = "undo"  # feature: compare said revert
+    stale_environment = "stale-environment"  # bottleneck, names, now, ran
+    awaiting_measurement = "awaiting-measurement"  # feature
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A coded outcome and the values that decided it; the renderers word it."""
+
+    code: Grounds
+    values: Values = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"code": self.code.value, "values": dict(self.values)}
+
+
+class RejectCode(Enum):
+    """Why a candidate feature was not chosen."""
+
+    disabled = "disabled"
+    applied = "applied"
+    prerequisite_false = "prerequisite-false"  # requirement: the rule's reason
+    not_indicated = "not-indicated"  # its trigger condition is false
+    trigger_unknown = "trigger-unknown"  # needs
+    rejected_before = "rejected-before"  # the ledger records it rejected or reverted
+    prerequisite_unknown = "prerequisite-unknown"  # requirement, needs
+    conflicts_setting = "conflicts-setting"  # conflict: the rule's reason
+    conflicts_feature = "conflicts-feature"  # other, conflict
+    after = "after"  # other: a feature that must come first
+    nothing_to_change = "nothing-to-change"
+    below_ceiling = "below-ceiling"  # ceiling_ms, ceiling_ratio, target, target_key, at_most
+    behind_undecided = "behind-undecided"  # needs: an earlier feature's trigger lacks them
+    lower_ceiling = "lower-ceiling"  # ceiling_ratio, other, other_ratio
+    try_order = "try-order"  # order, other
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A candidate feature that was not chosen: the code and the values that decided."""
+
+    feature: str
+    code: RejectCode
+    values: Values = field(default_factory=dict)
+
+
+class TrustCheck(Enum):
+    """The profile invariants of the trust gate; the value is the warning's stable id."""
+
+    level_below_need = "trust.level-below-need"  # level, bottlenecks, wanted
+    unknown_profiler_version = "trust.unknown-profiler-version"  # tool, version, side, low, high
+    no_collectives = "trust.no-collectives"  # world_size
+    parts_do_not_add_up = "trust.parts-do-not-add-up"  # total_ms, step_ms
+    short_step = "trust.short-step"  # step_ms, min_ms
+    no_steps = "trust.no-steps"
+    single_step = "trust.single-step"  # steady_steps, platform
+
+
+@dataclass(frozen=True)
+class TrustWarning:
+    """A profile invariant that failed (trust gate), with the values that failed it."""
+
+    id: TrustCheck
+    values: Values = field(default_factory=dict)
+
+
+class Lead(Enum):
+    """Why the first bottleneck leads the ranking."""
+
+    only = "only"
+    costs_more = "costs-more"  # than `runner_up`
+    more_severe = "more-severe"  # at equal cost
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """A bottleneck its evidence found; `message` is its rule's template, filled (or, when it
+    claims no step time, the evidence's messages and the rule's notes)."""
+
+    id: str
+    severity: str
+    cost_ratio: float
+    evidence: list[str]
+    message: str
+    title: str = ""
+    notes: str = ""
+    lead: Lead | None = None  # set on the first bottleneck only
+    runner_up: tuple[str, float] | None = None  # (id, cost_ratio) of the second, for costs-more
+
+
 @dataclass(frozen=True)
 class Recommendation:
     feature: str
     bottleneck: str
     title: str
-    why: str
+    cause: Bottleneck | None  # the bottleneck the change addresses, as diagnosed
     evidence: tuple[Fact, ...]
     patch: Patch | None
     advice: str
@@ -244,20 +350,14 @@ class Recommendation:
     ceiling_ms: float | None = None  # the most step time the change can recover
     ceiling_ratio: float | None = None
     undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
-
-
-@dataclass(frozen=True)
-class TrustWarning:
-    """A profile invariant that failed (trust gate), with a stable id."""
-
-    id: str
-    message: str
+    memory: str = ""  # the rule's word on what the change does to memory
+    revert_note: str | None = None  # an undo's: what compare recorded when it said revert
 
 
 @dataclass(frozen=True)
 class Suggestion:
-    status: str  # "change" | "healthy" | "needs-data" | "stale" | "awaiting-measurement"
+    status: Status
     recommendation: Recommendation | None
     rejected: tuple[Rejected, ...]
-    summary: str
+    reason: Reason
     warnings: tuple[TrustWarning, ...] = ()

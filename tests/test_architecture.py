@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "advisor"
 ONLY = {
     "networkx": {"engine/graph.py", "facts/order.py"},
@@ -159,3 +161,33 @@ def test_reading_a_profile_imports_no_validator_once_the_data_files_are_cached()
     first = _loaded_after(code)
     assert "jsonschema" in first or "advisor.core.validation" not in first  # warmed
     assert _loaded_after(code) & {"jsonschema", "ruamel", "advisor.core.validation"} == set()
+
+
+def _modules_imported(path: Path) -> set[str]:
+    """Every advisor module a file imports anywhere (module level, inside functions, under
+    TYPE_CHECKING): `from advisor.render import words` names advisor.render.words."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {n for n in names if n.startswith("advisor.")}
+
+
+@pytest.mark.parametrize("package", ["engine", "render"])
+def test_no_import_cycle_inside_the_package(package: str):
+    import networkx as nx
+
+    modules = {
+        f"advisor.{package}.{p.stem}": p
+        for p in (PACKAGE / package).glob("*.py")
+        if p.name != "__init__.py"
+    }
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        graph.add_edges_from((name, other) for other in _modules_imported(path) if other in modules)
+    assert list(nx.simple_cycles(graph)) == []

@@ -15,8 +15,9 @@ from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
 from advisor.core.validation import schema_errors
 from advisor.edit.writer import write_patch as write_changes
-from advisor.engine.compare import compare
+from advisor.engine.compare import Collect, CompareCode, Verdict, compare
 from advisor.inputs.taxonomy import default_taxonomy
+from advisor.model import Grounds, RejectCode, Status
 from tests.synth import PRESETS, write_profile
 from tests.test_trainlog import fsdp2_line
 
@@ -44,7 +45,7 @@ def test_known_improvement_is_kept(tmp_path: Path):
     base = profile_facts(profile(tmp_path, "base", steps=6, jitter=0.01))
     cand = profile_facts(profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=400.0))
     result = compare(base, cand, TAX)
-    assert result.verdict == "keep"
+    assert result.verdict is Verdict.keep
     step = result.metrics[0]
     assert step.significant and step.better and step.delta_ratio < -0.1
     exposed = next(m for m in result.metrics if m.id == "comm_exposed_ratio")
@@ -55,7 +56,7 @@ def test_known_regression_is_reverted(tmp_path: Path):
     base = profile_facts(profile(tmp_path, "base", steps=6, jitter=0.01))
     cand = profile_facts(profile(tmp_path, "cand", steps=6, jitter=0.01, matmul_us=600.0))
     result = compare(base, cand, TAX)
-    assert result.verdict == "revert"
+    assert result.verdict is Verdict.revert
     ops = {op["type"]: op for op in result.operators}
     assert ops["MatMulV2"]["delta_ratio"] == pytest.approx(0.5, rel=0.05)
 
@@ -66,17 +67,20 @@ def test_noise_makes_a_small_difference_inconclusive(tmp_path: Path):
         profile(tmp_path, "cand", steps=8, jitter=0.08, matmul_us=412.0)
     )  # ~2% slower
     result = compare(base, cand, TAX)
-    assert result.verdict == "inconclusive"
-    assert "within the noise" in result.reason
+    assert result.verdict is Verdict.inconclusive
+    assert result.reason.code is CompareCode.within_noise
+    values = result.reason.values
+    assert abs(float(values["delta_ms"])) < values["z"] * values["noise_ms"]
 
 
 def test_one_profiled_step_is_inconclusive_and_says_what_to_collect(tmp_path: Path):
     base = profile_facts(profile(tmp_path, "base", steps=2))
     cand = profile_facts(profile(tmp_path, "cand", steps=2, comm_exposed_us=400.0))
     result = compare(base, cand, TAX)
-    assert result.verdict == "inconclusive"
-    assert "no noise estimate" in result.reason
-    assert "at least 3 steady steps" in result.collect
+    assert result.verdict is Verdict.inconclusive
+    assert result.reason.code is CompareCode.no_noise_estimate
+    assert result.reason.values == {"side": "baseline", "steps": 1}
+    assert result.collect is Collect.more_steady_steps
 
 
 def test_loss_regression_flips_a_faster_run_to_revert(tmp_path: Path):
@@ -87,10 +91,11 @@ def test_loss_regression_flips_a_faster_run_to_revert(tmp_path: Path):
     )
     result = compare(base, faster, TAX)
     assert result.metrics[0].better  # it is faster ...
-    assert result.verdict == "revert"  # ... but converges worse
-    assert "convergence" in result.reason
+    assert result.verdict is Verdict.revert  # ... but converges worse
+    assert result.reason.code is CompareCode.loss_regression
+    assert result.reason.values["ratio"] == pytest.approx(0.05, rel=0.2)
     good = log_facts([write_log(tmp_path / "good.log", 1700.0, losses, noise=5.0)])
-    assert compare(base, good, TAX).verdict == "keep"
+    assert compare(base, good, TAX).verdict is Verdict.keep
 
 
 def test_more_than_one_changed_setting_is_warned():
@@ -101,7 +106,9 @@ def test_more_than_one_changed_setting_is_warned():
         {"parallel": {"num_to_forward_prefetch": 1, "recompute": False}},
         {"parallel": {"num_to_forward_prefetch": 2, "recompute": True}},
     )
-    assert any("2 settings differ" in w for w in result.warnings)
+    assert [(w.code, w.values["count"]) for w in result.warnings] == [
+        (CompareCode.settings_differ, 2)
+    ]
 
 
 def profile_facts_stub():
@@ -117,7 +124,9 @@ def test_compare_json_contract(tmp_path: Path):
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert schema_errors(payload, "comparison.schema.json") == []
-    assert payload["schema"] == "advisor/comparison@1" and payload["verdict"] == "keep"
+    assert payload["schema"] == "advisor/comparison@2" and payload["verdict"] == "keep"
+    assert payload["reason"]["code"] == "beyond-noise"
+    assert payload["reason"]["values"]["delta_ratio"] < 0
     assert {m["id"] for m in payload["metrics"]} >= {
         "step_time_ms",
         "comm_exposed_ratio",
@@ -160,13 +169,14 @@ def test_full_loop_suggest_write_profile_compare_ledger_next(tmp_path: Path):
         JobOptions(profile=base, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     )
-    assert again.suggestion.status == "awaiting-measurement"
+    assert again.suggestion.status is Status.awaiting_measurement
     assert again.suggestion.recommendation is None
-    assert "feature.fsdp-forward-prefetch" in again.suggestion.summary
+    assert again.suggestion.reason.code is Grounds.awaiting_measurement
+    assert again.suggestion.reason.values["feature"] == "feature.fsdp-forward-prefetch"
     # the next run: prefetch hides part of the exposed communication
     cand = profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=1200.0)
     result, note = run_compare(Side(base), Side(cand), ledger_path=ledger)
-    assert result.verdict == "keep"
+    assert result.verdict is Verdict.keep
     assert "marked kept" in (note or "")
     second = run_suggest(
         JobOptions(profile=cand, config=config, launch=script),
@@ -193,12 +203,15 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
     write_changes(rec.patch)
     worse = profile(tmp_path, "worse", steps=6, jitter=0.01, comm_exposed_us=4000.0)
     result, _ = run_compare(Side(base), Side(worse), ledger_path=ledger)
-    assert result.verdict == "revert"
+    assert result.verdict is Verdict.revert
     undo = run_suggest(
         JobOptions(profile=worse, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     ).suggestion
-    assert undo.recommendation.title.startswith("Undo:")
+    reverted = [json.loads(line) for line in ledger.read_text().splitlines()][-1]
+    assert (reverted["event"], reverted["note"]) == ("reverted", CompareCode.beyond_noise.value)
+    assert undo.recommendation.undo and undo.reason.code is Grounds.undo
+    assert undo.recommendation.revert_note == CompareCode.beyond_noise.value
     assert "-  num_to_forward_prefetch: 2" in undo.recommendation.diff
     write_changes(undo.recommendation.patch)
     assert config.read_text() == CONFIG  # byte for byte back to the baseline
@@ -206,6 +219,6 @@ def test_revert_becomes_the_next_suggestion_and_is_never_proposed_again(tmp_path
         JobOptions(profile=base, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     ).suggestion
-    reasons = {r.feature: r.reason for r in after.rejected}
-    assert "rejected (ledger)" in reasons["feature.fsdp-forward-prefetch"]
+    reasons = {r.feature: r.code for r in after.rejected}
+    assert reasons["feature.fsdp-forward-prefetch"] is RejectCode.rejected_before
     assert after.recommendation.feature == "feature.fsdp-backward-prefetch"

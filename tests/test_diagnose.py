@@ -15,8 +15,9 @@ from advisor.cli import app
 from advisor.core.validation import schema_errors
 from advisor.core.yamlio import load_data
 from advisor.engine.conditions import Context
-from advisor.engine.diagnose import Symptom, Unknown, diagnose, evaluate_symptom
+from advisor.engine.diagnose import CollectBy, Symptom, Unknown, diagnose, evaluate_symptom
 from advisor.engine.rule_model import SymptomRule
+from advisor.model import Lead
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
@@ -60,7 +61,9 @@ def test_missing_measure_is_unknown_with_how_to_collect():
     outcome = evaluate_symptom(rule, Context(facts={}))
     assert isinstance(outcome, Unknown)
     assert outcome.missing == ["comm.wait_ratio"]
-    assert "level1" in outcome.how_to_collect
+    [way] = outcome.collect
+    assert (way.by, way.name) == (CollectBy.profile, "comm.wait_ratio")
+    assert "level1" in way.hint
 
 
 def test_cost_is_the_share_beyond_fine_and_scaled_to_the_step():
@@ -91,8 +94,10 @@ def test_ranking_by_cost_and_the_lead_sentence():
         "bottleneck.host-dispatch",
     ]
     assert result.bottlenecks[0].cost_ratio == pytest.approx(0.15)
-    assert "Leads: it costs 15.0% of the step" in result.bottlenecks[0].message
-    assert "bottleneck.host-dispatch (7.0%)" in result.bottlenecks[0].message
+    lead = result.bottlenecks[0]
+    assert lead.lead is Lead.costs_more
+    assert lead.runner_up == ("bottleneck.host-dispatch", pytest.approx(0.07))
+    assert result.bottlenecks[1].lead is None
     facts["host.dispatch_bound_ratio"] = 0.30  # now host dispatch costs 27%
     result = diagnose(GRAPH, Context(facts=facts))
     assert result.main is not None and result.main.id == "bottleneck.host-dispatch"
@@ -142,7 +147,7 @@ def test_level0_says_how_to_collect_communication():
     run = run_diagnose(JobOptions(profile=EXAMPLES / "level0"))
     comm = next(u for u in run.diagnosis.unknown if u.rule == "bottleneck.communication")
     assert "comm.wait_ratio" in comm.missing
-    assert "level1" in comm.how_to_collect
+    assert any(way.by is CollectBy.profile and "level1" in way.hint for way in comm.collect)
 
 
 def test_single_rank_does_not_report_slow_rank_as_unknown():
@@ -157,6 +162,8 @@ def test_diagnose_json_contract():
     assert schema_errors(payload, "diagnosis.schema.json") == []
     assert payload["bottlenecks"][0]["id"] == "bottleneck.communication"
     assert payload["symptoms"][0]["threshold"] in (0.1, 0.2)
+    assert payload["bottlenecks"][0]["lead"]["code"] in ("only", "costs-more", "more-severe")
+    assert all(b["lead"] is None for b in payload["bottlenecks"][1:])
 
 
 def test_diagnose_text_names_the_main_bottleneck():

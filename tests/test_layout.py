@@ -11,6 +11,7 @@ import pytest
 from advisor.app.job import JobOptions, load_job
 from advisor.app.pipeline import collect_facts, profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.model import RejectCode
 from advisor.parsers.trainlog.log import read_logs
 from tests.conftest import REAL
 from tests.synth import PRESETS, write_pipeline, write_profile
@@ -199,8 +200,8 @@ def test_real_pipeline_job_with_its_log_shows_the_schedule_bubble(tmp_path: Path
     suggestion = run.suggestion
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.pipeline-balance-stages"
-    reasons = {r.feature: r.reason for r in suggestion.rejected}
-    assert "ranked by ceiling" in reasons["feature.pipeline-more-microbatches"]
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.pipeline-more-microbatches"] is RejectCode.lower_ceiling
     assert run.diagnosis.main is not None
     assert "micro-batches per step: 2" in run.diagnosis.main.message
 
@@ -220,7 +221,7 @@ def test_the_candidate_that_recovers_most_is_chosen(tmp_path: Path):
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.pipeline-more-microbatches"
     chosen = suggestion.recommendation.ceiling_ratio
-    reasons = {r.feature: r.reason for r in suggestion.rejected}
-    assert "ranked by ceiling" in reasons["feature.pipeline-balance-stages"]
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.pipeline-balance-stages"] is RejectCode.lower_ceiling
     imbalance = run.facts.value("pipeline.stage_imbalance_ratio")
     assert chosen is not None and chosen > imbalance > 0.02

@@ -13,6 +13,7 @@ from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.dialects.megatron.script import read_megatron
 from advisor.edit.writer import write_changes, write_patch
+from advisor.engine.compare import Verdict
 from advisor.model import InputError
 from tests.synth import PRESETS, write_pipeline, write_profile
 
@@ -223,8 +224,8 @@ def test_each_megatron_feature_from_its_profile(
     config = script(tmp_path, *flags, **knobs)
     run = suggest(profile(tmp_path, preset, **changes), config)
     rec = run.suggestion.recommendation
-    assert rec is not None, run.suggestion.summary
-    assert rec.feature == feature, [(r.feature, r.reason) for r in run.suggestion.rejected]
+    assert rec is not None, run.suggestion.reason
+    assert rec.feature == feature, [(r.feature, r.code) for r in run.suggestion.rejected]
     before = read_megatron(config, config.read_text()).args
     write_changes(rec.patch.changes)  # what --write does, or the user for a review change
     after = read_megatron(config, config.read_text()).args
@@ -285,7 +286,7 @@ def test_the_loop_suggest_write_profile_compare_next(tmp_path: Path):
         ),
     )
     result, _ = run_compare(Side(base), Side(tmp_path / "cand"), ledger_path=ledger)
-    assert result.verdict == "keep", result.reason
+    assert result.verdict is Verdict.keep, result.reason
     second = suggest(tmp_path / "cand", config, ledger).suggestion.recommendation
     assert second.feature == "feature.mg-overlap-grad-reduce"
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]

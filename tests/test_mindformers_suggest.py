@@ -14,7 +14,8 @@ from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.core.yamlio import load_data
 from advisor.edit.writer import write_changes
-from advisor.model import InputError
+from advisor.engine.compare import Verdict
+from advisor.model import InputError, RejectCode
 from tests.synth import PRESETS, write_pipeline, write_profile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mindformers" / "config.yaml"
@@ -111,8 +112,8 @@ def test_each_mindformers_feature_from_a_mindspore_profile(
     cfg = config(tmp_path, **edits)
     run = suggest(tmp_path / "prof", cfg)
     rec = run.suggestion.recommendation
-    assert rec is not None, run.suggestion.summary
-    assert rec.feature == feature, [(r.feature, r.reason) for r in run.suggestion.rejected]
+    assert rec is not None, run.suggestion.reason
+    assert rec.feature == feature, [(r.feature, r.code) for r in run.suggestion.rejected]
     before = load_data(cfg)
     text = cfg.read_text()
     write_changes(rec.patch.changes)  # what --write does (or the user, for a review change)
@@ -160,13 +161,17 @@ def test_the_loop_on_the_real_mindformers_config(tmp_path: Path):
     write_profile(tmp_path / "base", job)
     first = suggest(tmp_path / "base", cfg, ledger).suggestion.recommendation
     assert first.feature == "feature.mf-micro-batch-interleave"
-    reasons = {r.feature: r.reason for r in suggest(tmp_path / "base", cfg).suggestion.rejected}
-    assert "data_parallel 1" in reasons["feature.mf-parallel-optimizer"]
-    assert "pipeline stages" in reasons["feature.mf-gradient-accumulation"]
+    rejected = {r.feature: r for r in suggest(tmp_path / "base", cfg).suggestion.rejected}
+    optimizer = rejected["feature.mf-parallel-optimizer"]
+    accumulation = rejected["feature.mf-gradient-accumulation"]
+    assert optimizer.code is RejectCode.prerequisite_false
+    assert "data_parallel 1" in str(optimizer.values["requirement"])
+    assert accumulation.code is RejectCode.prerequisite_false
+    assert "pipeline stages" in str(accumulation.values["requirement"])
     write_changes(first.patch.changes)
     assert "micro_batch_interleave_num: 2\n" in cfg.read_text()
     write_profile(tmp_path / "cand", job.with_(comm_exposed_us=1200.0))
     result, _ = run_compare(Side(tmp_path / "base"), Side(tmp_path / "cand"), ledger_path=ledger)
-    assert result.verdict == "keep", result.reason
+    assert result.verdict is Verdict.keep, result.reason
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
     assert events == ["proposed", "kept"]

@@ -14,6 +14,7 @@ from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.model import Grounds, RejectCode, Status
 from tests.conftest import REAL
 from tests.synth import PRESETS, write_pipeline, write_profile
 
@@ -43,9 +44,9 @@ def test_ddp_style_allreduce_gets_allreduce_advice_not_prefetch(tmp_path: Path):
     suggestion = _suggest(tmp_path / "prof", tmp_path, 8)
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.shard-gradient-allreduce"
-    reasons = {r.feature: r.reason for r in suggestion.rejected}
-    assert "not indicated" in reasons["feature.fsdp-forward-prefetch"]
-    assert "not indicated" in reasons["feature.fsdp-backward-prefetch"]
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.fsdp-forward-prefetch"] is RejectCode.not_indicated
+    assert reasons["feature.fsdp-backward-prefetch"] is RejectCode.not_indicated
 
 
 def test_fsdp_gathers_still_get_prefetch(tmp_path: Path):
@@ -105,8 +106,8 @@ def test_a_balanced_pipeline_gets_the_schedule_advice(tmp_path: Path):
     suggestion = _suggest(tmp_path / "prof", tmp_path, 4)
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.pipeline-more-microbatches"
-    reasons = {r.feature: r.reason for r in suggestion.rejected}
-    assert "not indicated" in reasons["feature.pipeline-balance-stages"]
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.pipeline-balance-stages"] is RejectCode.not_indicated
 
 
 def test_a_non_pipeline_cluster_is_one_stage(tmp_path: Path):
@@ -124,10 +125,12 @@ def test_level0_with_a_level1_config_asks_to_profile_again(tmp_path: Path):
     )
     job = JobOptions(profile=tmp_path / "prof", config=config)
     suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
-    assert suggestion.status == "needs-data"
+    assert suggestion.status is Status.needs_data
     assert suggestion.recommendation is None
-    assert "comm.allgather_share" in suggestion.summary
-    assert "profile again" in suggestion.summary
+    assert suggestion.reason.code is Grounds.fixes_undecided
+    assert "comm.allgather_share" in suggestion.reason.values["missing"]
+    # the config already asks for the data: the profile predates it
+    assert suggestion.reason.values["applied_collector"] == "feature.collect-level1-profile"
 
 
 def test_real_ddp_job_exposes_gradient_allreduce_and_gets_no_prefetch(tmp_path: Path):
@@ -141,8 +144,8 @@ def test_real_ddp_job_exposes_gradient_allreduce_and_gets_no_prefetch(tmp_path: 
     suggestion = _suggest(profile, tmp_path, 2)
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.shard-gradient-allreduce"
-    reasons = {r.feature: r.reason for r in suggestion.rejected}
-    assert "not indicated" in reasons["feature.fsdp-forward-prefetch"]
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.fsdp-forward-prefetch"] is RejectCode.not_indicated
 
 
 def test_real_pipeline_job_leads_with_its_stage_imbalance(tmp_path: Path):
@@ -167,8 +170,11 @@ def test_a_feature_whose_target_is_hidden_is_not_proposed(tmp_path: Path):
     )  # all-gather overlapped, reduce-scatter exposed
     write_profile(tmp_path / "prof", scenario)
     suggestion = _suggest(tmp_path / "prof", tmp_path, 8)
-    reasons = {r.feature: r.reason for r in suggestion.rejected}
-    assert "at most 0.00 ms" in reasons["feature.fsdp-forward-prefetch"]
+    rejected = {r.feature: r for r in suggestion.rejected}
+    assert rejected["feature.fsdp-forward-prefetch"].code is RejectCode.below_ceiling
+    assert rejected["feature.fsdp-forward-prefetch"].values["ceiling_ms"] == pytest.approx(
+        0, abs=0.005
+    )
     assert suggestion.recommendation is not None
     assert suggestion.recommendation.feature == "feature.reduce-dtype-bf16"
     assert suggestion.recommendation.ceiling_ms == pytest.approx(2.4, rel=1e-3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import typing
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,19 @@ from typer.testing import CliRunner
 from advisor.app.job import JobOptions
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.cli import app
-from advisor.model import Applicability, InputError
-from advisor.render.suggestion import verify_line
+from advisor.model import (
+    Applicability,
+    Grounds,
+    InputError,
+    Reason,
+    RejectCode,
+    Rejected,
+    Status,
+    Suggestion,
+    TrustCheck,
+    TrustWarning,
+)
+from advisor.render.words import verify_line
 from tests.synth import PRESETS, write_profile
 from tests.synth.scenario import UPSTREAM_ENV
 
@@ -85,16 +97,33 @@ def only_env(env: dict[str, str], drop: tuple[str, ...] = (), **add: str) -> dic
     return out
 
 
+def test_outcomes_are_codes_not_sentences(tmp_path: Path):
+    # the engine decides, the renderer words: a status, a rejection, a trust check is a code
+    # with the values that decided it, never a str a renderer would have to parse
+    hints = typing.get_type_hints(Suggestion)
+    assert hints["status"] is Status and hints["reason"] is Reason
+    assert typing.get_type_hints(Rejected)["code"] is RejectCode
+    assert typing.get_type_hints(TrustWarning)["id"] is TrustCheck
+    assert "reason" not in typing.get_type_hints(Rejected)
+    env = only_env(UPSTREAM_ENV, drop=("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"))
+    suggestion = suggest(*make_job(tmp_path, "host-bound", env=env)).suggestion
+    assert isinstance(suggestion.status, Status) and not isinstance(suggestion.status, str)
+    assert not isinstance(suggestion.reason.code, str)
+    assert suggestion.rejected
+    for rejected in suggestion.rejected:
+        assert isinstance(rejected.code, RejectCode) and not isinstance(rejected.code, str)
+
+
 def test_host_bound_without_task_queue_sets_level2(tmp_path: Path):
     env = only_env(UPSTREAM_ENV, drop=("TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"))
     run = suggest(*make_job(tmp_path, "host-bound", env=env))
     rec = run.suggestion.recommendation
-    assert run.suggestion.status == "change"
+    assert run.suggestion.status is Status.change
     assert rec.feature == "feature.task-queue-level2"
     assert rec.patch.target == "env"
     assert "+export TASK_QUEUE_ENABLE=2" in rec.diff
-    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
-    assert "already applied" in reasons["feature.remove-launch-blocking"]
+    reasons = {r.feature: r.code for r in run.suggestion.rejected}
+    assert reasons["feature.remove-launch-blocking"] is RejectCode.applied
 
 
 def test_launch_blocking_is_removed_before_anything_else(tmp_path: Path):
@@ -103,9 +132,9 @@ def test_launch_blocking_is_removed_before_anything_else(tmp_path: Path):
     rec = run.suggestion.recommendation
     assert rec.feature == "feature.remove-launch-blocking"
     assert "-export ASCEND_LAUNCH_BLOCKING=1" in rec.diff
-    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
+    reasons = {r.feature: r.code for r in run.suggestion.rejected}
     # every later feature is judged too: the reason shown is its own
-    assert "already applied" in reasons["feature.task-queue-level2"]
+    assert reasons["feature.task-queue-level2"] is RejectCode.applied
 
 
 def test_task_queue_conflicts_while_blocking_is_set_outside_the_script(tmp_path: Path):
@@ -148,8 +177,8 @@ def test_prefetch_at_two_on_moe_moves_to_fused_dispatcher(tmp_path: Path):
     rec = run.suggestion.recommendation
     assert rec.feature == "feature.fused-dispatcher"
     assert "+  ep_dispatcher: fused" in rec.diff
-    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
-    assert "already applied" in reasons["feature.fsdp-forward-prefetch"]
+    reasons = {r.feature: r.code for r in run.suggestion.rejected}
+    assert reasons["feature.fsdp-forward-prefetch"] is RejectCode.applied
 
 
 def test_fused_dispatcher_needs_an_adapted_moe_model(tmp_path: Path):
@@ -157,8 +186,8 @@ def test_fused_dispatcher_needs_an_adapted_moe_model(tmp_path: Path):
     run = suggest(
         *make_job(tmp_path, "moe-comm-bound", model_id="qwen3", ep_size=4, parallel_extra=extra)
     )
-    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
-    assert "prerequisite not met" in reasons["feature.fused-dispatcher"]
+    reasons = {r.feature: r.code for r in run.suggestion.rejected}
+    assert reasons["feature.fused-dispatcher"] is RejectCode.prerequisite_false
     assert run.suggestion.recommendation.feature != "feature.fused-dispatcher"
 
 
@@ -175,16 +204,16 @@ def test_unfused_attention_without_model_id_gives_advice_not_a_patch(tmp_path: P
     assert rec.feature == "feature.adapted-model-implementation"
     assert rec.patch is None and rec.diff == ""
     assert "no optimization.* fused-operator switch is read" in rec.advice
-    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
-    assert "prerequisite not met" in reasons["feature.flash-attention"]
+    reasons = {r.feature: r.code for r in run.suggestion.rejected}
+    assert reasons["feature.flash-attention"] is RejectCode.prerequisite_false
 
 
 def test_flash_attention_switch_on_unsupported_model_is_rejected_with_the_reason(tmp_path: Path):
     run = suggest(*make_job(tmp_path, "unfused-attention", model_id="qwen3"))
-    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
-    assert (
-        "only the gpt_oss and minimax_m27 implementations read use_flash_attn"
-        in reasons["feature.flash-attention"]
+    reasons = {r.feature: r for r in run.suggestion.rejected}
+    assert reasons["feature.flash-attention"].code is RejectCode.prerequisite_false
+    assert "only the gpt_oss and minimax_m27 implementations read use_flash_attn" in str(
+        reasons["feature.flash-attention"].values["requirement"]
     )
 
 
@@ -204,7 +233,7 @@ def test_prefetch_set_on_the_command_line_is_edited_there(tmp_path: Path):
 def test_level0_with_communication_suspected_needs_level1_data(tmp_path: Path):
     training = "  profile: true\n  profile_level: level0\n  profile_step_end: -1\n"
     run = suggest(*make_job(tmp_path, "level0", training_extra=training))
-    assert run.suggestion.status == "needs-data"
+    assert run.suggestion.status is Status.needs_data
     rec = run.suggestion.recommendation
     assert rec.feature == "feature.collect-level1-profile"
     ops = {op.path: op.value for op in rec.patch.ops}
@@ -318,9 +347,11 @@ def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Pat
     )
     # one change, then measure: the same profile cannot say whether the change helped
     assert any("now applied" in n for n in waiting.notes)
-    assert waiting.suggestion.status == "awaiting-measurement"
+    assert waiting.suggestion.status is Status.awaiting_measurement
     assert waiting.suggestion.recommendation is None
-    assert "feature.fsdp-forward-prefetch" in waiting.suggestion.summary
+    assert waiting.suggestion.reason == Reason(
+        Grounds.awaiting_measurement, {"feature": "feature.fsdp-forward-prefetch"}
+    )
     prof = tmp_path / "prof2"  # the new profile, taken with the change applied
     write_profile(prof, PRESETS["comm-bound"].with_(env=dict(UPSTREAM_ENV)))
     second = run_suggest(
@@ -337,8 +368,8 @@ def test_ledger_moves_on_after_apply_and_never_repeats_a_rejection(tmp_path: Pat
         JobOptions(profile=prof, config=config, launch=script),
         options=SuggestOptions(ledger=ledger),
     )
-    reasons = {r.feature: r.reason for r in third.suggestion.rejected}
-    assert "rejected (ledger)" in reasons["feature.fsdp-backward-prefetch"]
+    reasons = {r.feature: r.code for r in third.suggestion.rejected}
+    assert reasons["feature.fsdp-backward-prefetch"] is RejectCode.rejected_before
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
     assert events[:3] == ["proposed", "applied", "proposed"]
     history = runner.invoke(app, ["ledger", "--ledger", str(ledger)])
@@ -410,10 +441,12 @@ def test_a_profile_older_than_the_launch_script_is_stale(tmp_path: Path):
         tmp_path, "host-bound", env=env, exports={**env, "ASCEND_LAUNCH_BLOCKING": "0"}
     )
     run = suggest(prof, config, script)
-    assert run.suggestion.status == "stale"
+    assert run.suggestion.status is Status.stale
     assert run.suggestion.recommendation is None
-    assert "ASCEND_LAUNCH_BLOCKING=0" in run.suggestion.summary
-    assert "profile again" in run.suggestion.summary
+    assert run.suggestion.reason.code is Grounds.stale_environment
+    values = run.suggestion.reason.values
+    assert values["names"] == ("ASCEND_LAUNCH_BLOCKING",) and values["now"] == ("0",)
+    assert values["ran"] == ("1",)
     # without the launch script the recorded environment is all there is: the fix is proposed
     run = suggest(prof, config, None)
     assert run.suggestion.recommendation.feature == "feature.remove-launch-blocking"

@@ -15,6 +15,7 @@ from advisor.engine.conditions import Context
 from advisor.engine.diagnose import diagnose
 from advisor.engine.loop import History
 from advisor.engine.planner import plan
+from advisor.model import Grounds, Reason, Status, TrustCheck
 
 GRAPH = load_graph()
 FSDP = {"parallel": {"fsdp_size": 8, "num_to_forward_prefetch": 1}, "model": {"model_id": "qwen3"}}
@@ -35,9 +36,13 @@ def test_multi_rank_job_without_collectives_cannot_be_diagnosed_as_communication
             "step.steady_steps": 4,
         }
     )
-    assert suggestion.status == "needs-data"
-    assert "trust.no-collectives" in suggestion.summary
-    assert [w.id for w in suggestion.warnings] == ["trust.no-collectives"]
+    assert suggestion.status is Status.needs_data
+    assert suggestion.reason == Reason(
+        Grounds.trust_failed,
+        {"bottleneck": "bottleneck.communication", "check": "trust.no-collectives"},
+    )
+    assert [w.id for w in suggestion.warnings] == [TrustCheck.no_collectives]
+    assert suggestion.warnings[0].values == {"world_size": 8}
 
 
 def test_single_step_profile_is_a_warning_not_a_refusal():
@@ -50,8 +55,8 @@ def test_single_step_profile_is_a_warning_not_a_refusal():
             "step.steady_steps": 1,
         }
     )
-    assert suggestion.status == "change"
-    assert [w.id for w in suggestion.warnings] == ["trust.single-step"]
+    assert suggestion.status is Status.change
+    assert [w.id for w in suggestion.warnings] == [TrustCheck.single_step]
 
 
 def test_parts_that_do_not_add_up_are_flagged():
@@ -68,7 +73,9 @@ def test_parts_that_do_not_add_up_are_flagged():
         "attrib.preparing_other_ms": 0.0,
         "step.steady_steps": 3,
     }
-    assert [w.id for w in _plan(facts).warnings] == ["trust.parts-do-not-add-up"]
+    warnings = _plan(facts).warnings
+    assert [w.id for w in warnings] == [TrustCheck.parts_do_not_add_up]
+    assert warnings[0].values == {"total_ms": 6.0, "step_ms": 10.0}
 
 
 def test_warnings_are_in_the_json_contract():
@@ -80,6 +87,8 @@ def test_warnings_are_in_the_json_contract():
     payload = json.loads(result.output)
     assert schema_errors(payload, "suggestion.schema.json") == []
     assert isinstance(payload["warnings"], list)
+    for warning in payload["warnings"]:
+        assert TrustCheck(warning["id"]) and warning["message"]
 
 
 def _comm_change(extra: dict[str, object]):
@@ -96,11 +105,15 @@ def _comm_change(extra: dict[str, object]):
 
 
 def test_a_bottleneck_resting_on_data_the_level_lacks_gets_a_request_for_data():
-    assert _comm_change({"profile.level": "Level1"}).status == "change"
+    assert _comm_change({"profile.level": "Level1"}).status is Status.change
     suggestion = _comm_change({"profile.level": "Level0"})
-    assert suggestion.status == "needs-data" and suggestion.recommendation is None
-    assert [w.id for w in suggestion.warnings] == ["trust.level-below-need"]
-    assert "training.profile_level: level1" in suggestion.warnings[0].message
+    assert suggestion.status is Status.needs_data and suggestion.recommendation is None
+    assert [w.id for w in suggestion.warnings] == [TrustCheck.level_below_need]
+    assert suggestion.warnings[0].values == {
+        "level": "Level0",
+        "bottlenecks": ("bottleneck.communication",),
+        "wanted": "Level1",
+    }
 
 
 def test_the_level_matters_only_for_bottlenecks_that_need_it():
@@ -116,17 +129,19 @@ def test_the_level_matters_only_for_bottlenecks_that_need_it():
     diagnosis = diagnose(GRAPH, ctx)
     assert diagnosis.main is not None and diagnosis.main.id == "bottleneck.host-dispatch"
     suggestion = plan(GRAPH, diagnosis, ctx, History(), [])
-    assert "trust.level-below-need" not in [w.id for w in suggestion.warnings]
+    assert TrustCheck.level_below_need not in [w.id for w in suggestion.warnings]
 
 
 def test_a_profiler_version_outside_the_known_range_is_flagged():
     known = _comm_change({"profile.torch_npu_version": "2.7.1", "profile.cann_version": "8.3.RC1"})
     assert known.warnings == ()
     newer = _comm_change({"profile.torch_npu_version": "3.0.0", "profile.cann_version": "8.3.RC1"})
-    assert [w.id for w in newer.warnings] == ["trust.unknown-profiler-version"]
-    assert "torch_npu 3.0.0 is newer" in newer.warnings[0].message
-    assert newer.status == "change"  # a warning: the facts name their sources to check
+    assert [w.id for w in newer.warnings] == [TrustCheck.unknown_profiler_version]
+    assert newer.warnings[0].values["tool"] == "torch_npu"
+    assert newer.warnings[0].values["version"] == "3.0.0"
+    assert newer.warnings[0].values["side"] == "newer"
+    assert newer.status is Status.change  # a warning: the facts name their sources to check
     older = _comm_change({"profile.cann_version": "6.3.RC2"})
-    assert "cann 6.3.RC2 is older" in older.warnings[0].message
+    assert (older.warnings[0].values["tool"], older.warnings[0].values["side"]) == ("cann", "older")
     unrecorded = _comm_change({})
     assert unrecorded.warnings == ()

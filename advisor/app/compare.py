@@ -8,7 +8,7 @@ from typing import Any
 
 from advisor.app.pipeline import side_facts
 from advisor.dialects.registry import load_config_values as load_config
-from advisor.engine.compare import Comparison, compare
+from advisor.engine.compare import Comparison, Verdict, compare, read_warnings
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
@@ -35,10 +35,11 @@ def _record(ledger: Ledger, result: Comparison) -> str | None:
     if last is None:
         return "no suggestion in the ledger to mark"
     feature = str(last["feature"])
-    if result.verdict == "inconclusive":
+    if result.verdict is Verdict.inconclusive:
         return f"{feature} left as {ledger.status(feature)} (inconclusive)"
-    event = "kept" if result.verdict == "keep" else "reverted"
-    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=result.reason)
+    event = "kept" if result.verdict is Verdict.keep else "reverted"
+    # the reason's code: `advisor suggest` words it when it proposes the undo
+    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=result.reason.code.value)
     if event == "reverted":
         return f"{feature} marked reverted: the next suggest undoes it and never proposes it again"
     return f"{feature} marked kept"
@@ -68,5 +69,5 @@ def run_compare(
     note = None
     if ledger is not None:
         note = _record(ledger, result)
-        result.warnings.extend(ledger.warnings)  # torn lines read past or set aside
+        result.warnings.extend(read_warnings(ledger.warnings))  # torn lines read past or set aside
     return result, note

@@ -99,7 +99,7 @@ def _record(
         "proposed",
         rec.feature,
         bottleneck=rec.bottleneck,
-        status=run.suggestion.status,
+        status=run.suggestion.status.value,
         patch=rec.patch.to_json() if rec.patch else None,
         facts={f.id: f.value for f in rec.evidence},
         config=str(config.path),

@@ -67,8 +67,8 @@ def compare_cmd(
     rendered = FORMATS[output_format.value](CompareReport(result, note))
     console.emit(rendered, prose=output_format is ReportFormat.text)
     # a CI can gate on the verdict: 0 keep, 1 revert, 3 inconclusive (2: usage or input error)
-    if result.verdict != "keep":
-        raise typer.Exit(1 if result.verdict == "revert" else 3)
+    if result.verdict.value != "keep":
+        raise typer.Exit(1 if result.verdict.value == "revert" else 3)
 
 
 def estimate_cmd(

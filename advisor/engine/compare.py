@@ -1,15 +1,17 @@
 """Compare a baseline and a candidate run (profiles and/or logs) and say keep, revert or
-inconclusive — accounting for noise and guarding convergence."""
+inconclusive — accounting for noise and guarding convergence. The verdict, its reason and the
+warnings are codes with the values that decided; the renderers word them."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.model import FactSet
+from advisor.model import FactSet, Value, Values
 
 # The noise of a median: 1.2533 sigma / sqrt(n); sigma from the MAD of a normal distribution.
 MEDIAN_SE = 1.2533 * 1.4826
@@ -69,14 +71,57 @@ class Metric:
         }
 
 
+class Verdict(Enum):
+    keep = "keep"
+    revert = "revert"
+    inconclusive = "inconclusive"
+
+
+class CompareCode(Enum):
+    """Why the verdict is what it is, or what else the comparison noticed."""
+
+    no_step_time = "no-step-time"
+    loss_regression = "loss-regression"  # first, last, candidate, baseline, ratio
+    nan_iterations = "nan-iterations"  # count
+    no_noise_estimate = "no-noise-estimate"  # side, steps
+    within_noise = "within-noise"  # delta_ms, noise_ms, z
+    below_min_effect = "below-min-effect"  # delta_ratio, min_effect
+    beyond_noise = "beyond-noise"  # baseline_ms, candidate_ms, delta_ratio
+    settings_differ = "settings-differ"  # count, keys
+    no_shared_iterations = "no-shared-iterations"
+    grad_norm_spikes = "grad-norm-spikes"  # baseline, candidate
+    read_warning = "read-warning"  # text: what reading an input warned, worded by its reader
+
+
+class Collect(Enum):
+    """What would let an inconclusive comparison decide."""
+
+    step_time_both_sides = "step-time-both-sides"
+    more_steady_steps = "more-steady-steps"
+
+
+@dataclass(frozen=True)
+class CompareNote:
+    code: CompareCode
+    values: Values = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"code": self.code.value, "values": dict(self.values)}
+
+
 @dataclass
 class Comparison:
-    verdict: str  # keep | revert | inconclusive
-    reason: str
+    verdict: Verdict
+    reason: CompareNote
     metrics: list[Metric] = field(default_factory=list)
     operators: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    collect: str = ""
+    warnings: list[CompareNote] = field(default_factory=list)
+    collect: Collect | None = None
+
+
+def read_warnings(warnings: list[str]) -> list[CompareNote]:
+    """Warnings of the readers (the ledger's torn lines...), carried beside the coded ones."""
+    return [CompareNote(CompareCode.read_warning, {"text": text}) for text in warnings]
 
 
 def _number(facts: FactSet, fact_id: str) -> float | None:
@@ -100,7 +145,7 @@ def _noise(facts: FactSet, fact_id: str) -> tuple[float | None, int]:
 
 def _metric(
     spec: MetricSpec, base: FactSet, cand: FactSet, taxonomy: Taxonomy
-) -> tuple[Metric, str | None]:
+) -> tuple[Metric, CompareNote | None]:
     fact = next(
         (f for f in spec.facts if _number(base, f) is not None and _number(cand, f) is not None),
         None,
@@ -128,14 +173,14 @@ def _metric(
         if se_b is None or se_c is None:
             significant = False
             few = "baseline" if se_b is None else "candidate"
-            note = f"the {few} has {n_b if se_b is None else n_c} steady step(s): no noise estimate"
+            steps = n_b if se_b is None else n_c
+            note = CompareNote(CompareCode.no_noise_estimate, {"side": few, "steps": steps})
         else:
             combined = math.hypot(se_b, se_c)
             significant = big_enough and abs(c - b) > taxonomy.compare_z * combined
             if big_enough and not significant:
-                note = (
-                    f"the difference ({c - b:+.1f} ms) is within the noise (3 x {combined:.1f} ms)"
-                )
+                values = {"delta_ms": c - b, "noise_ms": combined, "z": taxonomy.compare_z}
+                note = CompareNote(CompareCode.within_noise, values)
     better = None if delta is None or not significant else (delta < 0) == spec.lower_is_better
     return Metric(spec.id, spec.label, fact, b, c, delta, significant, better), note
 
@@ -161,8 +206,10 @@ def _operators(base: FactSet, cand: FactSet, threshold: float) -> list[dict[str,
     ]
 
 
-def _loss_guard(base: FactSet, cand: FactSet, tolerance: float) -> tuple[str | None, list[str]]:
-    warnings: list[str] = []
+def _loss_guard(
+    base: FactSet, cand: FactSet, tolerance: float
+) -> tuple[CompareNote | None, list[CompareNote]]:
+    warnings: list[CompareNote] = []
     curve_b, curve_c = base.value("log.loss"), cand.value("log.loss")
     regression = None
     if isinstance(curve_b, list) and isinstance(curve_c, list):
@@ -173,20 +220,23 @@ def _loss_guard(base: FactSet, cand: FactSet, tolerance: float) -> tuple[str | N
             mb = sum(lb[i] for i in matched) / len(matched)
             mc = sum(lc[i] for i in matched) / len(matched)
             if mb > 0 and (mc - mb) / mb > tolerance:
-                regression = (
-                    f"loss at matched iterations {matched[0]}-{matched[-1]} is {mc:.4g} vs {mb:.4g} "
-                    f"({(mc - mb) / mb:+.1%}): a speed-up that hurts convergence is not a gain"
-                )
+                values = {
+                    "first": matched[0],
+                    "last": matched[-1],
+                    "candidate": mc,
+                    "baseline": mb,
+                    "ratio": (mc - mb) / mb,
+                }
+                regression = CompareNote(CompareCode.loss_regression, values)
         else:
-            warnings.append("the logs share no iteration numbers: loss not compared")
+            warnings.append(CompareNote(CompareCode.no_shared_iterations))
     nan_b, nan_c = base.value("log.nan_iterations"), cand.value("log.nan_iterations")
     if isinstance(nan_c, int) and nan_c > (nan_b if isinstance(nan_b, int) else 0):
-        regression = regression or f"{nan_c} NaN iteration(s) in the candidate"
+        regression = regression or CompareNote(CompareCode.nan_iterations, {"count": nan_c})
     spikes_b, spikes_c = base.value("log.grad_norm_spikes"), cand.value("log.grad_norm_spikes")
     if isinstance(spikes_c, int) and spikes_c > (spikes_b if isinstance(spikes_b, int) else 0):
-        warnings.append(
-            f"grad-norm spikes rose from {spikes_b or 0} to {spikes_c}: watch the loss scale"
-        )
+        values = {"baseline": spikes_b or 0, "candidate": spikes_c}
+        warnings.append(CompareNote(CompareCode.grad_norm_spikes, values))
     return regression, warnings
 
 
@@ -218,42 +268,50 @@ def compare(
     cand_config: Mapping[str, Any] | None = None,
 ) -> Comparison:
     metrics = []
-    primary_note = None
+    primary_note: CompareNote | None = None
     for spec in METRICS:
         metric, note = _metric(spec, base, cand, taxonomy)
         metrics.append(metric)
         if spec.id == "step_time_ms":
             primary_note = note
-    result = Comparison("inconclusive", "", metrics, _operators(base, cand, 0.05))
+    step = metrics[0]
+    result = Comparison(
+        Verdict.inconclusive,
+        CompareNote(CompareCode.no_step_time),
+        metrics,
+        _operators(base, cand, 0.05),
+    )
     changed = config_changes(base_config, cand_config)
     if len(changed) > 1:
-        result.warnings.append(
-            f"{len(changed)} settings differ ({', '.join(changed[:6])}): the effect cannot be attributed to one change"
-        )
+        values: dict[str, Value] = {"count": len(changed), "keys": tuple(changed[:6])}
+        result.warnings.append(CompareNote(CompareCode.settings_differ, values))
     regression, warnings = _loss_guard(base, cand, taxonomy.compare_loss_tolerance)
     result.warnings.extend(warnings)
-    step = metrics[0]
-    if step.baseline is None or step.candidate is None:
-        result.reason = "no step time on both sides (give two profiles or two training logs)"
-        result.collect = (
-            "profile the same steps on both runs, or pass --baseline-log/--candidate-log"
-        )
-        return result
-    if regression:
-        result.verdict, result.reason = "revert", regression
-        return result
-    if primary_note and not step.significant:
-        result.reason = primary_note
-        if "no noise estimate" in primary_note:
-            result.collect = (
-                "profile at least 3 steady steps on both runs (e.g. profile_step_start 5, profile_step_end 9) "
-                "or compare the training logs (--baseline-log/--candidate-log)"
-            )
-        return result
-    if not step.significant:
-        result.reason = f"step time changed by {step.delta_ratio or 0:+.1%}: below the {taxonomy.compare_min_effect:.0%} minimum effect"
-        return result
-    faster = bool(step.better)
-    result.verdict = "keep" if faster else "revert"
-    result.reason = f"step time {step.baseline:.1f} -> {step.candidate:.1f} ms ({step.delta_ratio or 0:+.1%}), beyond the noise"
+    result.verdict, result.reason, result.collect = _verdict(
+        step, primary_note, regression, taxonomy
+    )
     return result
+
+
+def _verdict(
+    step: Metric, note: CompareNote | None, regression: CompareNote | None, taxonomy: Taxonomy
+) -> tuple[Verdict, CompareNote, Collect | None]:
+    """The verdict on the step time, guarded by convergence, and what would let it decide."""
+    if step.baseline is None or step.candidate is None:
+        return (
+            Verdict.inconclusive,
+            CompareNote(CompareCode.no_step_time),
+            Collect.step_time_both_sides,
+        )
+    if regression:
+        return Verdict.revert, regression, None
+    if note and not step.significant:
+        collect = Collect.more_steady_steps if note.code is CompareCode.no_noise_estimate else None
+        return Verdict.inconclusive, note, collect
+    delta = step.delta_ratio or 0.0
+    if not step.significant:
+        values: dict[str, Value] = {"delta_ratio": delta, "min_effect": taxonomy.compare_min_effect}
+        return Verdict.inconclusive, CompareNote(CompareCode.below_min_effect, values), None
+    values = {"baseline_ms": step.baseline, "candidate_ms": step.candidate, "delta_ratio": delta}
+    verdict = Verdict.keep if step.better else Verdict.revert
+    return verdict, CompareNote(CompareCode.beyond_noise, values), None

@@ -1,9 +1,14 @@
-"""Facts -> graded symptoms -> ranked bottlenecks, with what is unknown and how to collect it."""
+"""Facts -> graded symptoms -> ranked bottlenecks, with what is unknown and how to collect it.
+
+The rules' own message templates are filled here (they are the rules' words); why a bottleneck
+leads is a code the renderers word."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from advisor.core.values import as_number
 from advisor.engine.conditions import Context, Truth, evaluate
@@ -12,12 +17,15 @@ from advisor.engine.rule_model import LEVELS, BottleneckRule, SymptomRule
 from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
+from advisor.model import Bottleneck, Lead
 
 _RANK = {level: i for i, level in enumerate(LEVELS)}
 
 
 @dataclass(frozen=True)
 class Symptom:
+    """A rule's measure that crossed one of its cut points."""
+
     id: str
     level: str
     fact: str
@@ -25,46 +33,32 @@ class Symptom:
     threshold: float
     fine: float
     cost_ratio: float
-    message: str
+    message: str  # the rule's message template, filled with the values
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "level": self.level,
-            "fact": self.fact,
-            "value": self.value,
-            "threshold": self.threshold,
-            "cost_ratio": self.cost_ratio,
-            "message": self.message,
-        }
+
+class CollectBy(Enum):
+    """Where a missing value comes from, so the renderer can say how to get it."""
+
+    profile = "profile"  # a profile fact: `hint` is the catalogue's way to collect it
+    config = "config"  # a config key: give the config
+    launch = "launch"  # a launch variable: give the launch script
+    other = "other"
 
 
 @dataclass(frozen=True)
-class Bottleneck:
-    id: str
-    severity: str
-    cost_ratio: float
-    evidence: list[str]
-    message: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "cost_ratio": self.cost_ratio,
-            "evidence": self.evidence,
-            "message": self.message,
-        }
+class Collection:
+    by: CollectBy
+    name: str
+    hint: str = ""
 
 
 @dataclass(frozen=True)
 class Unknown:
+    """A rule that could not be evaluated: the facts it lacks and how to collect them."""
+
     rule: str
     missing: list[str]
-    how_to_collect: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"rule": self.rule, "missing": self.missing, "how_to_collect": self.how_to_collect}
+    collect: tuple[Collection, ...]
 
 
 @dataclass
@@ -83,21 +77,24 @@ def step_models_only(facts: Mapping[str, object]) -> bool:
     return facts.get("profile.ranks_in_full") == 0
 
 
-def _how_to_collect(missing: list[str], platform: object, shallow: bool = False) -> str:
-    hints = []
+def _collections(
+    missing: list[str], platform: object, shallow: bool = False
+) -> tuple[Collection, ...]:
+    """How each missing value is collected (`source:name` references, in order, deduplicated)."""
+    ways: list[Collection] = []
     for item in missing:
         source, _, name = item.partition(":")
         if source == "fact" and is_known(name):
-            hint = collect_hint(name, platform, shallow)
+            way = Collection(CollectBy.profile, name, collect_hint(name, platform, shallow))
         elif source == "config":
-            hint = f"pass --config with {name} set"
+            way = Collection(CollectBy.config, name)
         elif source == "env":
-            hint = f"pass --launch (or profile with torch_npu >= 2.1 to record {name})"
+            way = Collection(CollectBy.launch, name)
         else:
-            hint = item
-        if hint not in hints:
-            hints.append(hint)
-    return "; ".join(hints)
+            way = Collection(CollectBy.other, item)
+        if way not in ways:
+            ways.append(way)
+    return tuple(ways)
 
 
 def _unknown(rule_id: str, missing: list[str], facts: Mapping[str, object]) -> Unknown:
@@ -105,7 +102,7 @@ def _unknown(rule_id: str, missing: list[str], facts: Mapping[str, object]) -> U
     return Unknown(
         rule_id,
         names,
-        _how_to_collect(missing, facts.get("profile.platform"), step_models_only(facts)),
+        _collections(missing, facts.get("profile.platform"), step_models_only(facts)),
     )
 
 
@@ -165,55 +162,55 @@ class FactView(dict[str, str]):
         return "unknown (this profile does not measure it)"
 
 
+def _gap(rule: BottleneckRule, unknown: Mapping[str, Unknown]) -> Unknown | None:
+    """The facts the bottleneck's evidence lacks, and how to collect them."""
+    ids = [sid for sid in rule.evidence.ids if sid in unknown]
+    missing = sorted({m for sid in ids for m in unknown[sid].missing})
+    if not missing:
+        return None
+    collect = tuple(dict.fromkeys(way for s in ids for way in unknown[s].collect))
+    return Unknown(rule.id, missing, collect)
+
+
+def _evidence_holds(rule: BottleneckRule, fired: Mapping[str, Symptom]) -> bool:
+    any_ids, all_ids = rule.evidence.any, rule.evidence.all
+    return (not any_ids or any(s in fired for s in any_ids)) and all(s in fired for s in all_ids)
+
+
 def _evaluate_bottleneck(
     rule: BottleneckRule,
     fired: Mapping[str, Symptom],
     unknown: Mapping[str, Unknown],
     facts: Mapping[str, object],
 ) -> tuple[Bottleneck | None, Unknown | None]:
-    any_ids, all_ids = rule.evidence.any, rule.evidence.all
-    ids = rule.evidence.ids
-    hits = [sid for sid in ids if sid in fired]
-    ok = (not any_ids or any(s in fired for s in any_ids)) and all(s in fired for s in all_ids)
-    missing = sorted({m for sid in ids if sid in unknown for m in unknown[sid].missing})
-    gap = None
-    if missing:
-        collect = "; ".join(dict.fromkeys(unknown[s].how_to_collect for s in ids if s in unknown))
-        gap = Unknown(rule.id, missing, collect)
-    if not ok or not hits:
+    hits = [sid for sid in rule.evidence.ids if sid in fired]
+    gap = _gap(rule, unknown)
+    if not hits or not _evidence_holds(rule, fired):
         return None, gap
     symptoms = [fired[s] for s in hits]
     severity = max((s.level for s in symptoms), key=_RANK.__getitem__)
     cost = max(s.cost_ratio for s in symptoms)
     detail = "; ".join(s.message for s in symptoms)
-    if cost > 0:
-        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
-    else:
-        message = (
-            f"{rule.title}: {detail}. It claims no measurable step time, so it ranks after "
-            "bottlenecks that do."
-        )
-        if rule.docs.notes:
-            message += " " + render(rule.docs.notes, facts=FactView(facts))
-    return Bottleneck(rule.id, severity, cost, hits, message), gap
+    if cost <= 0:
+        # no time to template: the evidence speaks, and the rule's notes say what it risks
+        notes = render(rule.docs.notes, facts=FactView(facts)) if rule.docs.notes else ""
+        return Bottleneck(rule.id, severity, cost, hits, detail, rule.title, notes), gap
+    message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
+    return Bottleneck(rule.id, severity, cost, hits, message, rule.title), gap
 
 
-def _lead_sentence(ranked: list[Bottleneck]) -> list[Bottleneck]:
+def _with_lead(ranked: list[Bottleneck]) -> list[Bottleneck]:
+    """The first bottleneck, marked with why it leads."""
     if not ranked:
         return ranked
     first = ranked[0]
     if len(ranked) == 1:
-        why = "the only bottleneck found"
+        lead = dataclasses.replace(first, lead=Lead.only)
     elif first.cost_ratio > ranked[1].cost_ratio:
-        why = (
-            f"it costs {first.cost_ratio:.1%} of the step beyond its fine threshold, more than "
-            f"{ranked[1].id} ({ranked[1].cost_ratio:.1%})"
-        )
+        runner_up = (ranked[1].id, ranked[1].cost_ratio)
+        lead = dataclasses.replace(first, lead=Lead.costs_more, runner_up=runner_up)
     else:
-        why = f"its evidence is the most severe ({first.severity}) at equal cost"
-    lead = Bottleneck(
-        first.id, first.severity, first.cost_ratio, first.evidence, f"{first.message} Leads: {why}."
-    )
+        lead = dataclasses.replace(first, lead=Lead.more_severe)
     return [lead, *ranked[1:]]
 
 
@@ -240,6 +237,6 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
         if gap:
             gaps.append(gap)
     ranked = sorted(bottlenecks, key=lambda b: (-b.cost_ratio, -_RANK[b.severity], b.id))
-    result.bottlenecks = _lead_sentence(ranked)
+    result.bottlenecks = _with_lead(ranked)
     result.unknown = gaps
     return result

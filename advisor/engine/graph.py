@@ -115,36 +115,55 @@ def _platforms_meet(a: Rule, b: Rule) -> bool:
     return meet(a.platforms, b.platforms) and dialects
 
 
-def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
+def _after_errors(g: nx.MultiDiGraph, rules: RuleSet) -> list[str]:
+    """`after` must be acyclic, and a feature cannot both follow and conflict with another."""
     after = nx.DiGraph([(u, v) for u, v, k in g.edges(keys=True) if k == "after"])
-    for cycle in nx.simple_cycles(after):
-        errors.append("cycle in 'after': " + " -> ".join([*cycle, cycle[0]]))
+    errors = ["cycle in 'after': " + " -> ".join([*c, c[0]]) for c in nx.simple_cycles(after)]
     for u, v, k in g.edges(keys=True):
         if k == "conflicts" and (after.has_edge(u, v) or after.has_edge(v, u)):
             errors.append(f"{rules[u].path}: {u} both comes after and conflicts with {v}")
-    # one try order per bottleneck, platform and dialect: disjoint features may share a slot
+    return errors
+
+
+def _order_errors(g: nx.MultiDiGraph, rules: RuleSet) -> list[str]:
+    """One try order per bottleneck, platform and dialect: disjoint features may share a slot."""
+    errors = []
     orders: dict[tuple[str, int], list[str]] = {}
     for u, v, k, data in g.edges(keys=True, data=True):
-        if k == "addresses":
-            key = (v, int(data["order"]))
-            for other in orders.get(key, []):
-                if _platforms_meet(rules[u], rules[other]):
-                    errors.append(f"{rules[u].path}: {u} and {other} share order {key[1]} for {v}")
-            orders.setdefault(key, []).append(u)
+        if k != "addresses":
+            continue
+        key = (v, int(data["order"]))
+        for other in orders.get(key, []):
+            if _platforms_meet(rules[u], rules[other]):
+                errors.append(f"{rules[u].path}: {u} and {other} share order {key[1]} for {v}")
+        orders.setdefault(key, []).append(u)
+    return errors
+
+
+def _rule_errors(g: nx.MultiDiGraph, rule: Rule) -> list[str]:
+    """A bottleneck reachable and addressed, a feature with a purpose, only catalogue facts."""
+    errors = []
+    if isinstance(rule, BottleneckRule):
+        kinds = {k for _, _, k in g.in_edges(rule.id, keys=True)}
+        if "indicates" not in kinds:
+            errors.append(f"{rule.path}: {rule.id} is unreachable: no symptom indicates it")
+        if "addresses" not in kinds:
+            errors.append(f"{rule.path}: {rule.id} has no feature addressing it")
+    if isinstance(rule, FeatureRule) and not rule.addresses and not rule.collects:
+        errors.append(f"{rule.path}: {rule.id} addresses no bottleneck and collects no fact")
+    errors.extend(
+        f"{rule.path}: names fact {fact}, which is not in the facts catalogue"
+        for fact in _facts_named(rule)
+        if not is_known(fact)
+    )
+    return errors
+
+
+def _check(g: nx.MultiDiGraph, rules: RuleSet, errors: list[str]) -> None:
+    errors.extend(_after_errors(g, rules))
+    errors.extend(_order_errors(g, rules))
     for rule in rules.rules.values():
-        if isinstance(rule, BottleneckRule):
-            kinds = {k for _, _, k in g.in_edges(rule.id, keys=True)}
-            if "indicates" not in kinds:
-                errors.append(f"{rule.path}: {rule.id} is unreachable: no symptom indicates it")
-            if "addresses" not in kinds:
-                errors.append(f"{rule.path}: {rule.id} has no feature addressing it")
-        if isinstance(rule, FeatureRule) and not rule.addresses and not rule.collects:
-            errors.append(f"{rule.path}: {rule.id} addresses no bottleneck and collects no fact")
-        for fact in _facts_named(rule):
-            if not is_known(fact):
-                errors.append(
-                    f"{rule.path}: names fact {fact}, which is not in the facts catalogue"
-                )
+        errors.extend(_rule_errors(g, rule))
 
 
 def integrity_errors(rules: RuleSet) -> tuple[nx.MultiDiGraph, list[str]]:

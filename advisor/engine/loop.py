@@ -13,11 +13,15 @@ from advisor.inputs.ledger import LedgerEvent
 from advisor.model import (
     Applicability,
     Direction,
+    Grounds,
     Patch,
     PatchOp,
     PatchTarget,
+    Reason,
     Recommendation,
+    Status,
     Suggestion,
+    Value,
     VerifyCheck,
 )
 
@@ -81,21 +85,21 @@ def undo(graph: RuleGraph, ctx: Context, history: History) -> Suggestion | None:
             ops.append(PatchOp("set", op.path, op.expect, None))
     if not ops:
         return None
-    title = f"Undo: {rule.title}"
     rec = Recommendation(
         feature=rule.id,
         bottleneck=last.bottleneck or "",
-        title=title,
-        why=f"compare said revert: {last.note or 'the change did not help'}",
+        title=rule.title,
+        cause=None,
         evidence=(),
-        patch=Patch(rule.id, target, tuple(ops), Applicability.safe, title),
+        patch=Patch(rule.id, target, tuple(ops), Applicability.safe, rule.title),
         advice="",
-        expected="back to the baseline's behaviour",
-        risk="none: restores the measured baseline",
+        expected="",
+        risk="",
         verify=(VerifyCheck("step.time_ms", Direction.back_to_baseline),),
         undo=True,
+        revert_note=last.note,
     )
-    return Suggestion("change", rec, (), f"undo {rule.id}; it will not be proposed again")
+    return Suggestion(Status.change, rec, (), Reason(Grounds.undo, {"feature": rule.id}))
 
 
 def stale(graph: RuleGraph, diagnosis: Diagnosis, ctx: Context) -> Suggestion | None:
@@ -118,29 +122,17 @@ def stale(graph: RuleGraph, diagnosis: Diagnosis, ctx: Context) -> Suggestion | 
     if not changed:
         return None
     names = sorted({name for rule in changed for name in rule.applied_when.names("env")})  # type: ignore[union-attr]
-    settings = ", ".join(
-        f"{name}={(ctx.env or {}).get(name, '(unset)')} (the profiled run had "
-        f"{ctx.env_ran.get(name, 'it unset')})"
-        for name in names
-    )
-    return Suggestion(
-        "stale",
-        None,
-        (),
-        f"the profile predates these settings of the launch environment: {settings}. They "
-        f"address the main bottleneck ({diagnosis.main.id}): profile again with the current "
-        "launch script before changing anything else",
-    )
+    values: dict[str, Value] = {
+        "bottleneck": diagnosis.main.id,
+        "names": tuple(names),
+        "now": tuple((ctx.env or {}).get(name) for name in names),  # None: unset
+        "ran": tuple(ctx.env_ran.get(name) for name in names),
+    }
+    return Suggestion(Status.stale, None, (), Reason(Grounds.stale_environment, values))
 
 
 def awaiting(history: History) -> Suggestion | None:
     if history.awaiting is None:
         return None
-    return Suggestion(
-        "awaiting-measurement",
-        None,
-        (),
-        f"{history.awaiting.feature} is applied but this profile was taken before it: "
-        "profile again the same way (same steps, same ranks), then run advisor compare "
-        "with this profile as the baseline; one change at a time",
-    )
+    reason = Reason(Grounds.awaiting_measurement, {"feature": history.awaiting.feature})
+    return Suggestion(Status.awaiting_measurement, None, (), reason)

@@ -9,123 +9,34 @@ ops in files is the edit layer's job, wording it the renderer's.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.core.values import as_number
 from advisor.engine import trust
+from advisor.engine.candidates import judge, trigger, unmet_requirement
 from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
-from advisor.engine.conditions import Context, Outcome, Truth, evaluate
+from advisor.engine.conditions import Context, Truth
 from advisor.engine.diagnose import Diagnosis, FactView, step_models_only
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
 from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
-from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import (
-    Applicability,
     Fact,
+    Grounds,
     Patch,
     PatchOp,
     PatchTarget,
+    Reason,
     Recommendation,
+    RejectCode,
     Rejected,
+    Status,
     Suggestion,
+    Value,
     VerifyCheck,
 )
-
-
-def _missing_names(outcome: Outcome) -> str:
-    return ", ".join(m.partition(":")[2] or m for m in outcome.missing)
-
-
-def _after_blocker(
-    rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
-) -> str | None:
-    """A feature that must come first and could still be applied."""
-    for first in rule.after:
-        prior = graph.ruleset.feature(first)
-        if first in history.rejected or prior is None or is_applied(prior, ctx):
-            continue
-        if not prior.runs_for(ctx.dialect) or not prior.runs_on(ctx.facts.get("profile.platform")):
-            continue  # another backend's or platform's feature: never proposed for this job
-        # a prior feature whose prerequisites or trigger are not known to hold will not be
-        # proposed: it cannot hold this one back
-        blocked = any(not evaluate(req.condition, ctx).is_true for req in prior.requires)
-        blocked = blocked or any(
-            item.when is not None and not evaluate(item.when, ctx).is_true
-            for item in prior.addresses
-            if item.bottleneck == bottleneck
-        )
-        blocked = blocked or _below_ceiling(prior, ctx)
-        if not blocked:
-            return first
-    return None
-
-
-def _judge(
-    rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
-) -> str | None:
-    """None when the feature can be proposed now, else the reason it cannot."""
-    if not rule.enabled:
-        return "disabled in the settings file"
-    if is_applied(rule, ctx):
-        return "already applied in the current config/environment"
-    unmet = _unmet_requirement(rule, ctx)
-    if unmet is not None:
-        return f"prerequisite not met: {unmet}"  # whatever the profile shows, it cannot apply
-    for item in rule.addresses:
-        if item.bottleneck == bottleneck and item.when is not None:
-            gate = evaluate(item.when, ctx)
-            if gate.truth is Truth.FALSE:
-                return "not indicated by this profile (its trigger condition is false)"
-            if gate.truth is Truth.UNKNOWN:
-                return f"unknown whether it applies: needs {_missing_names(gate)}"
-    if rule.id in history.rejected:
-        return "tried before and rejected (ledger)"
-    for req in rule.requires:  # none is false (checked first)
-        outcome = evaluate(req.condition, ctx)
-        if outcome.truth is Truth.UNKNOWN:
-            return f"prerequisite unknown ({req.reason}): needs {_missing_names(outcome)}"
-    for conflict in rule.conflicts:
-        if conflict.condition is not None and evaluate(conflict.condition, ctx).is_true:
-            return f"conflicts with the current settings: {conflict.reason}"
-        other = graph.ruleset.feature(conflict.feature) if conflict.feature else None
-        if other is not None and is_applied(other, ctx):
-            return f"conflicts with {other.id}, which is applied: {conflict.reason}"
-    blocker = _after_blocker(rule, bottleneck, graph, ctx, history)
-    if blocker:
-        return f"{blocker} must come first"
-    if rule.change.applicability is not Applicability.display_only and not abstract_ops(rule, ctx):
-        return "nothing left to change"
-    ceiling = ceiling_of(rule, ctx)
-    if ceiling is not None and _below_ceiling(rule, ctx):
-        return (
-            f"it can recover at most {ceiling[0]:.2f} ms ({ceiling[1]:.1%} of the step): "
-            f"its target ({_ceiling_name(rule)}) is not what costs time here"
-        )
-    return None
-
-
-def _unmet_requirement(rule: FeatureRule, ctx: Context) -> str | None:
-    """The reason of a prerequisite known to be false (unknown ones are judged later)."""
-    for req in rule.requires:
-        if evaluate(req.condition, ctx).truth is Truth.FALSE:
-            return req.reason
-    return None
-
-
-def _below_ceiling(rule: FeatureRule, ctx: Context) -> bool:
-    """The most the feature can recover is negligible (its target costs no time here)."""
-    ceiling = ceiling_of(rule, ctx)
-    return ceiling is not None and ceiling[1] < default_taxonomy().min_ceiling_ratio
-
-
-def _ceiling_name(rule: FeatureRule) -> str:
-    if rule.ceiling is None:
-        return ""
-    name = f"{rule.ceiling.fact}[{rule.ceiling.key}]" if rule.ceiling.key else rule.ceiling.fact
-    return f"{name}, at most {rule.ceiling.at_most}" if rule.ceiling.at_most else name
 
 
 def _collector(
@@ -146,24 +57,18 @@ class _Choice:
     rule: FeatureRule
     bottleneck: str
     ops: tuple[PatchOp, ...]
-    status: str
-    summary: str
+    status: Status
+    reason: Reason
     rejected: tuple[Rejected, ...]
 
 
-def _gate(rule: FeatureRule, bottleneck: str, ctx: Context) -> Outcome:
-    """Whether the profile indicates the feature for this bottleneck (TRUE without a trigger)."""
-    outcomes = [
-        evaluate(item.when, ctx)
-        for item in rule.addresses
-        if item.bottleneck == bottleneck and item.when is not None
-    ]
-    unknown = [o for o in outcomes if o.truth is Truth.UNKNOWN]
-    if any(o.truth is Truth.FALSE for o in outcomes):
-        return Outcome(Truth.FALSE)
-    if unknown:
-        return Outcome(Truth.UNKNOWN, tuple(m for o in unknown for m in o.missing))
-    return Outcome(Truth.TRUE)
+@dataclass
+class _Walk:
+    """One bottleneck's features judged in try order."""
+
+    chosen: FeatureRule | None = None
+    rejected: list[Rejected] = field(default_factory=list)  # in try order
+    undecided: set[str] = field(default_factory=set)  # facts an earlier feature's trigger needs
 
 
 def _collect_first(
@@ -175,104 +80,117 @@ def _collect_first(
     rejected: list[Rejected],
 ) -> _Choice | Suggestion:
     """The try order depends on facts the profile lacks: collect them before changing anything."""
-    names = ", ".join(sorted(m.partition(":")[2] or m for m in missing))
     platform = ctx.facts.get("profile.platform")
     collector = _collector(graph, {m.partition(":")[2] for m in missing}, platform, ctx.dialect)
     shallow = step_models_only(ctx.facts)
-    hows = {
+    hints = {
         collect_hint(m.partition(":")[2], platform, shallow)
         for m in missing
         if is_known(m.partition(":")[2])
     }
-    how = f" ({'; '.join(sorted(h for h in hows if h))})" if any(hows) else ""
-    summary = (
-        f"{bottleneck} leads, but which of its fixes applies depends on {names}, which the "
-        f"profile lacks: collect them before changing anything{how}"
-    )
+    values: dict[str, Value] = {
+        "bottleneck": bottleneck,
+        "missing": tuple(sorted(m.partition(":")[2] or m for m in missing)),
+        "hints": tuple(sorted(h for h in hints if h)),
+        "applied_collector": None,
+    }
     if collector is not None and collector.id not in history.rejected:
         ops = abstract_ops(collector, ctx)
         if ops and not is_applied(collector, ctx):
-            return _Choice(collector, bottleneck, ops, "needs-data", summary, tuple(rejected))
+            reason = Reason(Grounds.fixes_undecided, values)
+            return _Choice(collector, bottleneck, ops, Status.needs_data, reason, tuple(rejected))
         if is_applied(collector, ctx):
-            summary += (
-                f"; the config already asks for them ({collector.id} is applied), so this "
-                "profile predates the config: profile again with it"
-            )
-    return Suggestion("needs-data", None, tuple(rejected), summary)
+            # the config already asks for them: this profile predates the config
+            values["applied_collector"] = collector.id
+    return Suggestion(
+        Status.needs_data, None, tuple(rejected), Reason(Grounds.fixes_undecided, values)
+    )
+
+
+def _collect_evidence(
+    graph: RuleGraph, diagnosis: Diagnosis, ctx: Context, history: History
+) -> _Choice | None:
+    """The main bottleneck is suspected but its evidence lacks facts a feature collects."""
+    main = diagnosis.bottlenecks[0]
+    gap = next((u for u in diagnosis.unknown if u.rule == main.id), None)
+    if gap is None:
+        return None
+    platform = ctx.facts.get("profile.platform")
+    collector = _collector(graph, set(gap.missing), platform, ctx.dialect)
+    if collector is None or collector.id in history.rejected:
+        return None
+    ops = abstract_ops(collector, ctx)
+    if not ops or is_applied(collector, ctx):
+        return None
+    values: dict[str, Value] = {"bottleneck": main.id, "missing": tuple(gap.missing)}
+    reason = Reason(Grounds.evidence_missing, values)
+    return _Choice(collector, main.id, ops, Status.needs_data, reason, ())
+
+
+def _undecided_needs(
+    rule: FeatureRule, bottleneck: str, ctx: Context, history: History
+) -> tuple[str, ...]:
+    """The facts a feature's trigger lacks, when only they keep it from being proposed."""
+    if not rule.enabled or rule.id in history.rejected:
+        return ()
+    if unmet_requirement(rule, ctx) is not None:
+        return ()
+    gate = trigger(rule, bottleneck, ctx)
+    return gate.missing if gate.truth is Truth.UNKNOWN else ()
+
+
+def _walk(graph: RuleGraph, bottleneck: str, ctx: Context, history: History) -> _Walk:
+    candidates: list[tuple[int, FeatureRule]] = []
+    walk = _Walk()
+    passed: list[tuple[int, Rejected]] = []
+    platform = ctx.facts.get("profile.platform")
+    for order, rule in graph.features_for(bottleneck):
+        if not rule.runs_on(platform) or not rule.runs_for(ctx.dialect):
+            continue  # another platform's variable or kernel, another backend's config key
+        rejected = judge(rule, bottleneck, graph, ctx, history)
+        if rejected is None and walk.undecided:
+            needs = tuple(sorted(m.partition(":")[2] or m for m in walk.undecided))
+            rejected = Rejected(rule.id, RejectCode.behind_undecided, {"needs": needs})
+        elif rejected is None:
+            candidates.append((order, rule))
+            continue
+        passed.append((order, rejected))
+        if not candidates:
+            walk.undecided.update(_undecided_needs(rule, bottleneck, ctx, history))
+    if candidates:
+        walk.chosen, ranked_after = _rank_by_ceiling(candidates, ctx)
+        passed.extend(ranked_after)
+    walk.rejected = [r for _, r in sorted(passed, key=lambda pair: pair[0])]
+    return walk
 
 
 def _choose(
     graph: RuleGraph, diagnosis: Diagnosis, ctx: Context, history: History
 ) -> _Choice | Suggestion:
     if not diagnosis.bottlenecks:
-        return Suggestion(
-            "healthy", None, (), "No bottleneck above its threshold: keep the current settings."
-        )
+        return Suggestion(Status.healthy, None, (), Reason(Grounds.no_bottleneck))
+    early = _collect_evidence(graph, diagnosis, ctx, history)
+    if early is not None:
+        return early
     rejected: list[Rejected] = []
-    unknown_of = {u.rule: u for u in diagnosis.unknown}
-    platform = ctx.facts.get("profile.platform")
-    for bottleneck in diagnosis.bottlenecks:
-        gap = unknown_of.get(bottleneck.id)
-        if gap is not None and bottleneck is diagnosis.bottlenecks[0]:
-            collector = _collector(graph, set(gap.missing), platform, ctx.dialect)
-            if collector is not None and collector.id not in history.rejected:
-                ops = abstract_ops(collector, ctx)
-                if ops and not is_applied(collector, ctx):
-                    summary = (
-                        f"{bottleneck.id} is suspected but the profile lacks {', '.join(gap.missing)}: "
-                        "collect them before changing anything"
-                    )
-                    return _Choice(
-                        collector, bottleneck.id, ops, "needs-data", summary, tuple(rejected)
-                    )
-        candidates: list[tuple[int, FeatureRule]] = []
-        undecided: set[str] = set()  # facts an earlier feature's trigger needs
-        passed: list[tuple[int, Rejected]] = []
-        for order, rule in graph.features_for(bottleneck.id):
-            if not rule.runs_on(platform) or not rule.runs_for(ctx.dialect):
-                # another platform's variable or kernel, another backend's config key
-                continue
-            reason = _judge(rule, bottleneck.id, graph, ctx, history)
-            if reason is None and undecided:
-                reason = "later in the try order than features the profile cannot decide"
-                passed.append((order, Rejected(rule.id, reason)))
-                continue
-            if reason is None:
-                candidates.append((order, rule))
-                continue
-            passed.append((order, Rejected(rule.id, reason)))
-            gate = _gate(rule, bottleneck.id, ctx)
-            if (
-                not candidates
-                and gate.truth is Truth.UNKNOWN
-                and rule.enabled
-                and rule.id not in history.rejected
-                and _unmet_requirement(rule, ctx) is None
-            ):
-                undecided.update(gate.missing)
-        chosen, ranked_after = _rank_by_ceiling(candidates, ctx) if candidates else (None, [])
-        passed.extend(ranked_after)
-        rejected.extend(r for _, r in sorted(passed, key=lambda pair: pair[0]))
-        if chosen is not None:
-            lead = (
-                "main bottleneck" if bottleneck is diagnosis.bottlenecks[0] else "next bottleneck"
-            )
-            summary = f"{lead}: {bottleneck.id}"
-            return _Choice(
-                chosen, bottleneck.id, abstract_ops(chosen, ctx), "change", summary, tuple(rejected)
-            )
-        if undecided:
-            return _collect_first(graph, bottleneck.id, undecided, ctx, history, rejected)
     main = diagnosis.bottlenecks[0]
-    cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "no measurable time"
+    for bottleneck in diagnosis.bottlenecks:
+        walk = _walk(graph, bottleneck.id, ctx, history)
+        rejected.extend(walk.rejected)
+        if walk.chosen is not None:
+            code = Grounds.main_bottleneck if bottleneck is main else Grounds.next_bottleneck
+            reason = Reason(code, {"bottleneck": bottleneck.id})
+            ops = abstract_ops(walk.chosen, ctx)
+            return _Choice(walk.chosen, bottleneck.id, ops, Status.change, reason, tuple(rejected))
+        if walk.undecided:
+            return _collect_first(graph, bottleneck.id, walk.undecided, ctx, history, rejected)
+    values: dict[str, Value] = {
+        "bottleneck": main.id,
+        "cost_ratio": main.cost_ratio,
+        "message": main.message,
+    }
     return Suggestion(
-        "healthy",
-        None,
-        tuple(rejected),
-        f"{main.id} leads ({cost}; {main.message}) but every documented feature for it is "
-        "already applied, rejected or blocked — each candidate and why is listed below. The "
-        "next step is outside the rules: profile at a deeper level or look at the operators "
-        "and ranks it names.",
+        Status.healthy, None, tuple(rejected), Reason(Grounds.features_exhausted, values)
     )
 
 
@@ -296,13 +214,15 @@ def _rank_by_ceiling(
             continue
         mine = ceilings[rule.id]
         if mine is not None and top is not None and round(mine[1], 3) < round(top[1], 3):
-            why = (
-                f"can recover at most {mine[1]:.1%} of the step, less than {best.id} "
-                f"({top[1]:.1%}): candidates are ranked by ceiling"
-            )
+            values: dict[str, Value] = {
+                "ceiling_ratio": mine[1],
+                "other": best.id,
+                "other_ratio": top[1],
+            }
+            passed.append((order, Rejected(rule.id, RejectCode.lower_ceiling, values)))
         else:
-            why = f"next in the try order ({order}) after {best.id}"
-        passed.append((order, Rejected(rule.id, why)))
+            values = {"order": order, "other": best.id}
+            passed.append((order, Rejected(rule.id, RejectCode.try_order, values)))
     return best, passed
 
 
@@ -329,23 +249,19 @@ def _recommend(
     patch = None
     if change.target is not PatchTarget.none and choice.ops:
         patch = Patch(rule.id, change.target, choice.ops, change.applicability, rule.title)
-    bottleneck = next((b for b in diagnosis.bottlenecks if b.id == choice.bottleneck), None)
-    why = bottleneck.message if bottleneck else choice.summary
-    if choice.status == "needs-data":
-        why = f"{choice.summary}. {why}"
+    cause = next((b for b in diagnosis.bottlenecks if b.id == choice.bottleneck), None)
     ceiling = ceiling_of(rule, ctx)
-    effect = rule.effect
-    expected = effect.gain + (f"; memory: {effect.memory}" if effect.memory else "")
     return Recommendation(
         feature=rule.id,
         bottleneck=choice.bottleneck,
         title=rule.title,
-        why=why,
+        cause=cause,
         evidence=evidence_facts(facts, diagnosis, choice.bottleneck),
         patch=patch,
         advice=render((change.advice or "").strip(), facts=FactView(ctx.facts)),
-        expected=expected,
-        risk=effect.risk,
+        expected=rule.effect.gain,
+        risk=rule.effect.risk,
+        memory=rule.effect.memory or "",
         verify=verify_checks(rule, ctx),
         ceiling_ms=ceiling[0] if ceiling else None,
         ceiling_ratio=ceiling[1] if ceiling else None,
@@ -369,7 +285,7 @@ def plan(
         suggestion = choice
     else:
         rec = _recommend(choice, diagnosis, ctx, facts)
-        suggestion = Suggestion(choice.status, rec, choice.rejected, choice.summary)
+        suggestion = Suggestion(choice.status, rec, choice.rejected, choice.reason)
     gated = trust.gate(suggestion, diagnosis, ctx, needs)
     return dataclasses.replace(gated, warnings=trust.trust_warnings(ctx, needs))
 

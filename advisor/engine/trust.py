@@ -1,6 +1,7 @@
 """The trust gate: invariants a profile must satisfy before its advice is believed.
 
-Each failed check is a warning with a stable id, shown with the suggestion and in its JSON;
+Each failed check is a warning with a stable id and the values that failed it (the renderers
+word it), shown with the suggestion and in its JSON;
 when the main bottleneck rests on the broken invariant, the suggestion becomes a request for
 better data instead of a change.
 """
@@ -15,11 +16,17 @@ from advisor.core.values import as_number
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.attrib import MEMORY_PART, PARTS
-from advisor.facts.catalogue import GPU_PLATFORMS
 from advisor.inputs.taxonomy import Taxonomy, default_taxonomy
-from advisor.model import Suggestion, TrustWarning
+from advisor.model import (
+    Grounds,
+    Reason,
+    Status,
+    Suggestion,
+    TrustCheck,
+    TrustWarning,
+    Value,
+)
 
-LEVEL_CHECK = "trust.level-below-need"
 _VERSION_FACTS = {
     "torch_npu": "profile.torch_npu_version",
     "cann": "profile.cann_version",
@@ -47,15 +54,8 @@ def _level_check(ctx: Context, needs: Mapping[str, str], taxonomy: Taxonomy) -> 
     if not short:
         return None
     wanted = sorted({needs[b] for b in short}, key=order.index)[0]
-    return _Check(
-        TrustWarning(
-            LEVEL_CHECK,
-            f"the profile is {level}; {', '.join(short)} "
-            f"{'rests' if len(short) == 1 else 'rest'} on {wanted} data (communication "
-            f"files, pipe metrics): profile again with training.profile_level: {wanted.lower()}",
-        ),
-        frozenset(short),
-    )
+    values: dict[str, Value] = {"level": level, "bottlenecks": tuple(short), "wanted": wanted}
+    return _Check(TrustWarning(TrustCheck.level_below_need, values), frozenset(short))
 
 
 def _version_checks(ctx: Context, taxonomy: Taxonomy) -> list[_Check]:
@@ -70,102 +70,68 @@ def _version_checks(ctx: Context, taxonomy: Taxonomy) -> list[_Check]:
         low, high = known
         if low <= version <= high:
             continue
-        side = "newer" if version > high else "older"
-        out.append(
-            _Check(
-                TrustWarning(
-                    "trust.unknown-profiler-version",
-                    f"{tool} {text} is {side} than the versions the parser knows "
-                    f"({low[0]}.{low[1]}-{high[0]}.{high[1]}): columns may have moved or "
-                    "changed meaning; check the facts' sources before acting",
-                ),
-                frozenset(),
-            )
-        )
+        values: dict[str, Value] = {
+            "tool": tool,
+            "version": str(text),
+            "side": "newer" if version > high else "older",
+            "low": f"{low[0]}.{low[1]}",
+            "high": f"{high[0]}.{high[1]}",
+        }
+        warning = TrustWarning(TrustCheck.unknown_profiler_version, values)
+        out.append(_Check(warning, frozenset()))
     return out
 
 
-def _how_to_profile_steps(platform: object) -> str:
-    if platform in GPU_PLATFORMS:
-        return "torch.profiler.schedule with active >= 3"
-    return "profile_step_start/end"
+def _no_collectives(facts: Mapping[str, object]) -> _Check | None:
+    world = as_number(facts.get("profile.world_size"))
+    comm = as_number(facts.get("comm.time_ms_per_step"))
+    if world is None or world <= 1 or comm is None or comm != 0:
+        return None
+    return _Check(
+        TrustWarning(TrustCheck.no_collectives, {"world_size": world}),
+        frozenset({"bottleneck.communication", "bottleneck.slow-rank"}),
+    )
+
+
+def _parts_do_not_add_up(facts: Mapping[str, object]) -> _Check | None:
+    step = as_number(facts.get("attrib.step_ms"))
+    parts = [as_number(facts.get(p)) for p in PARTS]
+    if not step or any(p is None for p in parts):
+        return None
+    total = sum(p or 0.0 for p in parts) + (as_number(facts.get(MEMORY_PART)) or 0.0)
+    if abs(total - step) <= 0.01 * step:
+        return None
+    values = {"total_ms": total, "step_ms": step}
+    return _Check(TrustWarning(TrustCheck.parts_do_not_add_up, values), frozenset())
+
+
+def _step_checks(facts: Mapping[str, object], taxonomy: Taxonomy) -> list[_Check]:
+    """Whether the profile holds whole training steps, and enough of them."""
+    out = []
+    step_ms = as_number(facts.get("step.time_ms"))
+    if step_ms is not None and step_ms < taxonomy.min_trusted_step_ms:
+        values: dict[str, Value] = {"step_ms": step_ms, "min_ms": taxonomy.min_trusted_step_ms}
+        out.append(_Check(TrustWarning(TrustCheck.short_step, values), ALL_BOTTLENECKS))
+    if as_number(facts.get("profile.steps")) == 0:
+        out.append(_Check(TrustWarning(TrustCheck.no_steps), frozenset()))
+    steady = as_number(facts.get("step.steady_steps"))
+    if steady is not None and steady < 2:
+        platform = facts.get("profile.platform")
+        values = {"steady_steps": steady, "platform": str(platform) if platform else None}
+        out.append(_Check(TrustWarning(TrustCheck.single_step, values), frozenset()))
+    return out
 
 
 def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check]:
-    facts = ctx.facts
     taxonomy = default_taxonomy()
-    out: list[_Check] = []
-    level = _level_check(ctx, needs or {}, taxonomy)
-    if level is not None:
-        out.append(level)
-    out.extend(_version_checks(ctx, taxonomy))
-    world = as_number(facts.get("profile.world_size"))
-    comm = as_number(facts.get("comm.time_ms_per_step"))
-    if world is not None and world > 1 and comm is not None and comm == 0:
-        out.append(
-            _Check(
-                TrustWarning(
-                    "trust.no-collectives",
-                    f"the job ran on {world:g} ranks but the profile records no communication: "
-                    "the communication files are incomplete or the wrong ranks were profiled",
-                ),
-                frozenset({"bottleneck.communication", "bottleneck.slow-rank"}),
-            )
-        )
-    step = as_number(facts.get("attrib.step_ms"))
-    parts = [as_number(facts.get(p)) for p in PARTS]
-    if step and all(p is not None for p in parts):
-        total = sum(p or 0.0 for p in parts) + (as_number(facts.get(MEMORY_PART)) or 0.0)
-        if abs(total - step) > 0.01 * step:
-            out.append(
-                _Check(
-                    TrustWarning(
-                        "trust.parts-do-not-add-up",
-                        f"the step's attributed parts add up to {total:.2f} ms, not "
-                        f"{step:.2f} ms: the step model and the trace disagree",
-                    ),
-                    frozenset(),
-                )
-            )
-    step_ms = as_number(facts.get("step.time_ms"))
-    if step_ms is not None and step_ms < taxonomy.min_trusted_step_ms:
-        out.append(
-            _Check(
-                TrustWarning(
-                    "trust.short-step",
-                    f"the steady step is {step_ms:.3f} ms, shorter than "
-                    f"{taxonomy.min_trusted_step_ms:g} ms: not a training step (the profiler "
-                    "window cut it, or the markers wrap something else); profile whole steps",
-                ),
-                ALL_BOTTLENECKS,
-            )
-        )
-    if as_number(facts.get("profile.steps")) == 0:
-        out.append(
-            _Check(
-                TrustWarning(
-                    "trust.no-steps",
-                    "the trace has no ProfilerStep#N markers: shares are over one window of "
-                    "arbitrary length and nothing is per step; profile with "
-                    "torch.profiler.schedule and call prof.step() every iteration",
-                ),
-                frozenset(),
-            )
-        )
-    steady = as_number(facts.get("step.steady_steps"))
-    if steady is not None and steady < 2:
-        out.append(
-            _Check(
-                TrustWarning(
-                    "trust.single-step",
-                    "one steady step: no spread to tell a change from noise; profile at least "
-                    f"three steps ({_how_to_profile_steps(facts.get('profile.platform'))}) "
-                    "before comparing",
-                ),
-                frozenset(),
-            )
-        )
-    return out
+    found = [
+        _level_check(ctx, needs or {}, taxonomy),
+        *_version_checks(ctx, taxonomy),
+        _no_collectives(ctx.facts),
+        _parts_do_not_add_up(ctx.facts),
+        *_step_checks(ctx.facts, taxonomy),
+    ]
+    return [check for check in found if check is not None]
 
 
 def trust_warnings(
@@ -184,20 +150,19 @@ def gate(
 ) -> Suggestion:
     """The suggestion, or a request for data when the main bottleneck rests on a failed check."""
     main = diagnosis.main
-    if main is None or suggestion.status not in ("change", "needs-data"):
+    if main is None or suggestion.status not in (Status.change, Status.needs_data):
         return suggestion
     for check in _checks(ctx, needs):
         if main.id in check.blocks or check.blocks == ALL_BOTTLENECKS:
-            summary = (
-                f"{main.id} leads, but the profile fails a check it rests on "
-                f"({check.warning.id}): {check.warning.message}"
+            reason = Reason(
+                Grounds.trust_failed, {"bottleneck": main.id, "check": check.warning.id.value}
             )
-            if suggestion.status == "needs-data":
-                if check.warning.id == LEVEL_CHECK:
+            if suggestion.status is Status.needs_data:
+                if check.warning.id is TrustCheck.level_below_need:
                     continue  # the request already says what to collect; the warning says why
                 # a profiling change is still the right next step
                 return Suggestion(
-                    "needs-data", suggestion.recommendation, suggestion.rejected, summary
+                    Status.needs_data, suggestion.recommendation, suggestion.rejected, reason
                 )
-            return Suggestion("needs-data", None, suggestion.rejected, summary)
+            return Suggestion(Status.needs_data, None, suggestion.rejected, reason)
     return suggestion

@@ -1,4 +1,5 @@
-"""Render a comparison as a side-by-side table or the advisor/comparison@1 JSON."""
+"""Render a comparison as a side-by-side table or the advisor/comparison@2 JSON (codes and
+values, with the words the table shows as `message` fields)."""
 
 from __future__ import annotations
 
@@ -6,39 +7,35 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from advisor.engine.compare import Comparison, Metric
+from advisor.engine.compare import Comparison
+from advisor.render.compare_words import collect_text, metric_value, note_text
+from advisor.render.markdown import comparison_markdown
 
-COMPARISON_SCHEMA = "advisor/comparison@1"
-
-
-def _fmt(metric: Metric, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if "ratio" in metric.id or metric.id == "mfu":
-        return f"{value:.1%}"
-    if "bytes" in metric.id:
-        return f"{value / 1024**3:.2f} GiB"
-    return f"{value:,.1f}"
+COMPARISON_SCHEMA = "advisor/comparison@2"
 
 
 def comparison_json(result: Comparison, ledger_note: str | None) -> str:
     payload = {
         "schema": COMPARISON_SCHEMA,
-        "verdict": result.verdict,
-        "reason": result.reason,
+        "verdict": result.verdict.value,
+        "reason": {**result.reason.to_json(), "message": note_text(result.reason)},
         "metrics": [m.to_json() for m in result.metrics],
         "operators": result.operators,
-        "warnings": result.warnings,
-        "collect": result.collect or None,
+        "warnings": [{**w.to_json(), "message": note_text(w)} for w in result.warnings],
+        "collect": (
+            None
+            if result.collect is None
+            else {"code": result.collect.value, "message": collect_text(result.collect)}
+        ),
         "ledger": ledger_note,
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
 def comparison_text(result: Comparison, ledger_note: str | None) -> str:
-    lines = [f"Verdict: {result.verdict.upper()} — {result.reason}"]
+    lines = [f"Verdict: {result.verdict.value.upper()} — {note_text(result.reason)}"]
     if result.collect:
-        lines.append(f"To decide: {result.collect}")
+        lines.append(f"To decide: {collect_text(result.collect)}")
     lines += ["", f"  {'metric':<24} {'baseline':>14} {'candidate':>14} {'change':>9}  "]
     for m in result.metrics:
         if m.baseline is None and m.candidate is None:
@@ -46,7 +43,7 @@ def comparison_text(result: Comparison, ledger_note: str | None) -> str:
         change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
         mark = "" if not m.significant else ("  better" if m.better else "  worse")
         lines.append(
-            f"  {m.label:<24} {_fmt(m, m.baseline):>14} {_fmt(m, m.candidate):>14} {change:>9}{mark}"
+            f"  {m.label:<24} {metric_value(m, m.baseline):>14} {metric_value(m, m.candidate):>14} {change:>9}{mark}"
         )
     if result.operators:
         lines += ["", "operators that changed (ms per step)"]
@@ -56,7 +53,7 @@ def comparison_text(result: Comparison, ledger_note: str | None) -> str:
                 f"  {op['type']:<28} {op['baseline_ms']:>9.3f} -> {op['candidate_ms']:>9.3f}  {delta}"
             )
     for warning in result.warnings:
-        lines.append(f"warning: {warning}")
+        lines.append(f"warning: {note_text(warning)}")
     if ledger_note:
         lines.append(f"ledger: {ledger_note}")
     return "\n".join(lines) + "\n"
@@ -71,11 +68,5 @@ class CompareReport:
 FORMATS: dict[str, Callable[[CompareReport], str]] = {
     "text": lambda r: comparison_text(r.comparison, r.ledger_note),
     "json": lambda r: comparison_json(r.comparison, r.ledger_note) + "\n",
-    "markdown": lambda r: _markdown_comparison(r),
+    "markdown": lambda r: comparison_markdown(r.comparison, r.ledger_note),
 }
-
-
-def _markdown_comparison(report: CompareReport) -> str:
-    from advisor.render.markdown import comparison_markdown
-
-    return comparison_markdown(report.comparison, report.ledger_note)

@@ -1,25 +1,69 @@
-"""Render a diagnosis as text or as the advisor/diagnosis@1 JSON contract."""
+"""Render a diagnosis as text or as the advisor/diagnosis@2 JSON contract (why the main
+bottleneck leads is a code there; `message` is the sentence the text shows)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 
-from advisor.engine.diagnose import Diagnosis
+from advisor.engine.diagnose import Diagnosis, Symptom
 from advisor.facts.catalogue import spec_for
 from advisor.facts.units import format_value
+from advisor.model import Bottleneck
+from advisor.render.markdown import diagnosis_markdown
+from advisor.render.words import bottleneck_message, how_to_collect
 
-DIAGNOSIS_SCHEMA = "advisor/diagnosis@1"
+DIAGNOSIS_SCHEMA = "advisor/diagnosis@2"
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> str:
     payload = {
         "schema": DIAGNOSIS_SCHEMA,
-        "symptoms": [s.to_json() for s in diagnosis.symptoms],
-        "bottlenecks": [b.to_json() for b in diagnosis.bottlenecks],
-        "unknown": [u.to_json() for u in diagnosis.unknown],
+        "symptoms": [_symptom_json(s) for s in diagnosis.symptoms],
+        "bottlenecks": [_bottleneck_json(b) for b in diagnosis.bottlenecks],
+        "unknown": [
+            {
+                "rule": u.rule,
+                "missing": u.missing,
+                "collect": [
+                    {"by": way.by.value, "name": way.name, "hint": way.hint or None}
+                    for way in u.collect
+                ],
+                "how_to_collect": how_to_collect(u),
+            }
+            for u in diagnosis.unknown
+        ],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def _symptom_json(s: Symptom) -> dict[str, object]:
+    return {
+        "id": s.id,
+        "level": s.level,
+        "fact": s.fact,
+        "value": s.value,
+        "threshold": s.threshold,
+        "cost_ratio": s.cost_ratio,
+        "message": s.message,
+    }
+
+
+def _bottleneck_json(b: Bottleneck) -> dict[str, object]:
+    lead: dict[str, object] | None = None
+    if b.lead is not None:
+        runner_up = None
+        if b.runner_up is not None:
+            runner_up = {"id": b.runner_up[0], "cost_ratio": b.runner_up[1]}
+        lead = {"code": b.lead.value, "runner_up": runner_up}
+    return {
+        "id": b.id,
+        "severity": b.severity,
+        "cost_ratio": b.cost_ratio,
+        "evidence": b.evidence,
+        "lead": lead,
+        "message": bottleneck_message(b),
+    }
 
 
 def diagnosis_text(diagnosis: Diagnosis) -> str:
@@ -34,7 +78,7 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
             else "no measurable step time: evidence of a risk, not of lost time"
         )
         lines.append(f"Main bottleneck: {main.id} ({main.severity}, {cost})")
-        lines.append(f"  {main.message}")
+        lines.append(f"  {bottleneck_message(main)}")
     if len(diagnosis.bottlenecks) > 1:
         lines.append("")
         lines.append("bottlenecks (the one worth most first)")
@@ -55,18 +99,12 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
         lines.append("")
         lines.append("unknown (the profile lacks the facts; how to collect them)")
         for u in diagnosis.unknown:
-            lines.append(f"  {u.rule:<36} needs {', '.join(u.missing)}: {u.how_to_collect}")
+            lines.append(f"  {u.rule:<36} needs {', '.join(u.missing)}: {how_to_collect(u)}")
     return "\n".join(lines) + "\n"
 
 
 FORMATS: dict[str, Callable[[Diagnosis], str]] = {
     "text": diagnosis_text,
     "json": lambda d: diagnosis_json(d) + "\n",
-    "markdown": lambda d: _markdown_diagnosis(d),
+    "markdown": diagnosis_markdown,
 }
-
-
-def _markdown_diagnosis(diagnosis: Diagnosis) -> str:
-    from advisor.render.markdown import diagnosis_markdown
-
-    return diagnosis_markdown(diagnosis)

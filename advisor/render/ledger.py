@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.inputs.ledger import Ledger
+from advisor.render.compare_words import recorded_reason
 
 
 def ledger_text(ledger: Ledger) -> str:
@@ -18,7 +19,7 @@ def ledger_text(ledger: Ledger) -> str:
         if e.get("bottleneck"):
             details.append(str(e["bottleneck"]))
         if e.get("note"):
-            details.append(str(e["note"]))
+            details.append(recorded_reason(str(e["note"])))
         lines.append(
             f"  {e.get('time', ''):<26} {e['event']:<9} {e['feature']:<36} {'; '.join(details)}"
         )

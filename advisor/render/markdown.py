@@ -7,8 +7,8 @@ from advisor.engine.compare import Comparison
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.units import format_value
 from advisor.model import Suggestion
-from advisor.render.compare import _fmt
-from advisor.render.suggestion import change_line, verify_line
+from advisor.render import words
+from advisor.render.compare_words import collect_text, metric_value, note_text
 
 
 def _cell(text: str) -> str:
@@ -18,14 +18,17 @@ def _cell(text: str) -> str:
 def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
     rec = s.recommendation
     lines = [f"> **note:** {n}" for n in notes]
-    lines += [f"> **warning** `{w.id}`: {w.message}" for w in s.warnings]
+    lines += [f"> **warning** `{w.id.value}`: {words.trust_message(w)}" for w in s.warnings]
     if rec is None:
-        lines += [f"### advisor: {s.status}", "", s.summary]
+        lines += [f"### advisor: {s.status.value}", "", words.summary(s)]
     # bold labels start lines of one paragraph: a trailing double space breaks the line
     else:
-        head = "Collect data first" if s.status == "needs-data" else "Next change"
-        lines += [f"### advisor — {head}: {rec.title}", "", f"`{rec.feature}` · {change_line(rec)}"]
-        lines += ["", f"**Why.** {rec.why}"]
+        lines += [
+            f"### advisor — {words.head(s)}: {words.title(rec)}",
+            "",
+            f"`{rec.feature}` · {words.change_line(rec)}",
+        ]
+        lines += ["", f"**Why.** {words.why(s, rec)}"]
         if rec.evidence:
             shown = ", ".join(f"`{f.id}` = {format_value(f.value, f.unit)}" for f in rec.evidence)
             lines.append(f"**Evidence.** {shown}")
@@ -35,19 +38,19 @@ def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
             lines.append(
                 f"**Ceiling.** at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%})"
             )
-        lines += [f"**Expected.** {rec.expected}", f"**Risk.** {rec.risk}"]
+        lines += [f"**Expected.** {words.expected(rec)}", f"**Risk.** {words.risk(rec)}"]
         if rec.patch:
             lines += [f"**Note.** {note}" for note in rec.patch.notes]
         lines = [f"{line}  " if line.startswith("**") else line for line in lines]
         if rec.verify:
             lines += ["", "Verify with the next profile:"]
-            lines += [f"- {verify_line(v)}" for v in rec.verify]
+            lines += [f"- {words.verify_line(v)}" for v in rec.verify]
         if rec.diff:
             lines += ["", "```diff", rec.diff.rstrip("\n"), "```"]
     if s.rejected:
         title = "Other candidates" if rec is not None else "Candidates and why none applies"
         lines += ["", f"<details><summary>{title} ({len(s.rejected)})</summary>", ""]
-        lines += [f"- `{r.feature}`: {r.reason}" for r in s.rejected]
+        lines += [f"- `{r.feature}`: {words.rejection(r)}" for r in s.rejected]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
@@ -56,7 +59,7 @@ def diagnosis_markdown(diagnosis: Diagnosis) -> str:
     main = diagnosis.main
     if main is None:
         return "### advisor: healthy\n\nNo bottleneck above its threshold.\n"
-    lines = [f"### advisor — main bottleneck: `{main.id}`", "", main.message, ""]
+    lines = [f"### advisor — main bottleneck: `{main.id}`", "", words.bottleneck_message(main), ""]
     lines += ["| # | bottleneck | severity | cost | evidence |", "|---|---|---|---|---|"]
     for i, b in enumerate(diagnosis.bottlenecks, start=1):
         evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
@@ -69,9 +72,14 @@ def diagnosis_markdown(diagnosis: Diagnosis) -> str:
 
 
 def comparison_markdown(result: Comparison, ledger_note: str | None) -> str:
-    lines = [f"### advisor — verdict: **{result.verdict.upper()}**", "", result.reason, ""]
+    lines = [
+        f"### advisor — verdict: **{result.verdict.value.upper()}**",
+        "",
+        note_text(result.reason),
+        "",
+    ]
     if result.collect:
-        lines += [f"To decide: {result.collect}", ""]
+        lines += [f"To decide: {collect_text(result.collect)}", ""]
     lines += ["| metric | baseline | candidate | change |", "|---|---:|---:|---:|"]
     for m in result.metrics:
         if m.baseline is None and m.candidate is None:
@@ -79,8 +87,9 @@ def comparison_markdown(result: Comparison, ledger_note: str | None) -> str:
         change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
         if m.significant:
             change += " (better)" if m.better else " (worse)"
-        lines.append(f"| {m.label} | {_fmt(m, m.baseline)} | {_fmt(m, m.candidate)} | {change} |")
-    lines += [f"> **warning:** {w}" for w in result.warnings]
+        baseline, candidate = metric_value(m, m.baseline), metric_value(m, m.candidate)
+        lines.append(f"| {m.label} | {baseline} | {candidate} | {change} |")
+    lines += [f"> **warning:** {note_text(w)}" for w in result.warnings]
     if ledger_note:
         lines.append(f"\nledger: {ledger_note}")
     return "\n".join(lines) + "\n"

@@ -19,11 +19,11 @@ from advisor.facts.catalogue import is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
-from advisor.render.compare import _fmt as metric_text
+from advisor.render import words
+from advisor.render.compare_words import metric_value, note_text
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
 from advisor.render.html_style import SCRIPT, STYLE
-from advisor.render.suggestion import change_line, verify_line
 
 
 class ReportView(Protocol):
@@ -84,18 +84,18 @@ def _headline(diagnosis: Diagnosis, suggestion: Suggestion | None) -> str:
         cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "a risk"
         text = (
             f"Main bottleneck: {main.id.removeprefix('bottleneck.')} ({cost}). "
-            f"{_first_sentence(main.message)}"
+            f"{_first_sentence(words.bottleneck_message(main))}"
         )
         cls = main.severity
     lines = [f'<p class="headline {escape(cls)}">{escape(text)}</p>']
     rec = suggestion.recommendation if suggestion else None
     if rec is not None:
         lines.append(
-            f'<p class="next">Next change: <a href="#change">{escape(rec.title)}</a> '
+            f'<p class="next">Next change: <a href="#change">{escape(words.title(rec))}</a> '
             f"<code>{escape(rec.feature)}</code></p>"
         )
     elif suggestion is not None:
-        lines.append(f'<p class="next">{escape(suggestion.summary)}</p>')
+        lines.append(f'<p class="next">{escape(words.summary(suggestion))}</p>')
     return "".join(lines)
 
 
@@ -137,13 +137,14 @@ def _bottlenecks(diagnosis: Diagnosis, facts: FactSet) -> str:
         ceiling = _ceiling(b.evidence, symptoms, step)
         evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
         width = max(0.0, min(b.cost_ratio, 1.0)) * 100
+        message = words.bottleneck_message(b)
         rows.append(
             f"<tr><td>{i}</td><td><code>{escape(b.id.removeprefix('bottleneck.'))}</code></td>"
             f'<td><span class="pill {escape(b.severity)}">{escape(b.severity)}</span></td>'
             f'<td class="num" data-v="{b.cost_ratio}"><span class="meter">'
             f'<i style="width:{width:.1f}%"></i></span>{b.cost_ratio:.1%}</td>'
             f'<td class="num">{ceiling}</td><td>{escape(evidence)}</td>'
-            f'<td title="{escape(b.message)}">{escape(_first_sentence(b.message))}</td></tr>'
+            f'<td title="{escape(message)}">{escape(_first_sentence(message))}</td></tr>'
         )
     head = (
         "<tr><th>#</th><th>bottleneck</th><th>severity</th><th>cost</th>"
@@ -182,7 +183,7 @@ def _symptoms(diagnosis: Diagnosis) -> str:
     )
     unknown = "".join(
         f"<li><code>{escape(u.rule)}</code> needs {escape(', '.join(u.missing))}: "
-        f"{escape(u.how_to_collect)}</li>"
+        f"{escape(words.how_to_collect(u))}</li>"
         for u in diagnosis.unknown
     )
     if unknown:
@@ -213,15 +214,15 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
     if suggestion is None:
         return '<p class="missing">Give the training config to see the one next change.</p>'
     parts = [f'<p class="note">{escape(n)}</p>' for n in notes]
-    parts += [f'<p class="warn">{escape(w.message)}</p>' for w in suggestion.warnings]
+    parts += [f'<p class="warn">{escape(words.trust_message(w))}</p>' for w in suggestion.warnings]
     rec = suggestion.recommendation
     if rec is None:
-        parts.append(f"<p>{escape(suggestion.summary)}</p>")
+        parts.append(f"<p>{escape(words.summary(suggestion))}</p>")
     else:
-        head = "Collect data first" if suggestion.status == "needs-data" else "Next change"
-        parts.append(f"<h3>{head}: {escape(rec.title)}</h3>")
-        parts.append(f"<p><code>{escape(rec.feature)}</code> · {escape(change_line(rec))}</p>")
-        dl = [("Why", rec.why), ("Advice", rec.advice)]
+        parts.append(f"<h3>{words.head(suggestion)}: {escape(words.title(rec))}</h3>")
+        change = words.change_line(rec)
+        parts.append(f"<p><code>{escape(rec.feature)}</code> · {escape(change)}</p>")
+        dl = [("Why", words.why(suggestion, rec)), ("Advice", rec.advice)]
         if rec.evidence:
             dl.append(
                 (
@@ -233,9 +234,9 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
             dl.append(
                 ("Ceiling", f"at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%})")
             )
-        dl += [("Expected", rec.expected), ("Risk", rec.risk)]
+        dl += [("Expected", words.expected(rec)), ("Risk", words.risk(rec))]
         if rec.verify:
-            dl.append(("Verify", "; ".join(verify_line(v) for v in rec.verify)))
+            dl.append(("Verify", "; ".join(words.verify_line(v) for v in rec.verify)))
         parts.append(
             "<dl>" + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in dl if v) + "</dl>"
         )
@@ -244,7 +245,7 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
     if suggestion.rejected:
         title = "Other candidates" if rec is not None else "Candidates and why none applies"
         items = "".join(
-            f"<li><code>{escape(r.feature)}</code>: {escape(r.reason)}</li>"
+            f"<li><code>{escape(r.feature)}</code>: {escape(words.rejection(r))}</li>"
             for r in suggestion.rejected
         )
         parts.append(
@@ -283,18 +284,18 @@ def _comparison(data: ReportView) -> str:
         change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
         cls = "" if not m.significant else ' class="better"' if m.better else ' class="worse"'
         rows.append(
-            f'<tr><td>{escape(m.label)}</td><td class="num">{escape(metric_text(m, m.baseline))}</td>'
-            f'<td class="num">{escape(metric_text(m, m.candidate))}</td>'
+            f'<tr><td>{escape(m.label)}</td><td class="num">{escape(metric_value(m, m.baseline))}</td>'
+            f'<td class="num">{escape(metric_value(m, m.candidate))}</td>'
             f'<td class="num"{cls}>{change}</td></tr>'
         )
-    verdict = escape(result.verdict)
+    verdict = escape(result.verdict.value)
     body = (
-        f'<p class="headline {verdict}">Verdict: {verdict.upper()} — {escape(result.reason)}</p>'
+        f'<p class="headline {verdict}">Verdict: {verdict.upper()} — {escape(note_text(result.reason))}</p>'
         f"<p>Baseline: <code>{escape(data.baseline or '')}</code></p>"
         "<table><thead><tr><th>metric</th><th>baseline</th><th>this run</th><th>change</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
-    body += "".join(f'<p class="warn">{escape(w)}</p>' for w in result.warnings)
+    body += "".join(f'<p class="warn">{escape(note_text(w))}</p>' for w in result.warnings)
     return _section("Against the baseline", body, "compare")
 
 

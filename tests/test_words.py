@@ -1,0 +1,29 @@
+"""The renderers own the words: every code the engine returns has its wording, so no outcome
+reaches a user as a bare code."""
+
+from __future__ import annotations
+
+from advisor.engine.compare import Collect, CompareCode
+from advisor.engine.diagnose import CollectBy, Collection, Unknown
+from advisor.model import Grounds, RejectCode, Rejected, TrustCheck, TrustWarning
+from advisor.render import compare_words, words
+
+
+def test_every_code_has_words():
+    assert set(words._REJECTIONS) == set(RejectCode)
+    assert set(words._TRUST) == set(TrustCheck)
+    assert set(words._GROUNDS) == set(Grounds)
+    assert set(compare_words._NOTES) == set(CompareCode)
+    assert set(compare_words._COLLECT) == set(Collect)
+
+
+def test_words_come_from_the_values():
+    rejected = Rejected("feature.x", RejectCode.after, {"other": "feature.y"})
+    assert "feature.y" in words.rejection(rejected)
+    warning = TrustWarning(TrustCheck.no_collectives, {"world_size": 16})
+    assert "16" in words.trust_message(warning)
+    ways = (
+        Collection(CollectBy.config, "parallel.tp"),
+        Collection(CollectBy.config, "parallel.tp"),
+    )
+    assert words.how_to_collect(Unknown("symptom.x", ["parallel.tp"], ways)).count("tp") == 1
