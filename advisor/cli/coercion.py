@@ -3,8 +3,8 @@
 typer (0.2x) converts each parameter through a pydantic TypeAdapter built on the first run of a
 command: importing pydantic and building the adapters takes longer than `advisor check` of one
 config itself. The commands here declare only plain types — str, int, float, Path, a StrEnum,
-lists of them, each optional — so those are converted by the functions below, with the same
-messages; a parameter of any other type keeps typer's own conversion, and so does every
+lists of them, each optional — so those are converted by the functions below, a bad value
+refused as one usage error naming the choices or the bound; a parameter of any other type keeps typer's own conversion, and so does every
 parameter under a typer without the per-parameter conversion hook (older or newer releases).
 """
 
