@@ -12,6 +12,7 @@ import pytest
 import typer
 
 from advisor.cli.coercion import converter
+from advisor.cli.commands import COMMANDS, COMPLETION_VARIABLE, RULES, command, named_command
 from tests.cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,3 +134,37 @@ def test_plain_types_are_converted_here_and_others_left_to_typer():
         choice[0]("blue")
     assert converter(dict[str, int], info) is None
     assert converter(Path, typer.models.OptionInfo(exists=True)) is None  # typer checks it
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["-q", "check", "x.yaml"], "check"),
+        (["rules", "list"], "rules"),
+        (["--version"], None),
+        (["chek", "x.yaml"], None),  # the whole tree answers: "Did you mean 'check'?"
+    ],
+)
+def test_a_run_builds_the_command_it_names(argv: list[str], named: str | None):
+    assert named_command(argv) == named
+
+
+def test_shell_completion_gets_the_whole_tree(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(COMPLETION_VARIABLE, "complete_bash")
+    assert named_command(["check"]) is None
+
+
+def _help(tree: typer.core.TyperGroup, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    tree.main(argv, prog_name="advisor", standalone_mode=False)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", [*COMMANDS, RULES])
+def test_a_command_built_alone_has_the_help_of_the_whole_tree(
+    name: str, capsys: pytest.CaptureFixture[str]
+):
+    alone = command(name)
+    assert list(alone.commands) == [name]
+    text = _help(alone, [name, "-h"], capsys)
+    assert text.startswith(f"Usage: advisor {name} ")
+    assert text == _help(command(), [name, "-h"], capsys)

@@ -26,10 +26,10 @@ from advisor.inputs import progress  # noqa: E402
 
 
 def main() -> None:
-    from advisor.cli.commands import command
+    from advisor.cli.commands import command, named_command
 
     console.reset()
-    tree = command()
+    tree = command(named_command(sys.argv[1:]))
     imported = time.monotonic()
     try:
         # without standalone mode click returns a command's exit code instead of exiting
