@@ -15,6 +15,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "advisor"
 
 
-def as_installed() -> None:
-    compileall.compile_dir(str(PACKAGE), quiet=1)
+def as_installed(package: Path | None = None) -> None:
+    compileall.compile_dir(str(package or PACKAGE), quiet=1)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "advisor"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "advisor"
 ONLY = {
     "networkx": {"engine/graph.py", "facts/order.py"},
     "ruamel": {"core/yamlio.py"},
@@ -134,12 +136,51 @@ def _loaded_after(code: str) -> set[str]:
     return set(out.split())
 
 
-def test_the_command_line_starts_without_heavy_libraries():
-    # `advisor --help` and pre-commit's `advisor check` are run most: they import only what
-    # they use (the start-up times are in benchmarks/bench_startup.py)
-    loaded = _loaded_after("import advisor.cli")
-    heavy = {"networkx", "jsonschema", "msgspec", "ruamel", "advisor.parsers", "advisor.engine"}
-    assert loaded & heavy == set()
+def _loaded_running(*argv: str) -> set[str]:
+    """The modules loaded once `advisor ARGV...` has run (in a fresh interpreter)."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['advisor', *{list(argv)!r}]\n"
+        "from advisor.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    return _loaded_after(code)
+
+
+# pydantic: typer's own parameter conversion (cli.coercion converts without it); rich: typer's
+# boxed help; the rest: what the commands' work needs, never the help
+HEAVY_FOR_HELP = {
+    "pydantic",
+    "rich",
+    "networkx",
+    "jsonschema",
+    "msgspec",
+    "ruamel",
+    "advisor.model",
+    "advisor.app",
+    "advisor.parsers",
+    "advisor.facts",
+    "advisor.engine",
+    "advisor.render",
+    "advisor.edit",
+}
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("suggest", "--help"), ("check", "-h")])
+def test_help_imports_none_of_the_heavy_modules(argv: tuple[str, ...]):
+    # `advisor --help` is run most: it imports the command tree and nothing the commands do (the
+    # start-up times are in benchmarks/bench_startup.py)
+    loaded = _loaded_running(*argv)
+    assert "advisor.cli.commands" in loaded  # the probe ran the program
+    packages = {m.split(".")[0] for m in loaded}
+    packages |= {".".join(m.split(".")[:2]) for m in loaded if m.startswith("advisor.")}
+    assert packages & HEAVY_FOR_HELP == set()
+
+
+def test_check_of_one_config_converts_its_options_without_pydantic_or_rich():
+    loaded = _loaded_running("check", "-q", str(ROOT / "examples" / "fsdp2" / "config.yaml"))
+    assert "advisor.app.check" in loaded
+    assert {m.split(".")[0] for m in loaded} & {"pydantic", "rich", "networkx", "msgspec"} == set()
 
 
 def test_check_needs_no_graph_and_no_profile_parsers():
@@ -163,31 +204,78 @@ def test_reading_a_profile_imports_no_validator_once_the_data_files_are_cached()
     assert _loaded_after(code) & {"jsonschema", "ruamel", "advisor.core.validation"} == set()
 
 
-def _modules_imported(path: Path) -> set[str]:
-    """Every advisor module a file imports anywhere (module level, inside functions, under
-    TYPE_CHECKING): `from advisor.render import words` names advisor.render.words."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
+# Import cycles still being removed, each the exact set of modules of one cycle (a strongly
+# connected part of the import graph). The list only shrinks: an entry goes when the cycle is
+# broken (the test below says so), and a cycle that is not listed — new, or a listed one grown
+# by another module — fails.
+KNOWN_CYCLES: list[frozenset[str]] = []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
+    """Every module of the package this file imports, wherever the import statement stands:
+    at the top, inside a function, under `if TYPE_CHECKING:`. `from pkg import x` imports pkg
+    (its __init__ runs) and pkg.x when x is a module."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {n for n in names if n.startswith("advisor.")}
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package[: len(package) - (node.level - 1)]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {m for m in found if m in known and m != name}
 
 
-@pytest.mark.parametrize("package", ["engine", "render"])
-def test_no_import_cycle_inside_the_package(package: str):
-    import networkx as nx
-
-    modules = {
-        f"advisor.{package}.{p.stem}": p
-        for p in (PACKAGE / package).glob("*.py")
-        if p.name != "__init__.py"
-    }
+def import_graph() -> nx.DiGraph:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph = nx.DiGraph()
-    graph.add_nodes_from(modules)
-    for name, path in modules.items():
-        graph.add_edges_from((name, other) for other in _modules_imported(path) if other in modules)
-    assert list(nx.simple_cycles(graph)) == []
+    graph.add_nodes_from(files)
+    for name, path in files.items():
+        graph.add_edges_from((name, target) for target in _imported_modules(path, name, set(files)))
+    return graph
+
+
+def _cycles(graph: nx.DiGraph) -> list[frozenset[str]]:
+    return [frozenset(part) for part in nx.strongly_connected_components(graph) if len(part) > 1]
+
+
+def test_the_import_graph_sees_every_kind_of_import(tmp_path: Path):
+    # the graph is built from the source: a function-level or TYPE_CHECKING import counts
+    module = tmp_path / "probe.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from advisor.cli import options\n"
+        "def f():\n    import advisor.cli.console\n    from . import entry\n",
+        encoding="utf-8",
+    )
+    known = {"advisor.cli", "advisor.cli.options", "advisor.cli.console", "advisor.cli.entry"}
+    imported = _imported_modules(module, "advisor.cli.probe", known)
+    assert imported == known
+
+
+def test_no_import_cycle_inside_any_package():
+    graph = import_graph()
+    assert graph.has_edge("advisor.cli", "advisor.cli.entry")  # the graph is not empty
+    new = [
+        sorted(cycle)
+        for cycle in _cycles(graph)
+        if not any(cycle <= known for known in KNOWN_CYCLES)
+    ]
+    assert new == [], f"import cycles: {new}"
+
+
+def test_the_list_of_known_cycles_only_shrinks():
+    cycles = _cycles(import_graph())
+    broken = [
+        sorted(known) for known in KNOWN_CYCLES if not any(cycle <= known for cycle in cycles)
+    ]
+    assert broken == [], f"no longer cyclic, remove from KNOWN_CYCLES: {broken}"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli import console
+import advisor.cli.console as console
 from advisor.cli.options import (
     CheckFormat,
     Level,
@@ -17,18 +17,21 @@ from advisor.cli.options import (
     VerboseOpt,
     rule_options,
 )
-from advisor.model import DataError, Severity
 
 
 def check_cmd(
     configs: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Training configs and launch scripts (FSDP2 or MindSpore Transformers YAML, Megatron-backend scripts); each file's dialect is detected, other files are skipped."
+            help="Files and folders to check, or - for standard input: FSDP2 config YAMLs "
+            "(MindSpeed-LLM), MindSpore Transformers (MindFormers) config YAMLs, Megatron-backend "
+            "pretrain scripts and FSDP2 launch scripts; each file's dialect is detected from its "
+            "content, other files are skipped."
         ),
     ] = None,
     launch: Annotated[
-        list[Path] | None, typer.Option("--launch", help="Launch scripts (repeatable).")
+        list[Path] | None,
+        typer.Option("--launch", help="FSDP2 launch scripts, checked as such (repeatable)."),
     ] = None,
     output_format: Annotated[
         CheckFormat,
@@ -65,12 +68,18 @@ def check_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Policy checks for training configs and launch scripts (for code review and CI)."""
+    """Policy checks for training configs and launch scripts (for code review and CI).
+
+    \b
+    Example:
+      advisor check configs/ scripts/*.sh --format sarif
+    """
     from advisor.app.check import finding_changes, run_check, safe_fix_changes, write_baseline
     from advisor.app.rulesets import load_policies
     from advisor.edit.patch import unified_diff
     from advisor.edit.writer import write_changes
     from advisor.engine.policy import fails
+    from advisor.model import DataError, Severity
     from advisor.render.check import FORMATS, CheckReport
 
     files = list(configs or [])
@@ -84,13 +93,15 @@ def check_cmd(
             )
         _check_stdin(stdin_filename, output_format, fail_on, rule_options(settings, rules_dir))
         return
-    policies = load_policies(rule_options(settings, rules_dir))
-    result = run_check(
-        policies,
-        configs=files,
-        launches=scripts,
-        baseline=baseline if not update_baseline else None,
-    )
+    with console.phase("loading the policies"):
+        policies = load_policies(rule_options(settings, rules_dir))
+    with console.phase("checking"):
+        result = run_check(
+            policies,
+            configs=files,
+            launches=scripts,
+            baseline=baseline if not update_baseline else None,
+        )
     if update_baseline:
         if baseline is None:
             raise DataError("--update-baseline needs --baseline FILE")
@@ -114,7 +125,9 @@ def check_cmd(
         # -q: findings only (the pre-commit hooks pass every YAML and shell file)
         None if console.VERBOSITY.quiet else result.skipped,
     )
-    typer.echo(FORMATS[output_format.value](report), nl=False)
+    with console.phase("rendering"):
+        rendered = FORMATS[output_format.value](report)
+    typer.echo(rendered, nl=False)
     if fails(result.findings, Severity(fail_on.value)):
         raise typer.Exit(1)
 
@@ -128,6 +141,7 @@ def _check_stdin(label: str, output_format: CheckFormat, fail_on: Level, options
     from advisor.app.check import run_check
     from advisor.app.rulesets import load_policies
     from advisor.engine.policy import fails
+    from advisor.model import Severity
     from advisor.render.check import FORMATS, CheckReport
 
     text = sys.stdin.read()

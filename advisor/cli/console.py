@@ -5,10 +5,10 @@ terminal's width (plain when piped, so scripts and golden files see whole lines)
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,14 @@ def detail(message: str) -> None:
         typer.echo(f"advisor: {message}", err=True)
 
 
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """-v: how long one phase of a command took (reading and analysis, rendering, writing)."""
+    started = time.monotonic()
+    yield
+    detail(f"{name} in {time.monotonic() - started:.2f} s")
+
+
 def inputs_read(inputs: list[str]) -> None:
     """-v: every file the result was read from."""
     if VERBOSITY.verbose:
@@ -72,6 +80,8 @@ def inputs_read(inputs: list[str]) -> None:
 def _terminal_width(stream: Any) -> int | None:
     if not getattr(stream, "isatty", lambda: False)():
         return None
+    import shutil
+
     return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
@@ -82,6 +92,8 @@ def _table_row(line: str) -> bool:
 
 def wrap_for_terminal(text: str, width: int) -> str:
     """Long prose lines wrapped with a hanging indent; table rows and diffs untouched."""
+    import textwrap
+
     out: list[str] = []
     in_diff = False
     for line in text.split("\n"):

@@ -7,17 +7,24 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli import console
-from advisor.cli.options import FactsFormat, QuietOpt, ReportFormat, RulesDirOpt, VerboseOpt
-from advisor.model import DataError
+import advisor.cli.console as console
+from advisor.cli.options import (
+    LOG_KINDS,
+    PROFILE_KINDS,
+    FactsFormat,
+    QuietOpt,
+    ReportFormat,
+    RulesDirOpt,
+    VerboseOpt,
+)
+
+RUN_KINDS = f"a profile ({PROFILE_KINDS}) or a training log ({LOG_KINDS})"
 
 
 def compare_cmd(
-    baseline: Annotated[
-        Path | None, typer.Argument(help="Baseline: a profile folder or a training log.")
-    ] = None,
+    baseline: Annotated[Path | None, typer.Argument(help=f"Baseline run: {RUN_KINDS}.")] = None,
     candidate: Annotated[
-        Path | None, typer.Argument(help="Candidate: a profile folder or a training log.")
+        Path | None, typer.Argument(help="Candidate run: the same kinds as BASELINE.")
     ] = None,
     baseline_log: Annotated[
         Path | None,
@@ -55,16 +62,23 @@ def compare_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Keep, revert or inconclusive: compare a candidate run with its baseline."""
+    """Keep, revert or inconclusive: compare a candidate run with its baseline.
+
+    \b
+    Example:
+      advisor compare before/prof after/prof --ledger .advisor/ledger.jsonl
+    """
     from advisor.app.compare import Side, run_compare
     from advisor.render.compare import FORMATS, CompareReport
 
-    result, note = run_compare(
-        Side(path=baseline, log=baseline_log, config=baseline_config),
-        Side(path=candidate, log=candidate_log, config=candidate_config),
-        ledger_path=ledger,
-    )
-    rendered = FORMATS[output_format.value](CompareReport(result, note))
+    with console.phase("reading and comparing"):
+        result, note = run_compare(
+            Side(path=baseline, log=baseline_log, config=baseline_config),
+            Side(path=candidate, log=candidate_log, config=candidate_config),
+            ledger_path=ledger,
+        )
+    with console.phase("rendering"):
+        rendered = FORMATS[output_format.value](CompareReport(result, note))
     console.emit(rendered, prose=output_format is ReportFormat.text)
     # a CI can gate on the verdict: 0 keep, 1 revert, 3 inconclusive (2: usage or input error)
     if result.verdict.value != "keep":
@@ -86,7 +100,8 @@ def estimate_cmd(
         float | None, typer.Option("--step-ms", help="Measured step time for MFU.")
     ] = None,
     log: Annotated[
-        Path | None, typer.Option("--log", help="Take the step time from a training log.")
+        Path | None,
+        typer.Option("--log", help=f"Take the step time from a training log ({LOG_KINDS})."),
     ] = None,
     device: Annotated[
         str,
@@ -102,7 +117,12 @@ def estimate_cmd(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs."""
+    """Parameters, FLOPs per token, MFU and per-rank memory from the model and training configs.
+
+    \b
+    Example:
+      advisor estimate --model-config config.json --config train.yaml --log train.log
+    """
     from advisor.app.pipeline import log_facts
     from advisor.dialects.fsdp2.schema import load_config
     from advisor.facts.estimate import (
@@ -139,7 +159,9 @@ def estimate_cmd(
 
 
 def watch_cmd(
-    log: Annotated[Path, typer.Argument(help="The training log to follow (like tail -f).")],
+    log: Annotated[
+        Path, typer.Argument(help=f"The training log to follow, like tail -f ({LOG_KINDS}).")
+    ],
     max_step_ms: Annotated[
         float | None, typer.Option("--max-step-ms", help="Alert above this step time.")
     ] = None,
@@ -162,7 +184,12 @@ def watch_cmd(
         typer.Option("--idle-timeout", help="Stop after this many seconds without new lines."),
     ] = None,
 ) -> None:
-    """Follow a growing log; alert on slow steps or NaN loss (find it in minutes, not the next morning)."""
+    """Follow a growing log; alert on slow steps or NaN loss (find it in minutes, not the next morning).
+
+    \b
+    Example:
+      advisor watch train.log --regression 1.2 --exit-on-alert
+    """
     from advisor.app.watch import Watcher, watch
 
     if max_step_ms is None and regression is None:
@@ -179,6 +206,7 @@ def _known_feature(feature: str, rules_dir: list[Path] | None) -> None:
     import difflib
 
     from advisor.engine.rules import load_rules
+    from advisor.model import DataError
 
     known = sorted(load_rules(tuple(rules_dir or ()), kinds=("feature",)).rules)
     if feature not in known:
@@ -194,6 +222,7 @@ def _nearest_ledger() -> Path:
     """The ledger meant when none is named: the nearest above the current folder, else the one
     below it in the repository (several: the user chooses)."""
     from advisor.inputs.ledger import LEDGER_DIR, LEDGER_NAME, find_ledgers
+    from advisor.model import DataError
 
     found = find_ledgers(Path.cwd())
     if not found:
@@ -223,8 +252,14 @@ def ledger_cmd(
     ] = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
-    """Print the history of suggested changes; --mark records a decision."""
+    """Print the history of suggested changes; --mark records a decision.
+
+    \b
+    Example:
+      advisor ledger --mark feature.task-queue-level2=rejected
+    """
     from advisor.inputs.ledger import STATUSES, Ledger, default_path
+    from advisor.model import DataError
     from advisor.render.ledger import ledger_text
 
     if ledger is None and config is None:

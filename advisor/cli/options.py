@@ -53,12 +53,23 @@ class GraphFormat(StrEnum):
     mermaid = "mermaid"
 
 
+# What the commands read, said once: every command's help names each kind it takes.
+PROFILE_KINDS = (
+    "a PyTorch profiler trace (*.pt.trace.json[.gz], CUDA or ROCm) or a folder of them, one per "
+    "rank; a torch_npu *_ascend_pt or MindSpore *_ascend_ms rank directory, its "
+    "ASCEND_PROFILER_OUTPUT folder, or a parent folder of rank directories; msprof-analyze's "
+    "cluster output (cluster_analysis_output)"
+)
+CONFIG_KINDS = (
+    "an FSDP2 config YAML (MindSpeed-LLM), a MindSpore Transformers (MindFormers) config YAML, "
+    "or a Megatron-backend pretrain script (the script is the config)"
+)
+LOG_KINDS = "FSDP2, Megatron-style or MindSpore Transformers output"
+LAUNCH_HELP = "The FSDP2 launch script (exports + torchrun command) and the env files it sources."
+
 ProfileArg = Annotated[
     Path,
-    typer.Argument(
-        help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
-        "or a folder holding one such directory per rank."
-    ),
+    typer.Argument(help=f"The profile: {PROFILE_KINDS}."),
 ]
 SkipBadOpt = Annotated[
     bool,
@@ -89,7 +100,8 @@ LogOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--log",
-        help="A training log (repeat for rotated files): step time, tokens/s, memory, loss.",
+        help=f"A training log ({LOG_KINDS}; repeat for rotated files): step time, tokens/s, "
+        "memory, loss.",
     ),
 ]
 

@@ -7,8 +7,11 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli import console
+import advisor.cli.console as console
 from advisor.cli.options import (
+    CONFIG_KINDS,
+    LAUNCH_HELP,
+    PROFILE_KINDS,
     DeepOpt,
     FactsFormat,
     JobsOpt,
@@ -27,16 +30,12 @@ from advisor.cli.options import (
     read_options,
     rule_options,
 )
-from advisor.model import DataError
 
 
 def facts(
     path: Annotated[
         Path | None,
-        typer.Argument(
-            help="A rank's *_ascend_pt / *_ascend_ms directory, its ASCEND_PROFILER_OUTPUT folder, "
-            "or a folder holding one such directory per rank (optional with --log)."
-        ),
+        typer.Argument(help=f"The profile (optional with --log): {PROFILE_KINDS}."),
     ] = None,
     log: LogOpt = None,
     output_format: Annotated[
@@ -52,32 +51,39 @@ def facts(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Derive the diagnosis facts of a profile and/or training logs."""
+    """Derive the diagnosis facts of a profile and/or training logs.
+
+    \b
+    Example:
+      advisor facts prof/ --log train.log
+    """
     from advisor.app.pipeline import collect_facts
+    from advisor.model import DataError
     from advisor.render.facts import FORMATS, FactsReport
 
     if path is None and not log:
         raise DataError("give a profile folder, --log train.log, or both")
-    result = collect_facts(
-        path, log, skip_bad_files=skip_bad_files, reading=read_options(jobs, scheduler, deep)
-    )
+    with console.phase("reading and deriving the facts"):
+        result = collect_facts(
+            path, log, skip_bad_files=skip_bad_files, reading=read_options(jobs, scheduler, deep)
+        )
     console.inputs_read(result.inputs)
     if output_format is not FactsFormat.json:
         # the text report shows warnings on stderr; the JSON carries them in its contract
         for warning in result.warnings:
             console.warn(warning)
         result.warnings = []
-    typer.echo(FORMATS[output_format.value](FactsReport(result, show_notes=notes)), nl=False)
+    with console.phase("rendering"):
+        rendered = FORMATS[output_format.value](FactsReport(result, show_notes=notes))
+    typer.echo(rendered, nl=False)
 
 
 def diagnose(
     path: ProfileArg,
     config: Annotated[
-        Path | None, typer.Option("--config", help="The training config YAML.")
+        Path | None, typer.Option("--config", help=f"The training config: {CONFIG_KINDS}.")
     ] = None,
-    launch: Annotated[
-        Path | None, typer.Option("--launch", help="The launch script (run.sh).")
-    ] = None,
+    launch: Annotated[Path | None, typer.Option("--launch", help=LAUNCH_HELP)] = None,
     output_format: Annotated[
         ReportFormat,
         typer.Option(
@@ -95,36 +101,38 @@ def diagnose(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown."""
+    """Rank the bottlenecks of a profile: symptoms, the main bottleneck and what is unknown.
+
+    \b
+    Example:
+      advisor diagnose prof/ --config config.yaml --launch run.sh
+    """
     from advisor.app.diagnose import run_diagnose
     from advisor.render.diagnosis import FORMATS
 
-    run = run_diagnose(
-        job_options(
-            path,
-            config,
-            launch,
-            log,
-            model_config,
-            skip_bad_files,
-            read_options(jobs, scheduler, deep),
-        ),
-        rule_options(settings, rules_dir),
-    )
+    with console.phase("reading and diagnosing"):
+        run = run_diagnose(
+            job_options(
+                path,
+                config,
+                launch,
+                log,
+                model_config,
+                skip_bad_files,
+                read_options(jobs, scheduler, deep),
+            ),
+            rule_options(settings, rules_dir),
+        )
     console.read_report(run.facts.inputs, run.facts.warnings)
-    rendered = FORMATS[output_format.value](run.diagnosis)
+    with console.phase("rendering"):
+        rendered = FORMATS[output_format.value](run.diagnosis)
     console.emit(rendered, prose=output_format is ReportFormat.text)
 
 
 def suggest(
     path: ProfileArg,
-    config: Annotated[
-        Path, typer.Argument(help="The training config YAML (train_fsdp2.py CONFIG.yaml).")
-    ],
-    launch: Annotated[
-        Path | None,
-        typer.Option("--launch", help="The launch script (exports + torchrun command)."),
-    ] = None,
+    config: Annotated[Path, typer.Argument(help=f"The training config: {CONFIG_KINDS}.")],
+    launch: Annotated[Path | None, typer.Option("--launch", help=LAUNCH_HELP)] = None,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
     output_format: Annotated[
@@ -159,26 +167,34 @@ def suggest(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Propose the ONE next change for the main bottleneck, as a validated patch."""
+    """Propose the ONE next change for the main bottleneck, as a validated patch.
+
+    \b
+    Example:
+      advisor suggest prof/ config.yaml --launch run.sh
+    """
     from advisor.app.suggest import SuggestOptions, run_suggest
     from advisor.render.suggestion import FORMATS, SuggestionReport
 
-    run = run_suggest(
-        job_options(
-            path,
-            config,
-            launch,
-            log,
-            model_config,
-            skip_bad_files,
-            read_options(jobs, scheduler, deep),
-        ),
-        rule_options(settings, rules_dir),
-        SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),
-    )
+    # the service writes the files with --write: the phase says so
+    with console.phase("reading, planning and writing" if write else "reading and planning"):
+        run = run_suggest(
+            job_options(
+                path,
+                config,
+                launch,
+                log,
+                model_config,
+                skip_bad_files,
+                read_options(jobs, scheduler, deep),
+            ),
+            rule_options(settings, rules_dir),
+            SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),
+        )
     console.read_report(run.facts.inputs, run.facts.warnings)
     suggestion = run.suggestion
-    rendered = FORMATS[output_format.value](SuggestionReport(suggestion, run.notes))
+    with console.phase("rendering"):
+        rendered = FORMATS[output_format.value](SuggestionReport(suggestion, run.notes))
     console.emit(rendered, prose=output_format is SuggestFormat.text)
     if run.write_error is not None:
         raise run.write_error

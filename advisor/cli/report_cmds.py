@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from advisor.cli import console
+import advisor.cli.console as console
 from advisor.cli.options import (
+    CONFIG_KINDS,
+    LAUNCH_HELP,
     DeepOpt,
     JobsOpt,
     LogOpt,
@@ -26,13 +26,17 @@ from advisor.cli.options import (
     read_options,
     rule_options,
 )
-from advisor.model import InputError
 
 # A file is replaced only when it is an earlier report (never a page or file the user wrote).
 REPORT_MARK = "<title>advisor report"
 
 
 def _write_report(path: Path, page: str) -> None:
+    import os
+    import tempfile
+
+    from advisor.model import InputError
+
     if path.is_dir():
         raise InputError(str(path), "is a folder: name the report's file, e.g. -o report.html")
     if path.exists():
@@ -67,8 +71,7 @@ def report_cmd(
     config: Annotated[
         Path | None,
         typer.Argument(
-            help="The training config (FSDP2 / MindFormers YAML or a Megatron-backend script): "
-            "adds the one next change with its diff."
+            help=f"The training config, adding the one next change with its diff: {CONFIG_KINDS}."
         ),
     ] = None,
     output: Annotated[
@@ -80,9 +83,7 @@ def report_cmd(
             "Default: standard output.",
         ),
     ] = None,
-    launch: Annotated[
-        Path | None, typer.Option("--launch", help="The launch script (exports + torchrun).")
-    ] = None,
+    launch: Annotated[Path | None, typer.Option("--launch", help=LAUNCH_HELP)] = None,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
     baseline: Annotated[
@@ -112,27 +113,34 @@ def report_cmd(
     """Write one self-contained HTML page: where the step goes, bottlenecks, ranks, operators.
 
     With a config the page shows the next change and its diff; --baseline adds the comparison, --ledger the history. Nothing else is written.
+
+    \b
+    Example:
+      advisor report prof/ config.yaml -o report.html
     """
     from advisor.app.report import ReportOptions, run_report
     from advisor.render.report_html import report_html
 
-    data = run_report(
-        job_options(
-            path,
-            config,
-            launch,
-            log,
-            model_config,
-            skip_bad_files,
-            read_options(jobs, scheduler, deep),
-        ),
-        rule_options(settings, rules_dir),
-        ReportOptions(baseline=baseline, ledger=ledger),
-    )
+    with console.phase("reading and diagnosing"):
+        data = run_report(
+            job_options(
+                path,
+                config,
+                launch,
+                log,
+                model_config,
+                skip_bad_files,
+                read_options(jobs, scheduler, deep),
+            ),
+            rule_options(settings, rules_dir),
+            ReportOptions(baseline=baseline, ledger=ledger),
+        )
     console.read_report(data.facts.inputs, data.facts.warnings)
-    page = report_html(data)
+    with console.phase("rendering the page"):
+        page = report_html(data)
     if output is None:
         typer.echo(page, nl=False)
         return
-    _write_report(output, page)
+    with console.phase("writing"):
+        _write_report(output, page)
     console.note(f"wrote {output}")

@@ -14,7 +14,6 @@ from advisor.cli.options import (
     SettingsOpt,
     rule_options,
 )
-from advisor.model import DataError
 
 
 def rules_list(
@@ -25,9 +24,15 @@ def rules_list(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
-    """One line per rule."""
+    """One line per rule.
+
+    \b
+    Example:
+      advisor rules list --kind policy
+    """
     from advisor.app.rulesets import load_graph
     from advisor.engine.rules import KINDS
+    from advisor.model import DataError
     from advisor.render.rules import rules_list_text
 
     if kind is not None and kind not in KINDS:
@@ -45,8 +50,14 @@ def rules_show(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
-    """A rule's documentation, params, edges and example."""
+    """A rule's documentation, params, edges and example.
+
+    \b
+    Example:
+      advisor rules show feature.task-queue-level2
+    """
     from advisor.app.rulesets import load_graph
+    from advisor.model import DataError
     from advisor.render.rules import rule_show_text
 
     graph = load_graph(rule_options(settings, rules_dir))
@@ -63,7 +74,12 @@ def rules_lint(
         typer.Argument(help="Extra rule folders to check with the built-in rules."),
     ] = None,
 ) -> None:
-    """Validate every rule file and the graph's integrity; exit 2 on any error."""
+    """Validate every rule file and the graph's integrity; exit 2 on any error.
+
+    \b
+    Example:
+      advisor rules lint my-rules/
+    """
     from advisor.engine.graph import integrity_errors
     from advisor.engine.rules import KINDS, load_rules
 
@@ -92,7 +108,12 @@ def rules_graph(
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
 ) -> None:
-    """The whole rule graph as Graphviz dot or Mermaid, for docs and review."""
+    """The whole rule graph as Graphviz dot or Mermaid, for docs and review.
+
+    \b
+    Example:
+      advisor rules graph --format dot > rules.dot
+    """
     from advisor.app.rulesets import load_graph
     from advisor.render.graph import FORMATS
 

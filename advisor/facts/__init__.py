@@ -1,6 +1,5 @@
-"""Diagnosis facts: the catalogue and their derivation from parsed profiles."""
+"""Diagnosis facts: the catalogue and their derivation from parsed profiles.
 
-from advisor.facts.catalogue import FactSpec, spec_for
-from advisor.facts.derive import derive_facts
-
-__all__ = ["FactSpec", "derive_facts", "spec_for"]
+The package face imports nothing: a module of the package that imports a sibling
+(`from advisor.facts import registry`) must not run the derivation modules first.
+"""
