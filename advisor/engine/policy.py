@@ -92,11 +92,17 @@ def _check_cli(rule: PolicyRule, doc: Document, mode: str) -> Iterator[Finding]:
         line, col = flag_position(doc, override.path)
         detail = ""
         if mode == "bare-last":
-            # only for a real key: an unknown flag is reported as such, not told to take a value
-            if override.value is None and i == len(script.overrides) - 1 and known:
+            # only for a real key: an unknown flag is reported as such, not told to take a value;
+            # the backend re-appends only YAML keys, so a key the YAML lacks keeps the bare flag
+            last = i == len(script.overrides) - 1
+            if override.value is None and last and known and _yaml_sets(doc, section, key):
                 detail = f"--{override.path}"
         elif mode == "abbreviated":
-            if not known and prefix_of:
+            # argparse takes a unique prefix; the YAML wins only when it sets the full key, and an
+            # ambiguous prefix is an argparse error whatever the YAML holds
+            if not known and len(prefix_of) > 1:
+                detail = f"--{override.path} (ambiguous: {', '.join(prefix_of)})"
+            elif not known and prefix_of and _yaml_sets(doc, section, prefix_of[0]):
                 detail = f"--{override.path} (did you mean --{section}.{prefix_of[0]}?)"
         elif not known and not prefix_of:
             homes = [s for s, body in keys.items() if key in body]
@@ -105,6 +111,13 @@ def _check_cli(rule: PolicyRule, doc: Document, mode: str) -> Iterator[Finding]:
         if detail:
             message = render(rule.message, flag=detail, path=override.path)
             yield _finding(rule, doc, message, line, col, override.path)
+
+
+def _yaml_sets(doc: Document, section: str, key: str) -> bool:
+    """The YAML the command line reads sets section.key (unknown YAML: assume it does)."""
+    if doc.config is None:
+        return True
+    return get_path(doc.config, f"{section}.{key}") is not None
 
 
 def _check_world(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
