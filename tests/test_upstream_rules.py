@@ -424,3 +424,156 @@ def test_every_threshold_cites_upstream_or_says_it_is_advisors_own(rule_id: str)
         return
     text = " ".join(f"{r.source} {r.section}" for r in rule.references)
     assert OWN in text or "threshold" in text, (rule_id, text)
+
+
+# ---------------------------------------------------------------- upstream levers (section 3)
+
+
+def test_lazy_fusion_needs_the_task_queue():
+    assert unmet("feature.torch-npu-lazy-fusion", ctx(env={"TASK_QUEUE_ENABLE": "0"}))
+    assert unmet("feature.torch-npu-lazy-fusion", ctx(env={})) == []  # default 1
+    assert unmet("feature.torch-npu-lazy-fusion", ctx(env={"TASK_QUEUE_ENABLE": "2"})) == []
+
+
+def test_lazy_reclaim_keeps_the_expandable_segments_already_set():
+    from advisor.engine.changes import abstract_ops
+
+    rule = feature("feature.multi-stream-lazy-reclaim")
+    ops = abstract_ops(rule, ctx(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}))
+    assert [op.value for op in ops] == ["expandable_segments:True,multi_stream_lazy_reclaim:True"]
+    ops = abstract_ops(rule, ctx(env={}))
+    assert [op.value for op in ops] == ["multi_stream_lazy_reclaim:True"]
+    other = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,page_size:1g"}
+    assert unmet("feature.multi-stream-lazy-reclaim", ctx(env=other))
+    both = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
+    assert conflicting("feature.multi-stream-lazy-reclaim", ctx(env=both))
+
+
+def test_p2p_buffer_only_for_pipeline_jobs(tmp_path: Path):
+    assert unmet("feature.p2p-hccl-buffsize", ctx(megatron_config(tmp_path, "--lr 1e-5")))
+    piped = megatron_config(tmp_path, "--pipeline-model-parallel-size 2 --num-layers 8")
+    assert unmet("feature.p2p-hccl-buffsize", ctx(piped)) == []
+
+
+def test_internal_format_advice_fires_on_hot_transdata():
+    rule = feature("feature.internal-format-off")
+    hot = {"ops.top": [{"type": "TransData", "share": 0.2}, {"type": "MatMulV2"}]}
+    cold = {"ops.top": [{"type": "MatMulV2"}]}
+    gate = rule.addresses[0].when
+    assert evaluate(gate, ctx(facts=hot)).is_true
+    assert not evaluate(gate, ctx(facts=cold)).is_true
+
+
+def test_fb_overlap_prerequisites_from_the_validator(tmp_path: Path):
+    base = (
+        "--num-experts 8 --expert-model-parallel-size 4 --moe-grouped-gemm "
+        "--moe-token-dispatcher-type alltoall --moe-alltoall-overlap-comm"
+    )
+    assert unmet("feature.mg-moe-fb-overlap", ctx(megatron_config(tmp_path, base))) == []
+    seq = base.replace("alltoall --", "alltoall_seq --")
+    assert unmet("feature.mg-moe-fb-overlap", ctx(megatron_config(tmp_path, seq)))
+    grad = megatron_config(tmp_path, f"{base} --overlap-grad-reduce")
+    assert conflicting("feature.mg-moe-fb-overlap", ctx(grad))
+    piped = megatron_config(tmp_path, f"{base} --pipeline-model-parallel-size 2 --num-layers 8")
+    assert unmet("feature.mg-moe-fb-overlap", ctx(piped))
+
+
+def test_fb_overlap_replaces_the_alltoall_overlap_in_the_script(tmp_path: Path):
+    from advisor.edit.megatron_args import megatron_changes
+    from advisor.engine.changes import abstract_ops
+    from advisor.inputs.megatron import read_megatron
+
+    path = tmp_path / "pretrain.sh"
+    path.write_text(
+        megatron_script(
+            "--num-experts 8 --expert-model-parallel-size 4 --moe-grouped-gemm "
+            "--moe-token-dispatcher-type alltoall --moe-alltoall-overlap-comm"
+        )
+    )
+    doc = load_document(path)
+    ops = abstract_ops(feature("feature.mg-moe-fb-overlap"), ctx(doc.config))
+    text, _ = megatron_changes(doc, list(ops))
+    args = read_megatron(path, text).args
+    assert args.get("moe-fb-overlap") is True and "moe-alltoall-overlap-comm" not in args
+
+
+def test_zero_memory_level_follows_the_overlap(tmp_path: Path):
+    from advisor.engine.changes import abstract_ops
+
+    rule = feature("feature.mg-moe-zero-memory")
+    overlap = megatron_config(tmp_path, "--moe-alltoall-overlap-comm")
+    assert [op.value for op in abstract_ops(rule, ctx(overlap))] == ["level1"]
+    fb = megatron_config(tmp_path, "--moe-fb-overlap")
+    assert [op.value for op in abstract_ops(rule, ctx(fb))] == ["level0"]
+    assert unmet("feature.mg-moe-zero-memory", ctx(megatron_config(tmp_path, "--lr 1e-5")))
+
+
+def test_tp_extend_ep_only_for_alltoall_seq_with_tp(tmp_path: Path):
+    flags = (
+        "--num-experts 8 --expert-model-parallel-size 2 --tensor-model-parallel-size 2 "
+        "--moe-grouped-gemm --moe-permutation-async-comm --moe-token-dispatcher-type alltoall_seq"
+    )
+    assert unmet("feature.mg-moe-tp-extend-ep", ctx(megatron_config(tmp_path, flags))) == []
+    plain = megatron_config(tmp_path, flags.replace("alltoall_seq", "alltoall"))
+    assert unmet("feature.mg-moe-tp-extend-ep", ctx(plain))
+
+
+def test_partial_recompute_respects_full_recompute_method(tmp_path: Path):
+    full = megatron_config(tmp_path, "--recompute-granularity full --recompute-method uniform")
+    assert unmet("feature.mg-recompute-activation-function", ctx(full))
+    block = megatron_config(tmp_path, "--recompute-granularity full --recompute-method block")
+    assert unmet("feature.mg-recompute-activation-function", ctx(block)) == []
+    sp = megatron_config(tmp_path, "--tensor-model-parallel-size 2 --sequence-parallel")
+    assert unmet("feature.mg-recompute-norm", ctx(sp))
+
+
+def test_param_gather_with_optimizer_step_needs_vpp_and_torch_checkpoints(tmp_path: Path):
+    base = "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather"
+    rule = "feature.mg-overlap-param-gather-with-optimizer-step"
+    assert unmet(rule, ctx(megatron_config(tmp_path, base)))
+    vpp = (
+        f"{base} --pipeline-model-parallel-size 2 --num-layers 8 "
+        "--num-layers-per-virtual-pipeline-stage 2 --ckpt-format torch"
+    )
+    assert unmet(rule, ctx(megatron_config(tmp_path, vpp))) == []
+
+
+def test_model_specific_fusion_is_validated_by_model_id():
+    from advisor.engine.changes import abstract_ops
+
+    rule = feature("feature.model-specific-fusion")
+    assert unmet(rule.id, ctx({"model": {"model_id": "qwen3_moe"}}))
+    v4 = abstract_ops(rule, ctx({"model": {"model_id": "deepseek_v4"}}))
+    assert [(op.path, op.value) for op in v4] == [("optimization.use_sparse_flash_attn", True)]
+    nxt = abstract_ops(rule, ctx({"model": {"model_id": "qwen3_next"}}))
+    assert [(op.path, op.value) for op in nxt] == [("optimization.use_flash_gdn", True)]
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "config", "opens"),
+    [
+        ("feature.chunk-batch", {"training": {"per_device_train_batch_size": 4}}, True),
+        ("feature.chunk-batch", {"training": {"per_device_train_batch_size": 1}}, False),
+        ("feature.fused-adamw", {"training": {"optimizer": "adamw"}}, True),
+        ("feature.fused-adamw", {"training": {"optimizer": "muon"}}, False),
+        ("feature.mf-comm-recompute", {"parallel": {"enable_parallel_optimizer": True}}, True),
+        ("feature.mf-comm-recompute", {"parallel": {"enable_parallel_optimizer": False}}, False),
+    ],
+)
+def test_config_levers_open_where_upstream_accepts_them(rule_id: str, config, opens: bool):
+    assert (unmet(rule_id, ctx(config)) == []) is opens
+
+
+def test_keeping_params_after_forward_is_proposed_for_exposed_allgather(tmp_path: Path):
+    from tests.test_suggest import make_job
+    from tests.test_suggest import suggest as fsdp2_suggest
+
+    extra = "  num_to_forward_prefetch: 2\n  num_to_backward_prefetch: 2\n  reduce_dtype: bf16\n"
+    job = make_job(tmp_path, "comm-bound", model_id="qwen3", parallel_extra=extra)
+    run = fsdp2_suggest(*job)
+    reasons = {r.feature: r.reason for r in run.suggestion.rejected}
+    rec = run.suggestion.recommendation
+    chosen = rec.feature if rec else None
+    assert chosen == "feature.fsdp-keep-params-after-forward" or (
+        "feature.fsdp-keep-params-after-forward" in reasons
+    ), (chosen, reasons)
