@@ -103,8 +103,14 @@ def test_w1_ep_dispatchers_are_model_agnostic(rule_id: str):
     for model in ("deepseek_v4", "qwen3_next", "longcat_flash_ngram", "gpt_oss", "glm52"):
         config = {"model": {"model_id": model}, "parallel": {"ep_size": 8}}
         assert unmet(rule_id, ctx(config)) == [], model
-    # qwen3_moe builds the fused-experts module only with grouped GEMM on
-    assert any("moe_grouped_gemm" in r for r in unmet(rule_id, ctx(MOE_FSDP2)))
+    # qwen3_moe builds the fused-experts module only with grouped GEMM on: the change turns it on
+    from advisor.engine.changes import abstract_ops
+
+    assert unmet(rule_id, ctx(MOE_FSDP2)) == []
+    ops = {op.path: op.value for op in abstract_ops(feature(rule_id), ctx(MOE_FSDP2))}
+    assert ops["optimization.moe_grouped_gemm"] is True
+    ops = {op.path: op.value for op in abstract_ops(feature(rule_id), ctx(with_gmm))}
+    assert "optimization.moe_grouped_gemm" not in ops
     dense = {"model": {"model_id": "qwen3"}, "parallel": {"ep_size": 8}}
     assert unmet(rule_id, ctx(dense))
     assert unmet(rule_id, ctx({**with_gmm, "parallel": {"ep_size": 1}}))
@@ -123,10 +129,9 @@ def test_w1_qwen3_moe_is_proposed_the_fused_dispatcher(tmp_path: Path):
     job = make_job(
         tmp_path, "moe-comm-bound", model_id="qwen3_moe", ep_size=4, parallel_extra=extra
     )
-    config = job[1]
-    config.write_text(config.read_text() + "optimization:\n  moe_grouped_gemm: true\n")
     rec = fsdp2_suggest(*job).suggestion.recommendation
     assert rec is not None and rec.feature == "feature.fused-dispatcher"
+    assert "+  ep_dispatcher: fused" in rec.diff and "moe_grouped_gemm: true" in rec.diff.lower()
 
 
 def test_w2_moe_grouped_gemm_with_mc2_is_a_check_error(tmp_path: Path):
