@@ -446,8 +446,10 @@ def test_lazy_reclaim_keeps_the_expandable_segments_already_set():
     rule = feature("feature.multi-stream-lazy-reclaim")
     ops = abstract_ops(rule, ctx(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}))
     assert [op.value for op in ops] == ["expandable_segments:True,multi_stream_lazy_reclaim:True"]
-    ops = abstract_ops(rule, ctx(env={}))
-    assert [op.value for op in ops] == ["multi_stream_lazy_reclaim:True"]
+    for unset in ({}, {"PYTORCH_NPU_ALLOC_CONF": ""}):  # "": recorded by torch_npu as unset
+        ops = abstract_ops(rule, ctx(env=unset))
+        assert [op.value for op in ops] == ["multi_stream_lazy_reclaim:True"]
+        assert unmet(rule.id, ctx(env=unset)) == []
     other = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,page_size:1g"}
     assert unmet("feature.multi-stream-lazy-reclaim", ctx(env=other))
     both = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
@@ -582,3 +584,18 @@ def test_keeping_params_after_forward_is_proposed_for_exposed_allgather(tmp_path
     assert chosen == "feature.fsdp-keep-params-after-forward" or (
         "feature.fsdp-keep-params-after-forward" in reasons
     ), (chosen, reasons)
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "name"),
+    [
+        ("feature.aclnn-cache-limit", "ACLNN_CACHE_LIMIT"),
+        ("feature.hccl-buffsize", "HCCL_BUFFSIZE"),
+        ("feature.p2p-hccl-buffsize", "P2P_HCCL_BUFFSIZE"),
+    ],
+)
+def test_a_variable_recorded_as_unset_is_not_applied(rule_id: str, name: str):
+    from advisor.engine.changes import is_applied
+
+    assert not is_applied(feature(rule_id), ctx(env={name: ""}))
+    assert is_applied(feature(rule_id), ctx(env={name: "0" if "P2P" in name else "400"}))
