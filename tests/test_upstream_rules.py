@@ -599,3 +599,11 @@ def test_a_variable_recorded_as_unset_is_not_applied(rule_id: str, name: str):
 
     assert not is_applied(feature(rule_id), ctx(env={name: ""}))
     assert is_applied(feature(rule_id), ctx(env={name: "0" if "P2P" in name else "400"}))
+
+
+@pytest.mark.parametrize("model", ["minimax_m27", "step35", "mamba3", "longcat_flash_ngram"])
+def test_w3_context_parallelism_on_such_a_model_is_a_check_error(tmp_path: Path, model: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(f"model:\n  model_id: {model}\nparallel:\n  cp_size: 2\n  cp_type: ulysses\n")
+    found = {f.rule_id: f.severity.value for f in run_check(RULES, configs=[path]).findings}
+    assert found.get("policy.cp-unsupported-model") == "error"
