@@ -83,3 +83,21 @@ def test_comparing_two_config_keys():
         "value": {"config": "parallel_config.nope"},
     }
     assert evaluate(missing, ctx).truth is Truth.UNKNOWN
+
+
+def test_release_versions_compare_as_releases():
+    ctx = Context(facts={"profile.cann_version": "8.3.RC1", "profile.torch_npu_version": "2.7.1"})
+
+    def on(cond: dict) -> Truth:
+        return evaluate(cond, ctx).truth
+
+    cann = {"fact": "profile.cann_version"}
+    assert on({**cann, "op": "version_lt", "value": "8.3.0"}) is Truth.TRUE  # RC before release
+    assert on({**cann, "op": "version_ge", "value": "8.0.RC2"}) is Truth.TRUE
+    assert on({**cann, "op": "version_lt", "value": "8.0.RC2"}) is Truth.FALSE
+    npu = {"fact": "profile.torch_npu_version"}
+    assert on({**npu, "op": "version_ge", "value": "26.2"}) is Truth.FALSE
+    # an unreadable version decides nothing; a missing one is unknown
+    assert on({**npu, "op": "version_lt", "value": "master"}) is Truth.FALSE
+    missing = {"fact": "profile.framework_version", "op": "version_lt", "value": "2.3"}
+    assert on(missing) is Truth.UNKNOWN

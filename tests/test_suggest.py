@@ -152,7 +152,7 @@ def test_host_bound_with_task_queue_binds_cpus(tmp_path: Path):
     run = suggest(*make_job(tmp_path, "host-bound", env=env))
     rec = run.suggestion.recommendation
     assert rec.feature == "feature.cpu-affinity"
-    assert "+export CPU_AFFINITY_CONF=1" in rec.diff
+    assert "+export CPU_AFFINITY_CONF=2" in rec.diff  # fine-grained: what torch_npu recommends
 
 
 def test_exposed_communication_raises_prefetch_one_step(tmp_path: Path):

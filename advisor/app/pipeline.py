@@ -9,8 +9,8 @@ from pathlib import Path
 from advisor.app.executors import choose_executor, folder_bytes
 from advisor.app.ranks import ASCEND, KINETO, RankTask
 from advisor.app.read_ranks import ReadOptions, read_ranks
-from advisor.facts.derive import derive_facts
 from advisor.facts.base import Recorder
+from advisor.facts.derive import derive_facts
 from advisor.facts.layout import complete_layout
 from advisor.facts.rank import RankSummary
 from advisor.facts.registry import derive_log as log_derive

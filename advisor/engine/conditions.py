@@ -104,10 +104,39 @@ def _compare(op: str, actual: object, expected: object) -> bool:
         return str(expected) in str(actual)
     if op == "matches":
         return re.search(str(expected), str(actual)) is not None
+    if op in ("version_lt", "version_ge"):
+        mine, theirs = version_key(str(actual)), version_key(str(expected))
+        if mine is None or theirs is None:
+            return False  # an unreadable version decides nothing
+        return mine < theirs if op == "version_lt" else mine >= theirs
     a, b = as_number(actual, strings=True), as_number(expected, strings=True)
     if a is None or b is None:
         return False
     return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[op]
+
+
+_VERSION_PART = re.compile(r"(\d+)|(rc|alpha|beta|a|b|t)(\d*)", re.IGNORECASE)
+
+
+def version_key(text: str) -> tuple[tuple[int, int], ...] | None:
+    """A release string as comparable parts: CANN's `8.3.RC1` sorts before `8.3.0`, torch_npu's
+    `2.7.1.post2` after `2.7.1`. None when no leading number is found."""
+    parts: list[tuple[int, int]] = []
+    for piece in re.split(r"[.\-+_]", text.strip()):
+        if piece.lower().startswith("post") and piece[4:].isdigit():
+            parts.append((2, int(piece[4:])))
+            continue
+        m = _VERSION_PART.fullmatch(piece)
+        if m is None:
+            break  # a build tag or commit hash: the parts before it decide
+        if m.group(1) is not None:
+            parts.append((1, int(m.group(1))))
+        else:
+            parts.append((0, int(m.group(3) or 0)))  # a pre-release: before the release
+    if not parts or parts[0][0] != 1:
+        return None
+    # pad so that 8.3 == 8.3.0 and 8.3.RC1 < 8.3
+    return tuple(parts + [(1, 0)] * (4 - len(parts)))
 
 
 @dataclass(frozen=True)

@@ -64,21 +64,26 @@ def cli_values(rule: PolicyRule, doc: FSDP2LaunchScript) -> Iterator[Finding]:
             yield _finding(rule, doc, message, doc.config_position(problem.path), problem.path)
 
 
-def _flag_detail(mode: str, path: str, value: str | None, last: bool) -> str:
-    """What is wrong with one `--section.key` flag in the given check mode ('' when nothing)."""
+def _flag_detail(mode: str, path: str, value: str | None, last: bool, config: object) -> str:
+    """What is wrong with one `--section.key` flag in the given check mode ('' when nothing).
+    `config` is the YAML the command line reads (None: unknown)."""
     keys = fsdp2_keys()
     section, _, key = path.partition(".")
     known = section in keys and key in keys[section]
     prefix_of = [k for k in keys.get(section, {}) if k.startswith(key) and k != key]
     if mode == "bare-last":
-        # only for a real key: an unknown flag is reported as such, not told to take a value
-        return f"--{path}" if value is None and last and known else ""
+        # only for a real key: an unknown flag is reported as such, not told to take a value;
+        # the backend re-appends only YAML keys, so a key the YAML lacks keeps the bare flag
+        bare = value is None and last and known and _yaml_sets(config, section, key)
+        return f"--{path}" if bare else ""
     if mode == "abbreviated":
-        return (
-            f"--{path} (did you mean --{section}.{prefix_of[0]}?)"
-            if not known and prefix_of
-            else ""
-        )
+        # argparse takes a unique prefix; the YAML wins only when it sets the full key, and an
+        # ambiguous prefix is an argparse error whatever the YAML holds
+        if not known and len(prefix_of) > 1:
+            return f"--{path} (ambiguous: {', '.join(prefix_of)})"
+        if not known and prefix_of and _yaml_sets(config, section, prefix_of[0]):
+            return f"--{path} (did you mean --{section}.{prefix_of[0]}?)"
+        return ""
     if known or prefix_of:
         return ""
     homes = [s for s, body in keys.items() if key in body]
@@ -86,10 +91,18 @@ def _flag_detail(mode: str, path: str, value: str | None, last: bool) -> str:
     return f"--{path}{hint}"
 
 
+def _yaml_sets(config: object, section: str, key: str) -> bool:
+    """The YAML the command line reads sets section.key (unknown YAML: assume it does)."""
+    if config is None:
+        return True
+    return get_path(config, f"{section}.{key}") is not None  # type: ignore[arg-type]
+
+
 def cli_flags(rule: PolicyRule, doc: FSDP2LaunchScript, mode: str) -> Iterator[Finding]:
     overrides = doc.script.overrides
     for i, override in enumerate(overrides):
-        detail = _flag_detail(mode, override.path, override.value, i == len(overrides) - 1)
+        last = i == len(overrides) - 1
+        detail = _flag_detail(mode, override.path, override.value, last, doc.config)
         if detail:
             message = render(rule.message, flag=detail, path=override.path)
             where = doc.flag_position(override.path)
