@@ -67,7 +67,6 @@ class Result:
     knobs: dict[str, str]
     step_ms: float | None  # None: out of memory
     ms_per_ktoken: float | None
-    samples: int
 
 
 def launch_env(script: Path) -> dict[str, str]:
@@ -95,7 +94,7 @@ def run_one(knobs: dict[str, str], model: dict[str, Any], base_env: dict[str, st
     samples = outcome.recipe.samples * outcome.recipe.micro_batches
     tokens = samples * settings.number("data.cutoff_len")
     per_ktoken = None if step is None else step / tokens * 1000.0
-    return Result(knobs, step, per_ktoken, samples)
+    return Result(knobs, step, per_ktoken)
 
 
 def search(grid: dict[str, list[str]], model: dict[str, Any], env: dict[str, str]) -> list[Result]:
@@ -108,13 +107,31 @@ def search(grid: dict[str, list[str]], model: dict[str, Any], env: dict[str, str
 
 def _show(r: Result) -> str:
     knobs = ", ".join(f"{k.removeprefix(ENV)}={v or '(unset)'}" for k, v in r.knobs.items())
+    knobs = knobs or "as configured"
     if r.step_ms is None:
         return f"  out of memory        {knobs}"
     return f"  {r.step_ms:8.2f} ms/step  {r.ms_per_ktoken:6.3f} ms/ktoken  {knobs}"
 
 
+def _report(baseline: Result, results: list[Result], top: int, took: float) -> None:
+    ran = sorted((r for r in results if r.step_ms is not None), key=lambda r: r.ms_per_ktoken or 0)
+    print(f"exhaustive search: {len(results)} runs ({len(results) - len(ran)} out of memory)")
+    print(f"  took {took:.1f} s")
+    if baseline.step_ms is None or not ran:
+        print("the baseline or every combination runs out of memory: nothing to compare")
+        return
+    best = ran[0]
+    share = (best.ms_per_ktoken or 0) / (baseline.ms_per_ktoken or 1)
+    print(f"baseline:{_show(baseline)[1:]}")
+    print(f"best:    {_show(best)[1:]}")
+    print(f"  {share:.1%} of the baseline's time per token")
+    print(f"top {top} by time per token:")
+    for r in ran[:top]:
+        print(_show(r))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--grid", choices=("full", "small"), default="full")
     parser.add_argument("--response", type=Path, default=JOB / "response.yaml")
     parser.add_argument("--top", type=int, default=5)
@@ -124,29 +141,7 @@ def main() -> None:
     started = time.perf_counter()
     baseline = run_one({}, model, env)
     results = search(FULL if args.grid == "full" else SMALL, model, env)
-    took = time.perf_counter() - started
-    ran = [r for r in results if r.ms_per_ktoken is not None]
-    ranked = sorted(ran, key=lambda r: r.ms_per_ktoken or 0.0)
-    same_batch = [r for r in ranked if r.samples == baseline.samples]
-    print(f"exhaustive search: {len(results)} runs ({len(results) - len(ran)} out of memory), {took:.1f} s")
-    assert baseline.step_ms is not None and baseline.ms_per_ktoken is not None
-    print(f"baseline:  {baseline.step_ms:.2f} ms/step, {baseline.ms_per_ktoken:.3f} ms/ktoken")
-    best = ranked[0]
-    assert best.step_ms is not None and best.ms_per_ktoken is not None
-    print(
-        f"best:      {best.step_ms:.2f} ms/step, {best.ms_per_ktoken:.3f} ms/ktoken "
-        f"({best.ms_per_ktoken / baseline.ms_per_ktoken:.1%} of the baseline's time per token)"
-    )
-    if same_batch:
-        b = same_batch[0]
-        assert b.step_ms is not None
-        print(
-            f"best at the baseline's micro-batch: {b.step_ms:.2f} ms/step "
-            f"({b.step_ms / baseline.step_ms:.1%} of the baseline's step)"
-        )
-    print(f"top {args.top} by time per token:")
-    for r in ranked[: args.top]:
-        print(_show(r))
+    _report(baseline, results, args.top, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

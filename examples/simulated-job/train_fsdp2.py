@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from simjob.job import main  # noqa: E402
+from simjob.job import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:], dict(os.environ), Path.cwd()))

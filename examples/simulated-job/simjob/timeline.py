@@ -72,7 +72,9 @@ class _Step:
         self.number = number
         rng = random.Random(f"{recipe.seed}:{number}")
         self.kernel_factor = max(0.5, 1.0 + rng.gauss(0.0, recipe.step_jitter))
-        self.launch_ns = _ns(recipe.launch_us * max(0.5, 1.0 + rng.gauss(0.0, recipe.launch_jitter)))
+        self.launch_ns = _ns(
+            recipe.launch_us * max(0.5, 1.0 + rng.gauss(0.0, recipe.launch_jitter))
+        )
         self.host = start
         self.device = start  # the end of the compute launched so far
         self.ag_free = start
@@ -193,7 +195,9 @@ def merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def subtract(intervals: list[tuple[int, int]], cover: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def subtract(
+    intervals: list[tuple[int, int]], cover: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
     """The parts of `intervals` that no interval of `cover` covers."""
     out = []
     merged = merge(cover)

@@ -70,7 +70,9 @@ class _TraceWriter:
         self.event(event)
 
     def meta(self, pid: int, name: str, threads: dict[int, str]) -> None:
-        self.event({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
+        self.event(
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
+        )
         for tid, thread in threads.items():
             self.event(
                 {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": thread}}
@@ -81,7 +83,14 @@ class _TraceWriter:
 
 
 def _host_step(w: _TraceWriter, plan: StepPlan, launch_ns: int) -> None:
-    w.x(f"ProfilerStep#{plan.number}", PID_PYTHON, PID_PYTHON, plan.start, plan.end - plan.start, cat="cpu_op")
+    w.x(
+        f"ProfilerStep#{plan.number}",
+        PID_PYTHON,
+        PID_PYTHON,
+        plan.start,
+        plan.end - plan.start,
+        cat="cpu_op",
+    )
     lo, hi = plan.loader
     w.x(
         "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
@@ -93,9 +102,22 @@ def _host_step(w: _TraceWriter, plan: StepPlan, launch_ns: int) -> None:
     )
     for p in plan.kernels:
         op_start = p.launch - launch_ns
-        w.x(f"aten::{p.kernel.op_type.lower()}", PID_PYTHON, PID_PYTHON, op_start, max(1, launch_ns // 2), cat="cpu_op")
+        w.x(
+            f"aten::{p.kernel.op_type.lower()}",
+            PID_PYTHON,
+            PID_PYTHON,
+            op_start,
+            max(1, launch_ns // 2),
+            cat="cpu_op",
+        )
         w.flow("s", "torch_to_npu", "async_npu", str(p.flow_id), PID_PYTHON, PID_PYTHON, op_start)
-        w.x(f"AscendCL@aclnn{p.kernel.op_type}", PID_CANN, PID_PYTHON, p.launch - launch_ns // 2, launch_ns // 2)
+        w.x(
+            f"AscendCL@aclnn{p.kernel.op_type}",
+            PID_CANN,
+            PID_PYTHON,
+            p.launch - launch_ns // 2,
+            launch_ns // 2,
+        )
         h2d = f"HostToDevice{p.flow_id}"
         w.flow("s", h2d, "HostToDevice", str(p.flow_id), PID_CANN, PID_PYTHON, p.launch)
         args = {
@@ -109,7 +131,9 @@ def _host_step(w: _TraceWriter, plan: StepPlan, launch_ns: int) -> None:
         }
         w.x(kernel_name(p.kernel.op_type), PID_DEVICE, STREAM_COMPUTE, p.start, p.dur, args=args)
         w.flow("f", h2d, "HostToDevice", str(p.flow_id), PID_DEVICE, STREAM_COMPUTE, p.start)
-        w.flow("f", "torch_to_npu", "async_npu", str(p.flow_id), PID_DEVICE, STREAM_COMPUTE, p.start)
+        w.flow(
+            "f", "torch_to_npu", "async_npu", str(p.flow_id), PID_DEVICE, STREAM_COMPUTE, p.start
+        )
     for at in plan.sync:
         w.x("AscendCL@aclrtSynchronizeStream", PID_CANN, PID_PYTHON, at, NS)
     for at, dur in plan.malloc:
