@@ -77,18 +77,22 @@ def _flag_detail(mode: str, path: str, value: str | None, last: bool, config: ob
         bare = value is None and last and known and _yaml_sets(config, section, key)
         return f"--{path}" if bare else ""
     if mode == "abbreviated":
-        # argparse takes a unique prefix; the YAML wins only when it sets the full key, and an
-        # ambiguous prefix is an argparse error whatever the YAML holds
-        if not known and len(prefix_of) > 1:
-            return f"--{path} (ambiguous: {', '.join(prefix_of)})"
-        if not known and prefix_of and _yaml_sets(config, section, prefix_of[0]):
-            return f"--{path} (did you mean --{section}.{prefix_of[0]}?)"
-        return ""
+        return "" if known else _abbreviation(path, section, prefix_of, config)
     if known or prefix_of:
         return ""
     homes = [s for s, body in keys.items() if key in body]
     hint = f" (it belongs in {homes[0]}: --{homes[0]}.{key})" if homes else ""
     return f"--{path}{hint}"
+
+
+def _abbreviation(path: str, section: str, prefix_of: list[str], config: object) -> str:
+    """argparse takes a unique prefix; the YAML wins only when it sets the full key, and an
+    ambiguous prefix is an argparse error whatever the YAML holds."""
+    if len(prefix_of) > 1:
+        return f"--{path} (ambiguous: {', '.join(prefix_of)})"
+    if prefix_of and _yaml_sets(config, section, prefix_of[0]):
+        return f"--{path} (did you mean --{section}.{prefix_of[0]}?)"
+    return ""
 
 
 def _yaml_sets(config: object, section: str, key: str) -> bool:
