@@ -21,7 +21,7 @@ def feed(watcher: Watcher, times: list[float], loss: float | str = 1.0) -> list[
     for i, ms in enumerate(times, start=1):
         it = parse_line(fsdp2_line(i, ms, loss=loss), i)
         assert it is not None
-        alerts += watcher.feed(it)
+        alerts += [str(alert) for alert in watcher.feed(it)]
     return alerts
 
 
@@ -62,7 +62,7 @@ def test_follows_a_growing_file_and_exits_on_alert(tmp_path: Path):
     count = watch(
         log,
         Watcher(regression=1.5, consecutive=3),
-        seen.append,
+        lambda alert: seen.append(str(alert)),
         poll=0.05,
         idle_timeout=3.0,
         stop_on_alert=True,

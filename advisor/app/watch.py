@@ -1,4 +1,5 @@
-"""`advisor watch`: follow a growing training log and alert on slow steps or NaN loss."""
+"""`advisor watch`: follow a growing training log and alert on slow steps, NaN loss and the
+training-health signals of app/health.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from statistics import median
 from typing import BinaryIO
 
+from advisor.app.health import Alert, Health
 from advisor.model import InputError
 from advisor.parsers.trainlog.log import Iteration, parse_line
 
@@ -28,10 +30,10 @@ class Watcher:
     baseline: list[float] = field(default_factory=list)
     streak: list[int] = field(default_factory=list)
 
-    def feed(self, it: Iteration) -> list[str]:
+    def feed(self, it: Iteration) -> list[Alert]:
         alerts = []
         if it.loss is not None and math.isnan(it.loss):
-            alerts.append(f"ALERT iteration {it.number}: loss is NaN")
+            alerts.append(Alert("nan-loss", it.number, "loss is NaN"))
         if it.step_ms is None or math.isnan(it.step_ms):
             return alerts
         self.seen += 1
@@ -42,8 +44,13 @@ class Watcher:
             self.streak.append(it.number)
             if len(self.streak) == self.consecutive:
                 alerts.append(
-                    f"ALERT iteration {it.number}: step time {it.step_ms:.1f} ms > {what} "
-                    f"for {self.consecutive} consecutive logged iterations ({self.streak[0]}-{it.number})"
+                    Alert(
+                        "slow-steps",
+                        it.number,
+                        f"step time {it.step_ms:.1f} ms > {what} for {self.consecutive} "
+                        f"consecutive logged iterations ({self.streak[0]}-{it.number})",
+                        {"step_ms": it.step_ms, "first": self.streak[0]},
+                    )
                 )
         else:
             self.streak = []
@@ -161,18 +168,20 @@ def follow(
 def watch(
     path: Path,
     watcher: Watcher,
-    on_alert: Callable[[str], None],
+    on_alert: Callable[[Alert], None],
     poll: float = 1.0,
     idle_timeout: float | None = None,
     stop_on_alert: bool = False,
+    health: Health | None = None,
 ) -> int:
-    """Returns the number of alerts raised."""
+    """Returns the number of alerts raised. `health` adds the training-health checks."""
     alerts = 0
     for number, line in follow(path, poll, idle_timeout):
         it = parse_line(line, number)
         if it is None:
             continue
-        for alert in watcher.feed(it):
+        raised = watcher.feed(it) + (health.feed(it) if health is not None else [])
+        for alert in raised:
             alerts += 1
             on_alert(alert)
             if stop_on_alert:

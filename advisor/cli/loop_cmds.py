@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -159,9 +160,7 @@ def estimate_cmd(
 
 
 def watch_cmd(
-    log: Annotated[
-        Path, typer.Argument(help=f"The training log to follow, like tail -f ({LOG_KINDS}).")
-    ],
+    log: Annotated[Path, typer.Argument(help="The training log to follow (like tail -f).")],
     max_step_ms: Annotated[
         float | None, typer.Option("--max-step-ms", help="Alert above this step time.")
     ] = None,
@@ -183,20 +182,57 @@ def watch_cmd(
         float | None,
         typer.Option("--idle-timeout", help="Stop after this many seconds without new lines."),
     ] = None,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="text: one line per alert; jsonl: one JSON object per alert."
+        ),
+    ] = "text",
+    on_alert: Annotated[
+        str | None,
+        typer.Option(
+            "--on-alert",
+            help="A shell command run for each alert, the alert as JSON on its standard input "
+            "(and in ADVISOR_ALERT): push it to a chat or a pager.",
+        ),
+    ] = None,
 ) -> None:
-    """Follow a growing log; alert on slow steps or NaN loss (find it in minutes, not the next morning).
+    """Follow a growing log; alert on slow steps, NaN loss, grad-norm explosions, a collapsing
+    loss scale, skipped iterations and memory creeping up (find it in minutes, not the next
+    morning).
 
-    \b
-    Example:
-      advisor watch train.log --regression 1.2 --exit-on-alert
+    Example: advisor watch train.log --exit-on-alert --format jsonl
     """
-    from advisor.app.watch import Watcher, watch
+    import json
+    import subprocess
 
+    from advisor.app.health import Alert, Health
+    from advisor.app.watch import Watcher, watch
+    from advisor.model import DataError
+
+    if output_format not in ("text", "jsonl"):
+        raise DataError(f"--format: must be text or jsonl, not {output_format!r}")
     if max_step_ms is None and regression is None:
         regression = 1.2
     watcher = Watcher(max_step_ms=max_step_ms, regression=regression, consecutive=consecutive)
+
+    def raise_alert(alert: Alert) -> None:
+        text = json.dumps(alert.to_json(), ensure_ascii=False)
+        typer.echo(text if output_format == "jsonl" else str(alert))
+        if on_alert:
+            # the hook's failure is the user's to see, never the end of the watch
+            done = subprocess.run(
+                ["bash", "-c", on_alert],
+                input=text,
+                text=True,
+                env={**os.environ, "ADVISOR_ALERT": text},
+                check=False,
+            )
+            if done.returncode != 0:
+                console.warn(f"--on-alert exited with {done.returncode}")
+
     alerts = watch(
-        log, watcher, lambda a: typer.echo(a), poll, idle_timeout, stop_on_alert=exit_on_alert
+        log, watcher, raise_alert, poll, idle_timeout, stop_on_alert=exit_on_alert, health=Health()
     )
     if alerts and exit_on_alert:
         raise typer.Exit(1)

@@ -35,6 +35,8 @@ class Iteration:
     tflops_per_device: float | None = None
     loss: float | None = None
     grad_norm: float | None = None
+    loss_scale: float | None = None  # the dynamic loss scale of an fp16 run, as logged
+    learning_rate: float | None = None
     allocated_gb: float | None = None
     reserved_gb: float | None = None
     skipped: int | None = None
@@ -99,6 +101,8 @@ def _from_pipes(it: Iteration, segments: dict[str, str]) -> None:
     it.tflops_per_device = _measure(get("throughput per gpu (tflop/s/gpu)"))
     it.loss = _loss(get("lm loss"))
     it.grad_norm = _measure(get("grad norm"))
+    it.loss_scale = _measure(get("loss scale"))
+    it.learning_rate = _measure(get("learning rate"))
     it.allocated_gb = _measure(get("max_memory_allocated(gb)"))
     it.reserved_gb = _measure(get("max_memory_reserved(gb)"))
     it.skipped = _count(get("number of skipped iterations"))
@@ -114,6 +118,14 @@ def _from_mindformers(it: Iteration, rest: str) -> None:
             segments[key.strip().lower()] = value.strip()
     loss = segments.get("loss")
     it.loss = _loss(_num(loss)) if loss is not None else None
+    for name, attr in (
+        ("global_norm", "grad_norm"),
+        ("loss_scale", "loss_scale"),
+        ("lr", "learning_rate"),
+    ):
+        text = segments.get(name)
+        if text is not None:
+            setattr(it, attr, _measure(_num(text.strip("[] "))))
     per_step = segments.get("per_step_time")
     if per_step is not None and per_step.endswith("ms"):
         it.step_ms = _measure(_num(per_step[:-2]))
