@@ -36,13 +36,14 @@ def write_log(
     losses: list[float],
     noise: float = 0.0,
     tokens_per_step: float = 65536.0,
-    first: int = 1,
 ) -> Path:
-    """An FSDP2 log whose tokens/s is the work per step over the step time, as logged."""
-    lines = [fsdp2_line(first, 10000.0, loss=losses[0])]
-    for i, loss in enumerate(losses[1:], start=first + 1):
+    """An FSDP2 log whose tokens/s is the work per step over the step time, as logged (none
+    when `tokens_per_step` is 0)."""
+    lines = [fsdp2_line(1, 10000.0, loss=losses[0])]
+    for i, loss in enumerate(losses[1:], start=2):
         ms = step_ms + noise * ((i * 37) % 11 - 5) / 5
-        rate = f"tokens/s: {tokens_per_step * 1000.0 / ms:.1f} | mfu: 30.00 | "
+        rate = f"tokens/s: {tokens_per_step * 1000.0 / ms:.1f} | " if tokens_per_step else ""
+        rate += "mfu: 30.00 | "
         lines.append(fsdp2_line(i, ms, loss=loss, extra=rate))
     path.write_text("\n".join(lines) + "\n")
     return path

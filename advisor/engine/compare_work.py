@@ -166,22 +166,18 @@ def _differs(a: float, b: float) -> bool:
 def judging_unit(base: Work, cand: Work) -> tuple[Unit, float, float, str]:
     """The unit to judge in, and each side's amount of it per step (1 for a step).
 
-    Tokens when both sides know them and the samples or the tokens differ, else samples when
-    both sides know them and they differ, else the step."""
-    samples_differ = (
-        base.samples is not None
-        and cand.samples is not None
-        and _differs(base.samples, cand.samples)
-    )
-    tokens_known = base.tokens is not None and cand.tokens is not None
-    if tokens_known and (samples_differ or _differs(base.tokens or 0.0, cand.tokens or 0.0)):
-        assert base.tokens is not None and cand.tokens is not None
+    Tokens when both sides know them and they differ (the log's count is what ran, whatever the
+    configs say); else samples when both sides know them and they differ; else the step."""
+    if base.tokens is not None and cand.tokens is not None:
+        if not _differs(base.tokens, cand.tokens):
+            return Unit.step, 1.0, 1.0, ""
         source = base.tokens_source
         if cand.tokens_source != source:
             source = f"{source} (baseline), {cand.tokens_source} (candidate)"
         return Unit.token, base.tokens, cand.tokens, source
-    if samples_differ and base.samples is not None and cand.samples is not None:
-        return Unit.sample, base.samples, cand.samples, base.samples_source
+    samples = base.samples, cand.samples
+    if samples[0] is not None and samples[1] is not None and _differs(samples[0], samples[1]):
+        return Unit.sample, samples[0], samples[1], base.samples_source
     return Unit.step, 1.0, 1.0, ""
 
 
