@@ -18,7 +18,7 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import JOB_SCOPE, Fact, FactSet
 from advisor.render.compare import comparison_text
 from advisor.render.compare_words import metric_change
-from tests.test_compare import write_log
+from tests.test_compare import profile, write_log
 
 runner = CliRunner()
 
@@ -217,3 +217,22 @@ def test_a_small_share_doubling_is_not_significant():
     free = next(m for m in compare(base, cand, TAX).metrics if m.id == "free_ratio")
     assert free.delta_ratio == 1.0 and free.delta_pp is not None
     assert abs(free.delta_pp - 0.1) < 1e-9 and not free.significant
+
+
+def test_a_profile_takes_its_work_from_the_config_and_the_recorded_world_size(tmp_path: Path):
+    base = profile(tmp_path, "base", steps=6, jitter=0.01)
+    # twice the batch per device, a slower step but less time per token
+    slower = profile(tmp_path, "cand", steps=6, jitter=0.01, matmul_us=600.0)
+    configs = (
+        fsdp2_config(tmp_path / "a.yaml", 1, fsdp=1),
+        fsdp2_config(tmp_path / "b.yaml", 2, fsdp=1),
+    )
+    result, _ = run_compare(Side(base, config=configs[0]), Side(slower, config=configs[1]))
+    assert result.metrics[0].better is False  # the step is slower
+    assert result.judged_on.unit is Unit.token and result.verdict is Verdict.keep
+    # 8 recorded ranks (not the configs' fsdp_size 1) x the per-device batch x 8192
+    assert (result.judged_on.baseline_per_step, result.judged_on.candidate_per_step) == (
+        8 * SEQ,
+        16 * SEQ,
+    )
+    assert not [w for w in result.warnings if w.values.get("condition") == "world_size"]
