@@ -7,13 +7,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from itertools import pairwise
 from typing import Any
 
+from advisor.engine.compare_loss import loss_guard
+
+# the codes live beside the engine; importers of a comparison find them here too
+from advisor.engine.compare_notes import Collect as Collect
+from advisor.engine.compare_notes import CompareCode as CompareCode
+from advisor.engine.compare_notes import CompareNote as CompareNote
+from advisor.engine.compare_notes import Verdict as Verdict
 from advisor.engine.compare_work import Unit, differing_conditions, judging_unit, side_shape
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.model import FactSet, Value, Values
+from advisor.model import FactSet, Value
 
 # The noise of a median: 1.2533 sigma / sqrt(n); sigma from the MAD of a normal distribution.
 MEDIAN_SE = 1.2533 * 1.4826
@@ -78,48 +83,6 @@ class Metric:
             "significant": self.significant,
             "better": self.better,
         }
-
-
-class Verdict(Enum):
-    keep = "keep"
-    revert = "revert"
-    inconclusive = "inconclusive"
-
-
-class CompareCode(Enum):
-    """Why the verdict is what it is, or what else the comparison noticed."""
-
-    no_step_time = "no-step-time"
-    loss_regression = "loss-regression"  # first, last, candidate, baseline, ratio
-    nan_iterations = "nan-iterations"  # count
-    no_noise_estimate = "no-noise-estimate"  # side, steps
-    within_noise = "within-noise"  # delta_ms, noise_ms (per unit), z, unit
-    below_min_effect = "below-min-effect"  # delta_ratio, min_effect, unit
-    # baseline_ms, candidate_ms (step), delta_ratio (of the unit), unit; per token or sample
-    # also baseline_unit_ms, candidate_unit_ms, step_delta_ratio
-    beyond_noise = "beyond-noise"
-    settings_differ = "settings-differ"  # count, keys
-    no_shared_iterations = "no-shared-iterations"
-    grad_norm_spikes = "grad-norm-spikes"  # baseline, candidate
-    # a baseline condition differs: condition, baseline, candidate
-    baseline_differs = "baseline-differs"
-    read_warning = "read-warning"  # text: what reading an input warned, worded by its reader
-
-
-class Collect(Enum):
-    """What would let an inconclusive comparison decide."""
-
-    step_time_both_sides = "step-time-both-sides"
-    more_steady_steps = "more-steady-steps"
-
-
-@dataclass(frozen=True)
-class CompareNote:
-    code: CompareCode
-    values: Values = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, object]:
-        return {"code": self.code.value, "values": dict(self.values)}
 
 
 @dataclass(frozen=True)
@@ -299,72 +262,6 @@ def _operators(base: FactSet, cand: FactSet, threshold: float) -> list[dict[str,
     ]
 
 
-def _curve(facts: FactSet) -> dict[int, float] | None:
-    curve = facts.value("log.loss")
-    if not isinstance(curve, list):
-        return None
-    return {int(n): float(v) for n, v in curve if v is not None}
-
-
-def _matched_losses(
-    lb: dict[int, float], lc: dict[int, float], work: tuple[float, float]
-) -> list[tuple[float, float, float]]:
-    """(consumed work, baseline loss, candidate loss) at the candidate's logged points.
-
-    Iteration n has consumed n x the work per step (a constant batch: a ramp-up is not
-    modelled); the baseline's loss there is interpolated between its two nearest logged points,
-    so two batch sizes meet at the same samples or tokens seen, not the same iteration."""
-    if work == (1.0, 1.0):
-        return [(float(n), lb[n], lc[n]) for n in sorted(set(lb) & set(lc))]
-    points = sorted((n * work[0], loss) for n, loss in lb.items())
-    out = []
-    for n in sorted(lc):
-        at = n * work[1]
-        for (x0, y0), (x1, y1) in pairwise(points):
-            if x0 <= at <= x1:
-                base = y0 if x1 == x0 else y0 + (y1 - y0) * (at - x0) / (x1 - x0)
-                out.append((at, base, lc[n]))
-                break
-        else:
-            if points and at == points[0][0]:
-                out.append((at, points[0][1], lc[n]))
-    return out
-
-
-def _loss_guard(
-    base: FactSet, cand: FactSet, tolerance: float, unit: Unit, work: tuple[float, float]
-) -> tuple[CompareNote | None, list[CompareNote]]:
-    warnings: list[CompareNote] = []
-    lb, lc = _curve(base), _curve(cand)
-    regression = None
-    if lb is not None and lc is not None:
-        matched = _matched_losses(lb, lc, work)[-50:]
-        if matched:
-            mb = sum(b for _, b, _ in matched) / len(matched)
-            mc = sum(c for _, _, c in matched) / len(matched)
-            if mb > 0 and (mc - mb) / mb > tolerance:
-                first, last = matched[0][0], matched[-1][0]
-                values: dict[str, Value] = {
-                    "first": int(first) if first.is_integer() else first,
-                    "last": int(last) if last.is_integer() else last,
-                    "matched_on": "iteration" if unit is Unit.step else unit.value,
-                    "candidate": mc,
-                    "baseline": mb,
-                    "ratio": (mc - mb) / mb,
-                }
-                regression = CompareNote(CompareCode.loss_regression, values)
-        else:
-            warnings.append(CompareNote(CompareCode.no_shared_iterations))
-    nan_b, nan_c = base.value("log.nan_iterations"), cand.value("log.nan_iterations")
-    if isinstance(nan_c, int) and nan_c > (nan_b if isinstance(nan_b, int) else 0):
-        regression = regression or CompareNote(CompareCode.nan_iterations, {"count": nan_c})
-    spikes_b, spikes_c = base.value("log.grad_norm_spikes"), cand.value("log.grad_norm_spikes")
-    if isinstance(spikes_c, int) and spikes_c > (spikes_b if isinstance(spikes_b, int) else 0):
-        values = {"baseline": spikes_b or 0, "candidate": spikes_c}
-        warnings.append(CompareNote(CompareCode.grad_norm_spikes, values))
-    return regression, warnings
-
-
 def _flatten(config: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for section, body in config.items():
@@ -423,7 +320,7 @@ def compare(
     if len(changed) > 1:
         values = {"count": len(changed), "keys": tuple(changed[:6])}
         result.warnings.append(CompareNote(CompareCode.settings_differ, values))
-    regression, warnings = _loss_guard(
+    regression, warnings = loss_guard(
         base, cand, taxonomy.compare_loss_tolerance, unit, (work_b, work_c)
     )
     result.warnings.extend(warnings)
