@@ -236,3 +236,15 @@ def test_a_profile_takes_its_work_from_the_config_and_the_recorded_world_size(tm
         16 * SEQ,
     )
     assert not [w for w in result.warnings if w.values.get("condition") == "world_size"]
+
+
+def test_every_compare_format_shows_the_exposed_communication_in_points(tmp_path: Path):
+    base = profile(tmp_path, "base", steps=6, jitter=0.01)
+    cand = profile(tmp_path, "cand", steps=6, jitter=0.01, comm_exposed_us=400.0)
+    for fmt, row in (
+        ("text", "  exposed communication "),
+        ("markdown", "| exposed communication |"),
+    ):
+        out = runner.invoke(app, ["compare", str(base), str(cand), "--format", fmt]).output
+        line = next(x for x in out.splitlines() if x.startswith(row))
+        assert line.rstrip(" |").endswith(("pp  better", "pp (better)")), line
