@@ -248,3 +248,16 @@ def test_every_compare_format_shows_the_exposed_communication_in_points(tmp_path
         out = runner.invoke(app, ["compare", str(base), str(cand), "--format", fmt]).output
         line = next(x for x in out.splitlines() if x.startswith(row))
         assert line.rstrip(" |").endswith(("pp  better", "pp (better)")), line
+
+
+def test_a_parallel_layout_change_in_the_configs_is_warned():
+    step = facts(log__step_time_ms=2000.0)
+    result = compare(
+        step,
+        facts(log__step_time_ms=2000.0),
+        TAX,
+        {"parallel": {"cp_size": 1, "ep_size": 4}},
+        {"parallel": {"cp_size": 2, "ep_size": 4}},
+    )
+    differs = [w.values for w in result.warnings if w.code is CompareCode.baseline_differs]
+    assert differs == [{"condition": "parallel_layout", "baseline": "cp=1", "candidate": "cp=2"}]

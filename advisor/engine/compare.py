@@ -297,7 +297,8 @@ def compare(
         if spec.id == "step_time_ms":
             primary_note = note
     step = metrics[0]
-    shape_b, shape_c = side_shape(base, base_config), side_shape(cand, cand_config)
+    shape_b = side_shape(base, base_config, taxonomy.config_layout)
+    shape_c = side_shape(cand, cand_config, taxonomy.config_layout)
     unit, work_b, work_c, source = judging_unit(shape_b.work, shape_c.work)
     judged = step
     if unit is not Unit.step and step.baseline is not None and step.candidate is not None:

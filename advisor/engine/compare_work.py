@@ -78,13 +78,21 @@ def _int(value: object) -> int | None:
     return int(number) if number is not None and number.is_integer() and number > 0 else None
 
 
-def _layout(facts: FactSet) -> dict[str, int]:
-    """The parallel sizes the profile, the log or the config stated (job.parallel_sizes)."""
+def _layout(
+    facts: FactSet, config: Mapping[str, Any] | None, config_layout: Mapping[str, tuple[str, ...]]
+) -> dict[str, int]:
+    """The parallel sizes that ran (job.parallel_sizes of the profile or the log), else the ones
+    the config states (under the taxonomy's `parallel_layout` keys)."""
     for fact_id in ("job.parallel_sizes", "log.parallel_sizes"):
         value = facts.value(fact_id)
         if isinstance(value, Mapping):
             return {str(k): v for k, v in value.items() if isinstance(v, int)}
-    return {}
+    sizes: dict[str, int] = {}
+    for short, keys in config_layout.items():
+        stated = next((v for k in keys if (v := _int(get_path(config, k))) is not None), None)
+        if stated is not None:
+            sizes[short] = stated
+    return sizes
 
 
 def _world_size(facts: FactSet, config: Mapping[str, Any] | None) -> tuple[int | None, str]:
@@ -132,8 +140,12 @@ def _stated(config: Mapping[str, Any] | None, keys: tuple[str, ...]) -> Value:
     return None
 
 
-def side_shape(facts: FactSet, config: Mapping[str, Any] | None) -> SideShape:
-    layout = _layout(facts)
+def side_shape(
+    facts: FactSet,
+    config: Mapping[str, Any] | None,
+    config_layout: Mapping[str, tuple[str, ...]] | None = None,
+) -> SideShape:
+    layout = _layout(facts, config, config_layout or {})
     world, _ = _world_size(facts, config)
     batch, batch_source = _global_batch(layout, config, world)
     conditions: dict[str, Value] = {"global_batch": batch, "world_size": world}
