@@ -30,13 +30,21 @@ def profile(tmp_path: Path, name: str, preset: str = "comm-bound", **changes: ob
     return tmp_path / name
 
 
-def write_log(path: Path, step_ms: float, losses: list[float], noise: float = 0.0) -> Path:
+def write_log(
+    path: Path,
+    step_ms: float,
+    losses: list[float],
+    noise: float = 0.0,
+    tokens_per_step: float = 65536.0,
+) -> Path:
+    """An FSDP2 log whose tokens/s is the work per step over the step time, as logged (none
+    when `tokens_per_step` is 0)."""
     lines = [fsdp2_line(1, 10000.0, loss=losses[0])]
     for i, loss in enumerate(losses[1:], start=2):
-        jitter = noise * ((i * 37) % 11 - 5) / 5
-        lines.append(
-            fsdp2_line(i, step_ms + jitter, loss=loss, extra="tokens/s: 36000.0 | mfu: 30.00 | ")
-        )
+        ms = step_ms + noise * ((i * 37) % 11 - 5) / 5
+        rate = f"tokens/s: {tokens_per_step * 1000.0 / ms:.1f} | " if tokens_per_step else ""
+        rate += "mfu: 30.00 | "
+        lines.append(fsdp2_line(i, ms, loss=loss, extra=rate))
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -124,7 +132,7 @@ def test_compare_json_contract(tmp_path: Path):
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert schema_errors(payload, "comparison.schema.json") == []
-    assert payload["schema"] == "advisor/comparison@2" and payload["verdict"] == "keep"
+    assert payload["schema"] == "advisor/comparison@3" and payload["verdict"] == "keep"
     assert payload["reason"]["code"] == "beyond-noise"
     assert payload["reason"]["values"]["delta_ratio"] < 0
     assert {m["id"] for m in payload["metrics"]} >= {

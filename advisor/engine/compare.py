@@ -7,11 +7,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
+from advisor.engine.compare_loss import loss_guard
+
+# the codes live beside the engine; importers of a comparison find them here too
+from advisor.engine.compare_notes import Collect as Collect
+from advisor.engine.compare_notes import CompareCode as CompareCode
+from advisor.engine.compare_notes import CompareNote as CompareNote
+from advisor.engine.compare_notes import Verdict as Verdict
+from advisor.engine.compare_work import Unit, differing_conditions, judging_unit, side_shape
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.model import FactSet, Value, Values
+from advisor.model import FactSet, Value
 
 # The noise of a median: 1.2533 sigma / sqrt(n); sigma from the MAD of a normal distribution.
 MEDIAN_SE = 1.2533 * 1.4826
@@ -24,12 +31,14 @@ class MetricSpec:
     facts: tuple[str, ...]  # first present wins: profile fact, then log fact
     lower_is_better: bool
     label: str
+    # a share (0..1): its change is read in percentage points, a time or rate's in percent
+    ratio: bool = False
 
 
 METRICS = (
     MetricSpec("step_time_ms", ("log.step_time_ms", "step.time_ms"), True, "step time (ms)"),
     MetricSpec("tokens_per_s", ("log.tokens_per_s",), False, "tokens/s"),
-    MetricSpec("mfu", ("log.mfu",), False, "MFU"),
+    MetricSpec("mfu", ("log.mfu",), False, "MFU", ratio=True),
     MetricSpec(
         "memory_allocated_peak_bytes",
         ("memory.allocated_peak_bytes", "log.memory_allocated_peak_bytes"),
@@ -43,8 +52,10 @@ METRICS = (
         "peak reserved",
     ),
     MetricSpec("kernels_per_step", ("ops.kernels_per_step",), True, "kernels per step"),
-    MetricSpec("comm_exposed_ratio", ("step.comm_exposed_ratio",), True, "exposed communication"),
-    MetricSpec("free_ratio", ("step.free_ratio",), True, "device free"),
+    MetricSpec(
+        "comm_exposed_ratio", ("step.comm_exposed_ratio",), True, "exposed communication", True
+    ),
+    MetricSpec("free_ratio", ("step.free_ratio",), True, "device free", ratio=True),
 )
 
 
@@ -58,6 +69,8 @@ class Metric:
     delta_ratio: float | None
     significant: bool
     better: bool | None
+    # for a share: candidate - baseline in percentage points (None for times and rates)
+    delta_pp: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,47 +79,28 @@ class Metric:
             "baseline": self.baseline,
             "candidate": self.candidate,
             "delta_ratio": self.delta_ratio,
+            "delta_pp": self.delta_pp,
             "significant": self.significant,
             "better": self.better,
         }
 
 
-class Verdict(Enum):
-    keep = "keep"
-    revert = "revert"
-    inconclusive = "inconclusive"
-
-
-class CompareCode(Enum):
-    """Why the verdict is what it is, or what else the comparison noticed."""
-
-    no_step_time = "no-step-time"
-    loss_regression = "loss-regression"  # first, last, candidate, baseline, ratio
-    nan_iterations = "nan-iterations"  # count
-    no_noise_estimate = "no-noise-estimate"  # side, steps
-    within_noise = "within-noise"  # delta_ms, noise_ms, z
-    below_min_effect = "below-min-effect"  # delta_ratio, min_effect
-    beyond_noise = "beyond-noise"  # baseline_ms, candidate_ms, delta_ratio
-    settings_differ = "settings-differ"  # count, keys
-    no_shared_iterations = "no-shared-iterations"
-    grad_norm_spikes = "grad-norm-spikes"  # baseline, candidate
-    read_warning = "read-warning"  # text: what reading an input warned, worded by its reader
-
-
-class Collect(Enum):
-    """What would let an inconclusive comparison decide."""
-
-    step_time_both_sides = "step-time-both-sides"
-    more_steady_steps = "more-steady-steps"
-
-
 @dataclass(frozen=True)
-class CompareNote:
-    code: CompareCode
-    values: Values = field(default_factory=dict)
+class JudgedOn:
+    """The unit the verdict was judged in and each side's amount of it per step."""
+
+    unit: Unit = Unit.step
+    source: str = ""
+    baseline_per_step: float = 1.0
+    candidate_per_step: float = 1.0
 
     def to_json(self) -> dict[str, object]:
-        return {"code": self.code.value, "values": dict(self.values)}
+        return {
+            "unit": self.unit.value,
+            "source": self.source,
+            "baseline_per_step": self.baseline_per_step,
+            "candidate_per_step": self.candidate_per_step,
+        }
 
 
 @dataclass
@@ -117,6 +111,7 @@ class Comparison:
     operators: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[CompareNote] = field(default_factory=list)
     collect: Collect | None = None
+    judged_on: JudgedOn = field(default_factory=JudgedOn)
 
 
 def read_warnings(warnings: list[str]) -> list[CompareNote]:
@@ -164,25 +159,86 @@ def _metric(
     b, c = _number(base, fact), _number(cand, fact)
     assert b is not None and c is not None
     delta = (c - b) / b if b else None
-    big_enough = delta is not None and abs(delta) > taxonomy.compare_min_effect
+    points = (c - b) * 100 if spec.ratio else None
+    # a share moves by points: 0.1% -> 0.2% is +100% relative but no effect worth a verdict
+    if points is not None:
+        big_enough = abs(points) > taxonomy.compare_min_effect * 100
+        direction = points
+    else:
+        big_enough = delta is not None and abs(delta) > taxonomy.compare_min_effect
+        direction = delta or 0.0
     note = None
     significant = big_enough
     if spec.id == "step_time_ms":
-        se_b, n_b = _noise(base, fact)
-        se_c, n_c = _noise(cand, fact)
-        if se_b is None or se_c is None:
-            significant = False
-            few = "baseline" if se_b is None else "candidate"
-            steps = n_b if se_b is None else n_c
-            note = CompareNote(CompareCode.no_noise_estimate, {"side": few, "steps": steps})
-        else:
-            combined = math.hypot(se_b, se_c)
-            significant = big_enough and abs(c - b) > taxonomy.compare_z * combined
-            if big_enough and not significant:
-                values = {"delta_ms": c - b, "noise_ms": combined, "z": taxonomy.compare_z}
-                note = CompareNote(CompareCode.within_noise, values)
-    better = None if delta is None or not significant else (delta < 0) == spec.lower_is_better
-    return Metric(spec.id, spec.label, fact, b, c, delta, significant, better), note
+        significant, note = _beyond_noise(
+            base, cand, fact, (b, c), (1.0, 1.0), big_enough, taxonomy
+        )
+    better = None if not significant else (direction < 0) == spec.lower_is_better
+    return Metric(spec.id, spec.label, fact, b, c, delta, significant, better, points), note
+
+
+def _beyond_noise(
+    base: FactSet,
+    cand: FactSet,
+    fact: str,
+    values: tuple[float, float],
+    per_step: tuple[float, float],
+    big_enough: bool,
+    taxonomy: Taxonomy,
+    unit: Unit = Unit.step,
+) -> tuple[bool, CompareNote | None]:
+    """Whether a step time (divided by each side's work per step) moved beyond the noise.
+
+    The work per step is taken as exact: the noise is the step time's, scaled by it."""
+    se_b, n_b = _noise(base, fact)
+    se_c, n_c = _noise(cand, fact)
+    if se_b is None or se_c is None:
+        few = "baseline" if se_b is None else "candidate"
+        steps = n_b if se_b is None else n_c
+        return False, CompareNote(CompareCode.no_noise_estimate, {"side": few, "steps": steps})
+    combined = math.hypot(se_b / per_step[0], se_c / per_step[1])
+    b, c = values
+    significant = big_enough and abs(c - b) > taxonomy.compare_z * combined
+    if big_enough and not significant:
+        # milliseconds per unit of work (per step when judged on the step)
+        noted: dict[str, Value] = {
+            "delta_ms": c - b,
+            "noise_ms": combined,
+            "z": taxonomy.compare_z,
+            "unit": unit.value,
+        }
+        return False, CompareNote(CompareCode.within_noise, noted)
+    return significant, None
+
+
+# the metric each unit of work is judged on: id, label, scale from ms to the unit shown
+_PER_UNIT = {
+    Unit.token: ("time_per_token_us", "time per token (µs)", 1000.0),
+    Unit.sample: ("time_per_sample_ms", "time per sample (ms)", 1.0),
+}
+
+
+def _per_unit(
+    step: Metric,
+    base: FactSet,
+    cand: FactSet,
+    unit: Unit,
+    work: tuple[float, float],
+    taxonomy: Taxonomy,
+) -> tuple[Metric, CompareNote | None]:
+    """The step time divided by the work of each side's step, judged like the step time."""
+    metric_id, label, scale = _PER_UNIT[unit]
+    assert step.baseline is not None and step.candidate is not None
+    b, c = step.baseline / work[0], step.candidate / work[1]
+    delta = (c - b) / b if b else None
+    big_enough = delta is not None and abs(delta) > taxonomy.compare_min_effect
+    significant, note = _beyond_noise(
+        base, cand, step.source, (b, c), work, big_enough, taxonomy, unit
+    )
+    better = None if delta is None or not significant else delta < 0
+    source = f"{step.source} / {unit.value}s per step"
+    metric = Metric(metric_id, label, source, b * scale, c * scale, delta, significant, better)
+    return metric, note
 
 
 def _operators(base: FactSet, cand: FactSet, threshold: float) -> list[dict[str, Any]]:
@@ -204,40 +260,6 @@ def _operators(base: FactSet, cand: FactSet, threshold: float) -> list[dict[str,
     return sorted(changes, key=lambda r: -abs(float(r["candidate_ms"]) - float(r["baseline_ms"])))[
         :10
     ]
-
-
-def _loss_guard(
-    base: FactSet, cand: FactSet, tolerance: float
-) -> tuple[CompareNote | None, list[CompareNote]]:
-    warnings: list[CompareNote] = []
-    curve_b, curve_c = base.value("log.loss"), cand.value("log.loss")
-    regression = None
-    if isinstance(curve_b, list) and isinstance(curve_c, list):
-        lb = {int(n): v for n, v in curve_b if v is not None}
-        lc = {int(n): v for n, v in curve_c if v is not None}
-        matched = sorted(set(lb) & set(lc))[-50:]
-        if matched:
-            mb = sum(lb[i] for i in matched) / len(matched)
-            mc = sum(lc[i] for i in matched) / len(matched)
-            if mb > 0 and (mc - mb) / mb > tolerance:
-                values = {
-                    "first": matched[0],
-                    "last": matched[-1],
-                    "candidate": mc,
-                    "baseline": mb,
-                    "ratio": (mc - mb) / mb,
-                }
-                regression = CompareNote(CompareCode.loss_regression, values)
-        else:
-            warnings.append(CompareNote(CompareCode.no_shared_iterations))
-    nan_b, nan_c = base.value("log.nan_iterations"), cand.value("log.nan_iterations")
-    if isinstance(nan_c, int) and nan_c > (nan_b if isinstance(nan_b, int) else 0):
-        regression = regression or CompareNote(CompareCode.nan_iterations, {"count": nan_c})
-    spikes_b, spikes_c = base.value("log.grad_norm_spikes"), cand.value("log.grad_norm_spikes")
-    if isinstance(spikes_c, int) and spikes_c > (spikes_b if isinstance(spikes_b, int) else 0):
-        values = {"baseline": spikes_b or 0, "candidate": spikes_c}
-        warnings.append(CompareNote(CompareCode.grad_norm_spikes, values))
-    return regression, warnings
 
 
 def _flatten(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,28 +297,50 @@ def compare(
         if spec.id == "step_time_ms":
             primary_note = note
     step = metrics[0]
+    shape_b = side_shape(base, base_config, taxonomy.config_layout)
+    shape_c = side_shape(cand, cand_config, taxonomy.config_layout)
+    unit, work_b, work_c, source = judging_unit(shape_b.work, shape_c.work)
+    judged = step
+    if unit is not Unit.step and step.baseline is not None and step.candidate is not None:
+        # a change of the work per step: the step time is no longer the cost of the same work
+        judged, primary_note = _per_unit(step, base, cand, unit, (work_b, work_c), taxonomy)
+        metrics.insert(1, judged)
+    elif unit is not Unit.step:
+        unit, work_b, work_c, source = Unit.step, 1.0, 1.0, ""
     result = Comparison(
         Verdict.inconclusive,
         CompareNote(CompareCode.no_step_time),
         metrics,
         _operators(base, cand, 0.05),
+        judged_on=JudgedOn(unit, source, work_b, work_c),
     )
+    for condition, b, c in differing_conditions(shape_b, shape_c):
+        values: dict[str, Value] = {"condition": condition, "baseline": b, "candidate": c}
+        result.warnings.append(CompareNote(CompareCode.baseline_differs, values))
     changed = config_changes(base_config, cand_config)
     if len(changed) > 1:
-        values: dict[str, Value] = {"count": len(changed), "keys": tuple(changed[:6])}
+        values = {"count": len(changed), "keys": tuple(changed[:6])}
         result.warnings.append(CompareNote(CompareCode.settings_differ, values))
-    regression, warnings = _loss_guard(base, cand, taxonomy.compare_loss_tolerance)
+    regression, warnings = loss_guard(
+        base, cand, taxonomy.compare_loss_tolerance, unit, (work_b, work_c)
+    )
     result.warnings.extend(warnings)
     result.verdict, result.reason, result.collect = _verdict(
-        step, primary_note, regression, taxonomy
+        step, judged, unit, primary_note, regression, taxonomy
     )
     return result
 
 
 def _verdict(
-    step: Metric, note: CompareNote | None, regression: CompareNote | None, taxonomy: Taxonomy
+    step: Metric,
+    judged: Metric,
+    unit: Unit,
+    note: CompareNote | None,
+    regression: CompareNote | None,
+    taxonomy: Taxonomy,
 ) -> tuple[Verdict, CompareNote, Collect | None]:
-    """The verdict on the step time, guarded by convergence, and what would let it decide."""
+    """The verdict on the time per unit of work, guarded by convergence, and what would let it
+    decide."""
     if step.baseline is None or step.candidate is None:
         return (
             Verdict.inconclusive,
@@ -305,13 +349,28 @@ def _verdict(
         )
     if regression:
         return Verdict.revert, regression, None
-    if note and not step.significant:
+    if note and not judged.significant:
         collect = Collect.more_steady_steps if note.code is CompareCode.no_noise_estimate else None
         return Verdict.inconclusive, note, collect
-    delta = step.delta_ratio or 0.0
-    if not step.significant:
-        values: dict[str, Value] = {"delta_ratio": delta, "min_effect": taxonomy.compare_min_effect}
+    delta = judged.delta_ratio or 0.0
+    if not judged.significant:
+        values: dict[str, Value] = {
+            "delta_ratio": delta,
+            "min_effect": taxonomy.compare_min_effect,
+            "unit": unit.value,
+        }
         return Verdict.inconclusive, CompareNote(CompareCode.below_min_effect, values), None
-    values = {"baseline_ms": step.baseline, "candidate_ms": step.candidate, "delta_ratio": delta}
-    verdict = Verdict.keep if step.better else Verdict.revert
+    values = {
+        "baseline_ms": step.baseline,
+        "candidate_ms": step.candidate,
+        "delta_ratio": delta,
+        "unit": unit.value,
+    }
+    if judged is not step:
+        assert judged.baseline is not None and judged.candidate is not None
+        scale = _PER_UNIT[unit][2]
+        values["baseline_unit_ms"] = judged.baseline / scale
+        values["candidate_unit_ms"] = judged.candidate / scale
+        values["step_delta_ratio"] = step.delta_ratio
+    verdict = Verdict.keep if judged.better else Verdict.revert
     return verdict, CompareNote(CompareCode.beyond_noise, values), None

@@ -1,5 +1,6 @@
-"""Render a comparison as a side-by-side table or the advisor/comparison@2 JSON (codes and
-values, with the words the table shows as `message` fields)."""
+"""Render a comparison as a side-by-side table or the advisor/comparison@3 JSON (codes and
+values, with the words the table shows as `message` fields). A share's change is shown in
+percentage points, a time's or rate's in percent."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.engine.compare import Comparison
-from advisor.render.compare_words import collect_text, metric_value, note_text
+from advisor.render.compare_words import (
+    collect_text,
+    judged_text,
+    metric_change,
+    metric_value,
+    note_text,
+)
 from advisor.render.markdown import comparison_markdown
 
-COMPARISON_SCHEMA = "advisor/comparison@2"
+# @3: `judged_on` (the unit that decided), metrics' `delta_pp`, the baseline-differs code
+COMPARISON_SCHEMA = "advisor/comparison@3"
 
 
 def comparison_json(result: Comparison, ledger_note: str | None) -> str:
@@ -19,6 +27,7 @@ def comparison_json(result: Comparison, ledger_note: str | None) -> str:
         "schema": COMPARISON_SCHEMA,
         "verdict": result.verdict.value,
         "reason": {**result.reason.to_json(), "message": note_text(result.reason)},
+        "judged_on": {**result.judged_on.to_json(), "message": judged_text(result.judged_on)},
         "metrics": [m.to_json() for m in result.metrics],
         "operators": result.operators,
         "warnings": [{**w.to_json(), "message": note_text(w)} for w in result.warnings],
@@ -34,13 +43,14 @@ def comparison_json(result: Comparison, ledger_note: str | None) -> str:
 
 def comparison_text(result: Comparison, ledger_note: str | None) -> str:
     lines = [f"Verdict: {result.verdict.value.upper()} — {note_text(result.reason)}"]
+    lines.append(f"Judged on: {judged_text(result.judged_on)}")
     if result.collect:
         lines.append(f"To decide: {collect_text(result.collect)}")
     lines += ["", f"  {'metric':<24} {'baseline':>14} {'candidate':>14} {'change':>9}  "]
     for m in result.metrics:
         if m.baseline is None and m.candidate is None:
             continue
-        change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
+        change = metric_change(m)
         mark = "" if not m.significant else ("  better" if m.better else "  worse")
         lines.append(
             f"  {m.label:<24} {metric_value(m, m.baseline):>14} {metric_value(m, m.candidate):>14} {change:>9}{mark}"

@@ -8,7 +8,7 @@ from advisor.engine.diagnose import Diagnosis
 from advisor.facts.units import format_value
 from advisor.model import Suggestion
 from advisor.render import words
-from advisor.render.compare_words import collect_text, metric_value, note_text
+from advisor.render.compare_words import collect_text, metric_change, metric_value, note_text
 
 
 def _cell(text: str) -> str:
@@ -84,7 +84,7 @@ def comparison_markdown(result: Comparison, ledger_note: str | None) -> str:
     for m in result.metrics:
         if m.baseline is None and m.candidate is None:
             continue
-        change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
+        change = metric_change(m)
         if m.significant:
             change += " (better)" if m.better else " (worse)"
         baseline, candidate = metric_value(m, m.baseline), metric_value(m, m.candidate)

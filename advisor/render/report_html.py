@@ -20,7 +20,7 @@ from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
 from advisor.render import words
-from advisor.render.compare_words import metric_value, note_text
+from advisor.render.compare_words import metric_change, metric_value, note_text
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
 from advisor.render.html_style import SCRIPT, STYLE
@@ -281,7 +281,7 @@ def _comparison(data: ReportView) -> str:
     for m in result.metrics:
         if m.baseline is None and m.candidate is None:
             continue
-        change = f"{m.delta_ratio:+.1%}" if m.delta_ratio is not None else "-"
+        change = escape(metric_change(m))
         cls = "" if not m.significant else ' class="better"' if m.better else ' class="worse"'
         rows.append(
             f'<tr><td>{escape(m.label)}</td><td class="num">{escape(metric_value(m, m.baseline))}</td>'
