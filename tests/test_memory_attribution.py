@@ -52,3 +52,17 @@ def test_with_the_attribution_the_remedy_fits_the_dominant_part() -> None:
     out = _suggest("--model-config", str(ROOT / "examples" / "models" / "qwen3-8b.json"))
     rec = out["recommendation"]
     assert rec is not None and rec["feature"] == "feature.chunk-loss", rec  # type: ignore[index]
+
+
+def test_the_chunk_loss_finding_names_the_model_not_the_chunk_size(tmp_path: Path) -> None:
+    text = (ROOT / "examples" / "fsdp2" / "config.yaml").read_text()
+    text = text.replace("optimization:", "optimization:\n  chunk_loss_size: 1024", 1)
+    lines = [
+        "  model_id: gpt_oss" if line.strip().startswith("model_id:") else line
+        for line in text.splitlines()
+    ]
+    config = tmp_path / "config.yaml"
+    config.write_text("\n".join(lines) + "\n")
+    ran = run_cli("check", str(config))
+    finding = next(line for line in ran.stdout.splitlines() if "chunk-loss-not-read" in line)
+    assert "model_id 'gpt_oss'" in finding and "1024" not in finding
