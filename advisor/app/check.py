@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.core.text import read_text
-from advisor.dialects.base import Document
+from advisor.dialects.base import SHELL_SUFFIXES, Document
 from advisor.dialects.registry import LABELS, read_document, registry
 from advisor.edit.writer import write_file
 from advisor.engine.policy import check_document
@@ -25,6 +25,8 @@ class CheckResult:
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
     # the document each finding came from (a sourced file's finding: the script that sources it)
     origins: list[Document] = dataclasses.field(default_factory=list)
+    # a named file checked only through the scripts that source it: file -> those scripts
+    through: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def origin(self, index: int) -> Document:
         return self.origins[index]
@@ -62,11 +64,55 @@ def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[
     return files, found
 
 
+def _repository(path: Path) -> Path | None:
+    """The root of the git repository holding the file (None: it is in none)."""
+    for folder in path.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _as_named(path: Path) -> Path:
+    """A path found by a search, relative to the working folder when below it (as a user, or
+    pre-commit at the repository's root, names files)."""
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def sourcing_scripts(path: Path) -> list[Document]:
+    """The launch scripts of the file's repository that source it: a sourced env file changed
+    alone (pre-commit hands over only the staged file) is checked through the scripts that run
+    it."""
+    root = _repository(path)
+    if root is None or path.suffix not in SHELL_SUFFIXES:
+        return []
+    target = path.resolve()
+    found = []
+    files, _ = expand_paths([root])
+    for candidate in files:
+        if candidate.suffix not in SHELL_SUFFIXES or candidate.resolve() == target:
+            continue
+        try:
+            # only a script that names the file can source it; the rest are not parsed
+            if target.name not in read_text(candidate):
+                continue
+            doc = read_document(_as_named(candidate))
+        except InputError:
+            continue  # another script's own problem is not this file's
+        if doc is not None and target in {p.resolve() for p in doc.source_texts()}:
+            found.append(doc)
+    return found
+
+
 def load_documents(
     paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
-) -> tuple[list[Document], list[tuple[str, str]]]:
+) -> tuple[list[Document], list[tuple[str, str]], dict[Path, list[Document]]]:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
-    repository's CI or tool YAML, a sourced env file) with the reason when they were named."""
+    repository's CI or tool YAML, a sourced env file) with the reason when they were named.
+    A named file that is no training file but that launch scripts of its repository source is
+    checked through them: the third part maps it (as named) to those scripts."""
     documents: list[Document] = []
     unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
@@ -78,8 +124,17 @@ def load_documents(
             unread.append(path)
     # a file a checked script sources is checked through it (its exports, on its own lines)
     sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
-    skipped = [(str(p), _not_training()) for p in unread if p.resolve() not in sourced]
-    return documents, skipped
+    skipped = []
+    through: dict[Path, list[Document]] = {}
+    for path in unread:
+        if path.resolve() in sourced:
+            continue
+        scripts = sourcing_scripts(path)
+        if scripts:
+            through[path] = scripts
+        else:
+            skipped.append((str(path), _not_training()))
+    return documents, skipped, through
 
 
 def load_baseline(path: Path) -> set[str]:
@@ -113,7 +168,7 @@ def run_check(
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
 ) -> CheckResult:
-    documents, skipped = load_documents(configs, launches)
+    documents, skipped, through = load_documents(configs, launches)
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
     origins = []
@@ -123,7 +178,24 @@ def run_check(
             in_baseline = finding.fingerprint in accepted
             findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
             origins.append(doc)
-    return CheckResult(documents, findings, skipped, origins)
+    # a sourced file named alone: what the scripts sourcing it find on its own lines (the
+    # scripts' other findings are not about this change); one finding per place, however many
+    # scripts source it
+    seen: set[tuple[str, str, int, int, str]] = set()
+    for named, scripts in through.items():
+        target = named.resolve()
+        for doc in scripts:
+            checks = registry().of(doc.dialect_id).checks
+            for finding in check_document(doc, rules, checks):
+                place = (finding.rule_id, finding.file, finding.line, finding.col, finding.message)
+                if Path(finding.file).resolve() != target or place in seen:
+                    continue
+                seen.add(place)
+                in_baseline = finding.fingerprint in accepted
+                findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
+                origins.append(doc)
+    sources = {str(p): [str(d.path) for d in scripts] for p, scripts in through.items()}
+    return CheckResult(documents, findings, skipped, origins, sources)
 
 
 def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
@@ -139,7 +211,10 @@ def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
 def safe_fix_changes(result: CheckResult) -> list[FileChange]:
     """`check --fix`: every safe fix of each document, applied in order."""
     changes: list[FileChange] = []
-    for doc in result.documents:
+    # the scripts a named sourced file was checked through are fixed too (by identity: a
+    # document need not be hashable)
+    docs = list({id(d): d for d in [*result.documents, *result.origins]}.values())
+    for doc in docs:
         mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
         changes.extend(doc.fix_changes(_fixes(mine, safe_only=True)))
     return changes

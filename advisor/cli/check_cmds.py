@@ -108,7 +108,8 @@ def check_cmd(
         write_baseline(baseline, result.findings)
         console.note(f"wrote {baseline} ({len(result.findings)} findings accepted)")
         return
-    names = [str(d.path) for d in result.documents]
+    # a sourced file named alone was checked (through the scripts that source it)
+    names = [str(d.path) for d in result.documents] + list(result.through)
     if fix:
         changes = safe_fix_changes(result)
         diff = unified_diff(changes)
