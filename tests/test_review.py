@@ -4,7 +4,10 @@ file that cannot be followed is said so."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +82,62 @@ def test_outside_a_repository_no_search_is_made(tmp_path: Path, monkeypatch: pyt
         pytest.skip("the temporary folder lies inside a repository")
     result = run_check(RULES, configs=[Path("env.sh")])
     assert [file for file, _ in result.skipped] == ["env.sh"]
+
+
+MEGATRON_SCRIPT = """\
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+DISTRIBUTED_ARGS="--nproc_per_node 8 --nnodes 1"
+torchrun $DISTRIBUTED_ARGS pretrain_gpt.py \\
+    --tensor-model-parallel-size 2 \\
+    --micro-batch-size 1 \\
+    --global-batch-size 64 \\
+    --seq-length 4096 \\
+    --num-layers 32
+"""
+
+
+def _stdin(text: str, *args: str) -> tuple[int, str]:
+    """The real entry point: it maps an input error to exit 2 and one line."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "check", "-", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_stdin_launch_script_is_checked_in_its_dialect():
+    lines = (EXAMPLE / "run.sh").read_text(encoding="utf-8").splitlines(keepends=True)
+    line = 6  # after the `source` line, before the command
+    script = "".join([*lines[: line - 1], BLOCKING, *lines[line - 1 :]])
+    code, output = _stdin(script)
+    assert code == 1, output
+    assert "<stdin> (FSDP2 launch script)" in output
+    assert f"<stdin>:{line}:1: error [policy.launch-blocking]" in output
+    assert "skipped" not in output and "/tmp" not in output
+    # the sourced env.sh has no folder to be found in: said once, with its line
+    assert output.count("no folder to find them in") == 1
+    assert "(line 4)" in output
+
+
+def test_stdin_megatron_script_without_shebang_is_checked():
+    code, output = _stdin(MEGATRON_SCRIPT, "--format", "json")
+    assert code == 0, output
+    report = json.loads(output)
+    assert report["dialects"] == {"<stdin>": "megatron-script"}
+    assert report["skipped"] == []
+
+
+def test_stdin_errors_name_stdin_never_a_temporary_file():
+    code, output = _stdin("training:\n  micro_batch_size: [1\n")
+    assert code == 2
+    assert "<stdin>: did not find expected" in output and "tmp" not in output
+    code, output = _stdin("training:\n  micro_batch_size: [1\n", "--stdin-filename", "c/t.yaml")
+    assert code == 2 and "c/t.yaml:" in output and "tmp" not in output
+
+
+def test_stdin_filename_suffix_decides_over_the_content():
+    code, output = _stdin("model:\n  model_id: qwen3\n", "--stdin-filename", "notes.sh")
+    assert code == 0 and "notes.sh: skipped" in output, output

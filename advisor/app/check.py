@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.core.text import read_text
+from advisor.core.yamlio import locate
 from advisor.dialects.base import SHELL_SUFFIXES, Document
 from advisor.dialects.registry import LABELS, read_document, registry
 from advisor.edit.writer import write_file
@@ -196,6 +199,68 @@ def run_check(
                 origins.append(doc)
     sources = {str(p): [str(d.path) for d in scripts] for p, scripts in through.items()}
     return CheckResult(documents, findings, skipped, origins, sources)
+
+
+STDIN = "<stdin>"
+# a `source FILE` / `. FILE` line (as the launch-script reader recognises one)
+_SOURCE_LINE = re.compile(r"^\s*(?:source|\.)\s+\S")
+
+
+def stdin_suffix(text: str, label: str) -> str:
+    """How text read from standard input is read: as the suffix of the name given for it, else
+    as its content shows (a shebang or anything that is no YAML mapping: a shell script)."""
+    suffix = Path(label).suffix
+    if suffix in registry().suffixes:
+        return suffix
+    first = text.lstrip().split("\n", 1)[0]
+    if first.startswith("#!"):
+        return SHELL_SUFFIXES[0] if "sh" in first else ".yaml"
+    try:
+        data = locate(text.replace("\r\n", "\n"), label).data
+    except InputError:
+        # a broken YAML (its error is worth more than "skipped") or a script (`"$@"`)
+        return ".yaml" if _YAML_KEY.match(_first_statement(text)) else SHELL_SUFFIXES[0]
+    return ".yaml" if isinstance(data, dict) or not text.strip() else SHELL_SUFFIXES[0]
+
+
+_YAML_KEY = re.compile(r"^[A-Za-z_][\w.-]*\s*:(\s|$)")
+
+
+def _first_statement(text: str) -> str:
+    return next((ln for ln in text.splitlines() if ln.strip() and ln[:1] != "#"), "")
+
+
+@dataclass
+class TextCheck:
+    result: CheckResult
+    # the lines that source a file: text read from standard input has no folder to find it in
+    unresolved_sources: list[int]
+
+
+def check_text(rules: RuleSet, text: str, label: str = STDIN) -> TextCheck:
+    """Check a document given as text (standard input), reported under `label`: errors and
+    findings name the label, never the temporary file it is read from."""
+    suffix = stdin_suffix(text, label)
+    lines = text.split("\n")
+    sources: list[int] = []
+    if suffix in SHELL_SUFFIXES:
+        # the sourced files cannot be found: read the script without them (the line stays, as
+        # a comment, so every position is the same)
+        for i, line in enumerate(lines):
+            if _SOURCE_LINE.match(line):
+                sources.append(i + 1)
+                lines[i] = "# " + line
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"stdin{suffix}"
+        path.write_text("\n".join(lines), encoding="utf-8")
+        try:
+            result = run_check(rules, configs=[path])
+        except InputError as exc:
+            named = exc.path.replace(str(path), label)
+            raise InputError(named, exc.problem.replace(str(path), label)) from None
+    result.findings = [dataclasses.replace(f, file=label) for f in result.findings]
+    result.skipped = [(label, why) for _, why in result.skipped]
+    return TextCheck(result, sources)
 
 
 def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
