@@ -141,3 +141,64 @@ def test_stdin_errors_name_stdin_never_a_temporary_file():
 def test_stdin_filename_suffix_decides_over_the_content():
     code, output = _stdin("model:\n  model_id: qwen3\n", "--stdin-filename", "notes.sh")
     assert code == 0 and "notes.sh: skipped" in output, output
+
+
+UNREADABLE = {
+    "eval": (
+        "#!/bin/bash\nexport TASK_QUEUE_ENABLE=2\n"
+        "eval torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n",
+        3,
+        "runs through eval",
+    ),
+    "variable": (
+        '#!/bin/bash\nCMD="torchrun --nproc_per_node 8 train_fsdp2.py config.yaml"\n'
+        'echo "starting torchrun"\n$CMD\n',
+        2,
+        "held in CMD",
+    ),
+    "unparsable": (
+        '#!/bin/bash\nexport A=1\ntorchrun --nproc_per_node 8 train_fsdp2.py "config.yaml\n',
+        3,
+        "line 3 cannot be read",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_a_named_script_that_cannot_be_followed_is_a_finding(tmp_path: Path, case: str):
+    text, line, why = UNREADABLE[case]
+    script = tmp_path / "run.sh"
+    script.write_text(text, encoding="utf-8")
+    for named in ({"configs": [script]}, {"launches": [script]}):
+        result = run_check(RULES, **named)  # type: ignore[arg-type]
+        assert result.skipped == []
+        (finding,) = result.findings
+        assert finding.rule_id == "policy.launch-unreadable"
+        assert (finding.file, finding.line, finding.severity) == (str(script), line, "warning")
+        assert why in finding.message and "not checked" in finding.message
+
+    # a warning: the default --fail-on error passes, --fail-on warning fails (the hook's -q too)
+    assert runner.invoke(app, ["check", "-q", str(script)]).exit_code == 0
+    failed = runner.invoke(app, ["check", "-q", "--fail-on", "warning", str(script)])
+    assert failed.exit_code == 1
+    assert f"{script}:{line}:1: warning [policy.launch-unreadable]" in failed.output
+
+
+def test_an_unreadable_launch_is_waived_like_any_finding(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "#!/bin/bash\n# advisor: ignore[policy.launch-unreadable] the command is built per node\n"
+        "eval torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n",
+        encoding="utf-8",
+    )
+    (finding,) = run_check(RULES, configs=[script]).findings
+    assert finding.suppressed == "the command is built per node"
+
+
+def test_a_script_that_starts_no_training_is_skipped_not_flagged(tmp_path: Path):
+    script = tmp_path / "tools.sh"
+    script.write_text('#!/bin/bash\necho "use torchrun to start"\nls\n', encoding="utf-8")
+    result = run_check(RULES, configs=[script])
+    assert result.findings == [] and [f for f, _ in result.skipped] == [str(script)]
+    # found in a folder walk rather than named: quiet as before
+    assert run_check(RULES, configs=[tmp_path]).findings == []

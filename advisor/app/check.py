@@ -11,11 +11,14 @@ from pathlib import Path
 
 from advisor.core.text import read_text
 from advisor.core.yamlio import locate
-from advisor.dialects.base import SHELL_SUFFIXES, Document
+from advisor.dialects.base import SHELL_SUFFIXES, Document, Probe, split_lines
+from advisor.dialects.megatron.script import read_megatron
 from advisor.dialects.registry import LABELS, read_document, registry
 from advisor.edit.writer import write_file
-from advisor.engine.policy import check_document
+from advisor.engine.policy import check_document, waivers
+from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
+from advisor.engine.templates import render
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 
 BASELINE_SCHEMA = "advisor/baseline@1"
@@ -31,8 +34,11 @@ class CheckResult:
     # a named file checked only through the scripts that source it: file -> those scripts
     through: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
-    def origin(self, index: int) -> Document:
-        return self.origins[index]
+    # the named scripts whose command could not be read (their findings have no document)
+    unreadable: list[str] = dataclasses.field(default_factory=list)
+
+    def origin(self, index: int) -> Document | None:
+        return self.origins[index] if index < len(self.origins) else None
 
     @property
     def dialects(self) -> dict[str, str]:
@@ -109,35 +115,115 @@ def sourcing_scripts(path: Path) -> list[Document]:
     return found
 
 
+UNREADABLE = "policy.launch-unreadable"
+# a launcher as a word of the line (not part of a path or another name)
+_LAUNCHER = re.compile(r"(?<![\w./-])(?:torchrun|torch\.distributed\.(?:run|launch))(?![\w-])")
+_NOT_RUN = ("#", "echo ", "printf ", "log ")
+_HOLDS = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+\S+\s+)?([A-Za-z_]\w*)=")
+
+
+def _is_shell(path: Path, text: str) -> bool:
+    return Probe(path, text).is_shell
+
+
+def unreadable_launch(path: Path) -> tuple[int, str] | None:
+    """Where and why a named shell script writes a training command that cannot be read (None:
+    it writes none, as an env file)."""
+    text = read_text(path)
+    if not _is_shell(path, text):
+        return None
+    try:
+        read_megatron(path, text)
+    except InputError as exc:
+        # the reader names the line it stopped at when a line does not parse
+        where = exc.path.rsplit(":", 1)
+        if len(where) == 2 and where[1].isdigit():
+            return int(where[1]), f"line {where[1]} cannot be read ({exc.problem})"
+    for number, line in enumerate(split_lines(text), start=1):
+        stripped = line.lstrip()
+        if stripped.startswith(_NOT_RUN) or not _LAUNCHER.search(line.split(" #", 1)[0]):
+            continue  # a comment or a message naming the launcher does not run it
+        if stripped.split(maxsplit=1)[0] == "eval":
+            return number, "the training command runs through eval (a command built at run time)"
+        held = _HOLDS.match(line)
+        if held:
+            return number, f"the training command is held in {held.group(1)} and run elsewhere"
+        return number, "the training command on this line cannot be followed"
+    return None
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A named script whose training command could not be read: where, and why."""
+
+    path: Path
+    line: int
+    why: str
+
+
+def _unreadable_findings(rules: RuleSet, found: list[Unreadable]) -> list[Finding]:
+    rule = rules.rules.get(UNREADABLE)
+    if not isinstance(rule, PolicyRule) or not rule.enabled:
+        return []
+    findings = []
+    for item in found:
+        message = render(rule.message, detail=item.why)
+        finding = Finding(
+            rule.id, rule.effective_severity, message, str(item.path), item.line, 1, "launch"
+        )
+        marks = waivers(split_lines(read_text(item.path)))
+        for line in (item.line, item.line - 1):
+            ids, reason = marks.get(line, (set(), ""))
+            if (rule.id in ids or "*" in ids) and reason:
+                finding = dataclasses.replace(finding, suppressed=reason)
+        findings.append(finding)
+    return findings
+
+
 def load_documents(
     paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
-) -> tuple[list[Document], list[tuple[str, str]], dict[Path, list[Document]]]:
+) -> tuple[list[Document], list[tuple[str, str]], dict[Path, list[Document]], list[Unreadable]]:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
     repository's CI or tool YAML, a sourced env file) with the reason when they were named.
     A named file that is no training file but that launch scripts of its repository source is
-    checked through them: the third part maps it (as named) to those scripts."""
+    checked through them: the third part maps it (as named) to those scripts. The fourth
+    holds the named scripts that write a training command advisor cannot read."""
     documents: list[Document] = []
     unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
+    unreadable: list[Unreadable] = []
     for path in files:
-        doc = read_document(path)
+        try:
+            doc = read_document(path)
+        except InputError as exc:
+            # one reader follows the command (bash expands `$CMD`), the line reader does not:
+            # a finding on the command's line; an error at a line of its own stays an error
+            place = None if ":" in exc.path[len(str(path)) :] else unreadable_launch(path)
+            if place is None:
+                raise
+            unreadable.append(Unreadable(path, *place))
+            continue
         if doc is not None:
             documents.append(doc)
         elif path not in found:
             unread.append(path)
     # a file a checked script sources is checked through it (its exports, on its own lines)
     sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
-    skipped = []
+    skipped: list[tuple[str, str]] = []
     through: dict[Path, list[Document]] = {}
     for path in unread:
         if path.resolve() in sourced:
             continue
         scripts = sourcing_scripts(path)
+        place = None if scripts else unreadable_launch(path)
         if scripts:
             through[path] = scripts
+        elif place is not None:
+            # a launch script that cannot be followed: a finding, never a quiet skip
+            unreadable.append(Unreadable(path, *place))
         else:
             skipped.append((str(path), _not_training()))
-    return documents, skipped, through
+    return documents, skipped, through, unreadable
 
 
 def load_baseline(path: Path) -> set[str]:
@@ -171,7 +257,7 @@ def run_check(
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
 ) -> CheckResult:
-    documents, skipped, through = load_documents(configs, launches)
+    documents, skipped, through, unreadable = load_documents(configs, launches)
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
     origins = []
@@ -198,7 +284,12 @@ def run_check(
                 findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
                 origins.append(doc)
     sources = {str(p): [str(d.path) for d in scripts] for p, scripts in through.items()}
-    return CheckResult(documents, findings, skipped, origins, sources)
+    result = CheckResult(documents, findings, skipped, origins, sources)
+    for finding in _unreadable_findings(rules, unreadable):
+        in_baseline = finding.fingerprint in accepted
+        result.findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
+        result.unreadable.append(finding.file)
+    return result
 
 
 STDIN = "<stdin>"
@@ -288,6 +379,8 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
     """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
     return [
-        result.origin(i).fix_changes(_fixes([f], safe_only=False)) if f.patch else []
+        doc.fix_changes(_fixes([f], safe_only=False))
+        if f.patch and (doc := result.origin(i)) is not None
+        else []
         for i, f in enumerate(result.findings)
     ]
