@@ -202,3 +202,70 @@ def test_a_script_that_starts_no_training_is_skipped_not_flagged(tmp_path: Path)
     assert result.findings == [] and [f for f, _ in result.skipped] == [str(script)]
     # found in a folder walk rather than named: quiet as before
     assert run_check(RULES, configs=[tmp_path]).findings == []
+
+
+def test_suggest_says_when_the_dialect_has_no_change_for_the_main_bottleneck(tmp_path: Path):
+    """A MindSpore job bound by host dispatch: MindFormers configs have no lever for it, so the
+    advice moves to the next bottleneck and says why."""
+    from tests.synth.scenario import PRESETS
+    from tests.synth.writer import write_profile
+
+    write_profile(
+        tmp_path / "prof", PRESETS["host-bound"].with_(framework="mindspore", steps=4, layers=2)
+    )
+    config = tmp_path / "config.yaml"
+    shutil.copy(EXAMPLE.parent / "mindformers" / "config.yaml", config)
+    out = runner.invoke(app, ["suggest", str(tmp_path / "prof"), str(config), "--no-ledger"])
+    assert out.exit_code == 0, out.output
+    assert (
+        "note: advisor knows no change to a MindSpore Transformers config for the main "
+        "bottleneck (bottleneck.host-dispatch) on ascend: the advice addresses the next one"
+    ) in out.output
+    assert "Ascend NPUs" not in out.output  # an Ascend profile: no platform mismatch
+
+
+def test_suggest_says_when_the_profile_is_of_another_platform(tmp_path: Path):
+    """A PyTorch GPU trace with an FSDP2-on-Ascend config: the main bottleneck's only GPU lever
+    is off, the advice moves on, and the mismatch is named."""
+    from advisor.app.job import JobOptions
+    from advisor.app.suggest import SuggestOptions, run_suggest
+    from advisor.engine.settings import RuleOptions
+    from tests.synth.kineto_file import kineto_trace
+
+    trace = tmp_path / "rank0.pt.trace.json"
+    trace.write_text(json.dumps(kineto_trace(kernel_us=5.0, launch_us=50.0)), encoding="utf-8")
+    config = tmp_path / "config.yaml"
+    text = (EXAMPLE / "config.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace("fsdp_size: 8", "fsdp_size: 1"), encoding="utf-8")
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("rules:\n  feature.gpu-cuda-graphs:\n    enabled: false\n")
+    run = run_suggest(
+        JobOptions(profile=trace, config=config),
+        RuleOptions(settings=settings),
+        SuggestOptions(use_ledger=False),
+    )
+    assert run.diagnosis.main is not None
+    assert run.diagnosis.main.id == "bottleneck.host-dispatch"
+    rec = run.suggestion.recommendation
+    assert rec is not None and rec.bottleneck != "bottleneck.host-dispatch"
+    (note,) = [n for n in run.notes if "main bottleneck" in n]
+    assert "(bottleneck.host-dispatch)" in note and f"next one ({rec.bottleneck})" in note
+    assert "pytorch trace on cuda" in note and "Ascend NPUs" in note
+
+
+def test_suggest_on_the_main_bottleneck_adds_no_note(tmp_path: Path):
+    from advisor.app.job import JobOptions
+    from advisor.app.suggest import SuggestOptions, run_suggest
+    from tests.synth.kineto_file import kineto_trace
+
+    trace = tmp_path / "rank0.pt.trace.json"
+    trace.write_text(json.dumps(kineto_trace(kernel_us=5.0, launch_us=50.0)), encoding="utf-8")
+    config = tmp_path / "config.yaml"
+    text = (EXAMPLE / "config.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace("fsdp_size: 8", "fsdp_size: 1"), encoding="utf-8")
+    run = run_suggest(
+        JobOptions(profile=trace, config=config), options=SuggestOptions(use_ledger=False)
+    )
+    rec = run.suggestion.recommendation
+    assert rec is not None and rec.bottleneck == "bottleneck.host-dispatch"
+    assert not [n for n in run.notes if "main bottleneck" in n]
