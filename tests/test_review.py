@@ -269,3 +269,68 @@ def test_suggest_on_the_main_bottleneck_adds_no_note(tmp_path: Path):
     rec = run.suggestion.recommendation
     assert rec is not None and rec.bottleneck == "bottleneck.host-dispatch"
     assert not [n for n in run.notes if "main bottleneck" in n]
+
+
+PROFILES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
+
+
+def _report_on_a_terminal(cwd: Path) -> tuple[int, str]:
+    """`advisor report PROFILE` with standard output on a pseudo-terminal, as a user runs it."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "report", str(PROFILES / "healthy")],
+        cwd=cwd,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        shown += chunk
+    _, err = proc.communicate(timeout=300)
+    os.close(leader)
+    return proc.returncode, shown.decode("utf-8", "replace") + err
+
+
+def test_report_on_a_terminal_writes_report_html(tmp_path: Path):
+    code, output = _report_on_a_terminal(tmp_path)
+    assert code == 0, output
+    assert "<html" not in output.lower()
+    assert "wrote report.html (standard output is a terminal" in output
+    assert "<title>advisor report" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_report_on_a_terminal_never_replaces_another_report_html(tmp_path: Path):
+    mine = tmp_path / "report.html"
+    mine.write_text("my notes\n", encoding="utf-8")
+    code, output = _report_on_a_terminal(tmp_path)
+    assert code == 2 and "not an advisor report" in output
+    assert "<html" not in output.lower()
+    assert mine.read_text(encoding="utf-8") == "my notes\n"
+
+
+def test_diff_paths_outside_the_working_folder_have_no_dotdot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from advisor.edit.patch import unified_diff
+    from advisor.model import FileChange
+
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    diff = unified_diff([FileChange("../config.yaml", "a: 1\n", "a: 2\n")])
+    whole = (tmp_path / "config.yaml").resolve().as_posix().lstrip("/")
+    assert f"--- a/{whole}\n+++ b/{whole}\n" in diff
+    assert ".." not in diff
+    # below the working folder: relative, as git apply takes it
+    inside = unified_diff([FileChange(str(tmp_path / "work" / "c.yaml"), "a: 1\n", "a: 2\n")])
+    assert "--- a/c.yaml\n+++ b/c.yaml\n" in inside
