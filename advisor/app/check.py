@@ -90,18 +90,21 @@ def _as_named(path: Path) -> Path:
         return path
 
 
-def sourcing_scripts(path: Path) -> list[Document]:
+def sourcing_scripts(path: Path, walked: dict[Path, list[Path]] | None = None) -> list[Document]:
     """The launch scripts of the file's repository that source it: a sourced env file changed
     alone (pre-commit hands over only the staged file) is checked through the scripts that run
-    it."""
+    it. `walked` keeps each repository's shell files for the next file of the same run."""
     root = _repository(path)
     if root is None or path.suffix not in SHELL_SUFFIXES:
         return []
+    walked = {} if walked is None else walked
+    if root not in walked:
+        files, _ = expand_paths([root])
+        walked[root] = [f for f in files if f.suffix in SHELL_SUFFIXES]
     target = path.resolve()
     found = []
-    files, _ = expand_paths([root])
-    for candidate in files:
-        if candidate.suffix not in SHELL_SUFFIXES or candidate.resolve() == target:
+    for candidate in walked[root]:
+        if candidate.resolve() == target:
             continue
         try:
             # only a script that names the file can source it; the rest are not parsed
@@ -211,10 +214,11 @@ def load_documents(
     sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
     skipped: list[tuple[str, str]] = []
     through: dict[Path, list[Document]] = {}
+    walked: dict[Path, list[Path]] = {}
     for path in unread:
         if path.resolve() in sourced:
             continue
-        scripts = sourcing_scripts(path)
+        scripts = sourcing_scripts(path, walked)
         place = None if scripts else unreadable_launch(path)
         if scripts:
             through[path] = scripts
