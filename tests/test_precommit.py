@@ -172,6 +172,26 @@ def test_hooks_in_a_project_config(scratch: Path, pre_commit_home: Path):
         _git(scratch, "add", "-A")
 
 
+def test_a_staged_sourced_file_alone_fails_the_hook(scratch: Path, pre_commit_home: Path):
+    """pre-commit hands over only the staged env.sh: the hook checks it through run.sh, which
+    sources it, and reports the finding on env.sh's line (the checkout as it is now)."""
+    env_file = scratch / "scripts" / "env.sh"
+    original = env_file.read_text(encoding="utf-8")
+    env_file.write_text(original + "export ASCEND_LAUNCH_BLOCKING=1\n", encoding="utf-8")
+    _git(scratch, "add", "scripts/env.sh")
+    try:
+        staged = _pre_commit(scratch, pre_commit_home, "try-repo", str(ROOT), "advisor-check")
+        line = len(original.splitlines()) + 1
+        assert staged.returncode == 1, staged.stdout + staged.stderr
+        assert re.search(r"advisor check \(training configs.*\.+Failed", staged.stdout)
+        assert f"scripts/env.sh:{line}:1: error [policy.launch-blocking]" in staged.stdout
+        assert "run.sh:" not in staged.stdout  # only the changed file's lines
+        assert "Traceback" not in staged.stdout + staged.stderr
+    finally:
+        env_file.write_text(original, encoding="utf-8")
+        _git(scratch, "add", "-A")
+
+
 def _recipe(marker: str) -> list[str]:
     """The advisor command lines of a README CI recipe, as documented."""
     text = README.read_text(encoding="utf-8")

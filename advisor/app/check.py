@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.core.text import read_text
-from advisor.dialects.base import Document
+from advisor.core.yamlio import locate
+from advisor.dialects.base import SHELL_SUFFIXES, Document, Probe, split_lines
+from advisor.dialects.megatron.script import read_megatron
 from advisor.dialects.registry import LABELS, read_document, registry
 from advisor.edit.writer import write_file
-from advisor.engine.policy import check_document
+from advisor.engine.policy import check_document, waivers
+from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
+from advisor.engine.templates import render
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 
 BASELINE_SCHEMA = "advisor/baseline@1"
@@ -25,9 +31,14 @@ class CheckResult:
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
     # the document each finding came from (a sourced file's finding: the script that sources it)
     origins: list[Document] = dataclasses.field(default_factory=list)
+    # a named file checked only through the scripts that source it: file -> those scripts
+    through: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
-    def origin(self, index: int) -> Document:
-        return self.origins[index]
+    # the named scripts whose command could not be read (their findings have no document)
+    unreadable: list[str] = dataclasses.field(default_factory=list)
+
+    def origin(self, index: int) -> Document | None:
+        return self.origins[index] if index < len(self.origins) else None
 
     @property
     def dialects(self) -> dict[str, str]:
@@ -62,24 +73,161 @@ def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[
     return files, found
 
 
+def _repository(path: Path) -> Path | None:
+    """The root of the git repository holding the file (None: it is in none)."""
+    for folder in path.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _as_named(path: Path) -> Path:
+    """A path found by a search, relative to the working folder when below it (as a user, or
+    pre-commit at the repository's root, names files)."""
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def sourcing_scripts(path: Path, walked: dict[Path, list[Path]] | None = None) -> list[Document]:
+    """The launch scripts of the file's repository that source it: a sourced env file changed
+    alone (pre-commit hands over only the staged file) is checked through the scripts that run
+    it. `walked` keeps each repository's shell files for the next file of the same run."""
+    root = _repository(path)
+    if root is None or path.suffix not in SHELL_SUFFIXES:
+        return []
+    walked = {} if walked is None else walked
+    if root not in walked:
+        files, _ = expand_paths([root])
+        walked[root] = [f for f in files if f.suffix in SHELL_SUFFIXES]
+    target = path.resolve()
+    found = []
+    for candidate in walked[root]:
+        if candidate.resolve() == target:
+            continue
+        try:
+            # only a script that names the file can source it; the rest are not parsed
+            if target.name not in read_text(candidate):
+                continue
+            doc = read_document(_as_named(candidate))
+        except InputError:
+            continue  # another script's own problem is not this file's
+        if doc is not None and target in {p.resolve() for p in doc.source_texts()}:
+            found.append(doc)
+    return found
+
+
+UNREADABLE = "policy.launch-unreadable"
+# a launcher as a word of the line (not part of a path or another name)
+_LAUNCHER = re.compile(r"(?<![\w./-])(?:torchrun|torch\.distributed\.(?:run|launch))(?![\w-])")
+_NOT_RUN = ("#", "echo ", "printf ", "log ")
+_HOLDS = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+\S+\s+)?([A-Za-z_]\w*)=")
+
+
+def _is_shell(path: Path, text: str) -> bool:
+    return Probe(path, text).is_shell
+
+
+def unreadable_launch(path: Path) -> tuple[int, str] | None:
+    """Where and why a named shell script writes a training command that cannot be read (None:
+    it writes none, as an env file)."""
+    text = read_text(path)
+    if not _is_shell(path, text):
+        return None
+    try:
+        read_megatron(path, text)
+    except InputError as exc:
+        # the reader names the line it stopped at when a line does not parse
+        where = exc.path.rsplit(":", 1)
+        if len(where) == 2 and where[1].isdigit():
+            return int(where[1]), f"line {where[1]} cannot be read ({exc.problem})"
+    for number, line in enumerate(split_lines(text), start=1):
+        stripped = line.lstrip()
+        if stripped.startswith(_NOT_RUN) or not _LAUNCHER.search(line.split(" #", 1)[0]):
+            continue  # a comment or a message naming the launcher does not run it
+        if stripped.split(maxsplit=1)[0] == "eval":
+            return number, "the training command runs through eval (a command built at run time)"
+        held = _HOLDS.match(line)
+        if held:
+            return number, f"the training command is held in {held.group(1)} and run elsewhere"
+        return number, "the training command on this line cannot be followed"
+    return None
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A named script whose training command could not be read: where, and why."""
+
+    path: Path
+    line: int
+    why: str
+
+
+def _unreadable_findings(rules: RuleSet, found: list[Unreadable]) -> list[Finding]:
+    rule = rules.rules.get(UNREADABLE)
+    if not isinstance(rule, PolicyRule) or not rule.enabled:
+        return []
+    findings = []
+    for item in found:
+        message = render(rule.message, detail=item.why)
+        finding = Finding(
+            rule.id, rule.effective_severity, message, str(item.path), item.line, 1, "launch"
+        )
+        marks = waivers(split_lines(read_text(item.path)))
+        for line in (item.line, item.line - 1):
+            ids, reason = marks.get(line, (set(), ""))
+            if (rule.id in ids or "*" in ids) and reason:
+                finding = dataclasses.replace(finding, suppressed=reason)
+        findings.append(finding)
+    return findings
+
+
 def load_documents(
     paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
-) -> tuple[list[Document], list[tuple[str, str]]]:
+) -> tuple[list[Document], list[tuple[str, str]], dict[Path, list[Document]], list[Unreadable]]:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
-    repository's CI or tool YAML, a sourced env file) with the reason when they were named."""
+    repository's CI or tool YAML, a sourced env file) with the reason when they were named.
+    A named file that is no training file but that launch scripts of its repository source is
+    checked through them: the third part maps it (as named) to those scripts. The fourth
+    holds the named scripts that write a training command advisor cannot read."""
     documents: list[Document] = []
     unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
+    unreadable: list[Unreadable] = []
     for path in files:
-        doc = read_document(path)
+        try:
+            doc = read_document(path)
+        except InputError as exc:
+            # one reader follows the command (bash expands `$CMD`), the line reader does not:
+            # a finding on the command's line; an error at a line of its own stays an error
+            place = None if ":" in exc.path[len(str(path)) :] else unreadable_launch(path)
+            if place is None:
+                raise
+            unreadable.append(Unreadable(path, *place))
+            continue
         if doc is not None:
             documents.append(doc)
         elif path not in found:
             unread.append(path)
     # a file a checked script sources is checked through it (its exports, on its own lines)
     sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
-    skipped = [(str(p), _not_training()) for p in unread if p.resolve() not in sourced]
-    return documents, skipped
+    skipped: list[tuple[str, str]] = []
+    through: dict[Path, list[Document]] = {}
+    walked: dict[Path, list[Path]] = {}
+    for path in unread:
+        if path.resolve() in sourced:
+            continue
+        scripts = sourcing_scripts(path, walked)
+        place = None if scripts else unreadable_launch(path)
+        if scripts:
+            through[path] = scripts
+        elif place is not None:
+            # a launch script that cannot be followed: a finding, never a quiet skip
+            unreadable.append(Unreadable(path, *place))
+        else:
+            skipped.append((str(path), _not_training()))
+    return documents, skipped, through, unreadable
 
 
 def load_baseline(path: Path) -> set[str]:
@@ -113,7 +261,7 @@ def run_check(
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
 ) -> CheckResult:
-    documents, skipped = load_documents(configs, launches)
+    documents, skipped, through, unreadable = load_documents(configs, launches)
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
     origins = []
@@ -123,7 +271,91 @@ def run_check(
             in_baseline = finding.fingerprint in accepted
             findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
             origins.append(doc)
-    return CheckResult(documents, findings, skipped, origins)
+    # a sourced file named alone: what the scripts sourcing it find on its own lines (the
+    # scripts' other findings are not about this change); one finding per place, however many
+    # scripts source it
+    seen: set[tuple[str, str, int, int, str]] = set()
+    for named, scripts in through.items():
+        target = named.resolve()
+        for doc in scripts:
+            checks = registry().of(doc.dialect_id).checks
+            for finding in check_document(doc, rules, checks):
+                place = (finding.rule_id, finding.file, finding.line, finding.col, finding.message)
+                if Path(finding.file).resolve() != target or place in seen:
+                    continue
+                seen.add(place)
+                in_baseline = finding.fingerprint in accepted
+                findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
+                origins.append(doc)
+    sources = {str(p): [str(d.path) for d in scripts] for p, scripts in through.items()}
+    result = CheckResult(documents, findings, skipped, origins, sources)
+    for finding in _unreadable_findings(rules, unreadable):
+        in_baseline = finding.fingerprint in accepted
+        result.findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
+        result.unreadable.append(finding.file)
+    return result
+
+
+STDIN = "<stdin>"
+# a `source FILE` / `. FILE` line (as the launch-script reader recognises one)
+_SOURCE_LINE = re.compile(r"^\s*(?:source|\.)\s+\S")
+
+
+def stdin_suffix(text: str, label: str) -> str:
+    """How text read from standard input is read: as the suffix of the name given for it, else
+    as its content shows (a shebang or anything that is no YAML mapping: a shell script)."""
+    suffix = Path(label).suffix
+    if suffix in registry().suffixes:
+        return suffix
+    first = text.lstrip().split("\n", 1)[0]
+    if first.startswith("#!"):
+        return SHELL_SUFFIXES[0] if "sh" in first else ".yaml"
+    try:
+        data = locate(text.replace("\r\n", "\n"), label).data
+    except InputError:
+        # a broken YAML (its error is worth more than "skipped") or a script (`"$@"`)
+        return ".yaml" if _YAML_KEY.match(_first_statement(text)) else SHELL_SUFFIXES[0]
+    return ".yaml" if isinstance(data, dict) or not text.strip() else SHELL_SUFFIXES[0]
+
+
+_YAML_KEY = re.compile(r"^[A-Za-z_][\w.-]*\s*:(\s|$)")
+
+
+def _first_statement(text: str) -> str:
+    return next((ln for ln in text.splitlines() if ln.strip() and ln[:1] != "#"), "")
+
+
+@dataclass
+class TextCheck:
+    result: CheckResult
+    # the lines that source a file: text read from standard input has no folder to find it in
+    unresolved_sources: list[int]
+
+
+def check_text(rules: RuleSet, text: str, label: str = STDIN) -> TextCheck:
+    """Check a document given as text (standard input), reported under `label`: errors and
+    findings name the label, never the temporary file it is read from."""
+    suffix = stdin_suffix(text, label)
+    lines = text.split("\n")
+    sources: list[int] = []
+    if suffix in SHELL_SUFFIXES:
+        # the sourced files cannot be found: read the script without them (the line stays, as
+        # a comment, so every position is the same)
+        for i, line in enumerate(lines):
+            if _SOURCE_LINE.match(line):
+                sources.append(i + 1)
+                lines[i] = "# " + line
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"stdin{suffix}"
+        path.write_text("\n".join(lines), encoding="utf-8")
+        try:
+            result = run_check(rules, configs=[path])
+        except InputError as exc:
+            named = exc.path.replace(str(path), label)
+            raise InputError(named, exc.problem.replace(str(path), label)) from None
+    result.findings = [dataclasses.replace(f, file=label) for f in result.findings]
+    result.skipped = [(label, why) for _, why in result.skipped]
+    return TextCheck(result, sources)
 
 
 def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
@@ -139,7 +371,10 @@ def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
 def safe_fix_changes(result: CheckResult) -> list[FileChange]:
     """`check --fix`: every safe fix of each document, applied in order."""
     changes: list[FileChange] = []
-    for doc in result.documents:
+    # the scripts a named sourced file was checked through are fixed too (by identity: a
+    # document need not be hashable)
+    docs = list({id(d): d for d in [*result.documents, *result.origins]}.values())
+    for doc in docs:
         mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
         changes.extend(doc.fix_changes(_fixes(mine, safe_only=True)))
     return changes
@@ -148,6 +383,8 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
     """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
     return [
-        result.origin(i).fix_changes(_fixes([f], safe_only=False)) if f.patch else []
+        doc.fix_changes(_fixes([f], safe_only=False))
+        if f.patch and (doc := result.origin(i)) is not None
+        else []
         for i, f in enumerate(result.findings)
     ]

@@ -22,7 +22,7 @@ from advisor.engine.planner import plan
 from advisor.engine.recorded_env import unrecorded_settings
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
-from advisor.model import FactSet, InputError, PatchTarget, Suggestion
+from advisor.model import FactSet, InputError, PatchTarget, Recommendation, Suggestion
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,47 @@ def _unrecorded_notes(
     ]
 
 
+def _skipped_main_notes(
+    graph: RuleGraph, diagnosis: Diagnosis, job: Job, rec: Recommendation | None
+) -> list[str]:
+    """Say why the advice is about a later bottleneck: advisor knows no change for the main one
+    in this dialect on this platform, and a profile from another platform than the config's
+    (a PyTorch GPU trace with an Ascend config) may not be this job's."""
+    from advisor.dialects.registry import LABELS
+
+    main = diagnosis.main
+    bottleneck = rec.bottleneck if rec is not None else None
+    if main is None or bottleneck is None or bottleneck == main.id:
+        return []
+    ctx = job.context
+    platform = ctx.facts.get("profile.platform")
+    label = LABELS.get(str(ctx.dialect), str(ctx.dialect))
+    usable = [
+        rule
+        for _, rule in graph.features_for(main.id)
+        if rule.runs_for(ctx.dialect) and rule.runs_on(platform)
+    ]
+    # every dialect advisor reads is an Ascend one (MindSpeed-LLM, MindSpore Transformers)
+    elsewhere = isinstance(platform, str) and platform != "ascend"
+    if usable and not elsewhere:
+        return []  # its changes were weighed: the suggestion lists why each was passed over
+    on = f" on {platform}" if isinstance(platform, str) else ""
+    why = (
+        f"none of the changes advisor knows to a {label} for the main bottleneck ({main.id}) "
+        "applies (see the ones passed over)"
+        if usable
+        else f"advisor knows no change to a {label} for the main bottleneck ({main.id}){on}"
+    )
+    note = f"{why}: the advice addresses the next one ({bottleneck})"
+    if elsewhere:
+        framework = ctx.facts.get("profile.framework") or "profiler"
+        note += (
+            f"; the profile is a {framework} trace on {platform} while a {label} runs on "
+            "Ascend NPUs: check it is this job's profile"
+        )
+    return [note]
+
+
 def _open_ledger(
     options: SuggestOptions, config: JobConfig, graph: RuleGraph, job: Job
 ) -> tuple[Ledger | None, list[str]]:
@@ -201,6 +242,7 @@ def run_suggest(
     suggestion = _placed(suggestion, config, loaded)
     notes += _env_notes(suggestion, loaded)
     notes += _unrecorded_notes(graph, diagnosis, loaded, suggestion)
+    notes += _skipped_main_notes(graph, diagnosis, loaded, suggestion.recommendation)
     run = SuggestRun(loaded.facts, diagnosis, suggestion, ledger, notes)
     config_hash = file_hash(config.path)  # the config the suggestion was made for
     if options.write and not _write(run, ledger if options.records else None):

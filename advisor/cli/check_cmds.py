@@ -57,12 +57,13 @@ def check_cmd(
         bool, typer.Option("--update-baseline", help="Write the current findings to --baseline.")
     ] = False,
     stdin_filename: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--stdin-filename",
-            help="With '-' (read standard input): the name to report and to tell YAML from shell.",
+            help="With '-' (read standard input): the name to report (default <stdin>); its "
+            "suffix tells YAML from shell, else the content does.",
         ),
-    ] = "stdin.yaml",
+    ] = None,
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     quiet: QuietOpt = False,
@@ -108,7 +109,8 @@ def check_cmd(
         write_baseline(baseline, result.findings)
         console.note(f"wrote {baseline} ({len(result.findings)} findings accepted)")
         return
-    names = [str(d.path) for d in result.documents]
+    # a sourced file named alone was checked (through the scripts that source it)
+    names = [str(d.path) for d in result.documents] + list(result.through) + result.unreadable
     if fix:
         changes = safe_fix_changes(result)
         diff = unified_diff(changes)
@@ -132,37 +134,38 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-def _check_stdin(label: str, output_format: CheckFormat, fail_on: Level, options: object) -> None:
-    """Check a document read from standard input, reported under `label`."""
-    import dataclasses
+def _check_stdin(
+    label: str | None, output_format: CheckFormat, fail_on: Level, options: object
+) -> None:
+    """Check a document read from standard input, reported under `label` (`<stdin>`)."""
     import sys
-    import tempfile
 
-    from advisor.app.check import run_check
+    from advisor.app.check import STDIN, check_text
     from advisor.app.rulesets import load_policies
     from advisor.engine.policy import fails
     from advisor.model import Severity
     from advisor.render.check import FORMATS, CheckReport
 
+    name = label or STDIN
     text = sys.stdin.read()
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / Path(label).name
-        path.write_text(text, encoding="utf-8")
-        policies = load_policies(options)  # type: ignore[arg-type]
-        result = run_check(policies, configs=[path])
-        result.findings = [dataclasses.replace(f, file=label) for f in result.findings]
-        result.skipped = [(label, why) for _, why in result.skipped]
-        kinds = (
-            dict.fromkeys([label], next(iter(result.dialects.values()))) if result.dialects else {}
+    policies = load_policies(options)  # type: ignore[arg-type]
+    checked = check_text(policies, text, name)
+    result = checked.result
+    if checked.unresolved_sources:
+        where = ", ".join(str(n) for n in checked.unresolved_sources)
+        console.note(
+            f"{name}: read from standard input, so the files it sources (line {where}) are "
+            "not read: there is no folder to find them in; check the script as a file for them"
         )
-        report = CheckReport(
-            result.findings,
-            [label] if kinds else [],
-            policies,
-            lambda: [[] for _ in result.findings],
-            kinds,
-            result.skipped,
-        )
-        typer.echo(FORMATS[output_format.value](report), nl=False)
+    kinds = dict.fromkeys([name], next(iter(result.dialects.values()))) if result.dialects else {}
+    report = CheckReport(
+        result.findings,
+        [name] if kinds else [],
+        policies,
+        lambda: [[] for _ in result.findings],
+        kinds,
+        result.skipped,
+    )
+    typer.echo(FORMATS[output_format.value](report), nl=False)
     if fails(result.findings, Severity(fail_on.value)):
         raise typer.Exit(1)

@@ -66,6 +66,15 @@ def _write_report(path: Path, page: str) -> None:
         raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
 
 
+DEFAULT_REPORT = "report.html"
+
+
+def _to_terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
+
+
 def report_cmd(
     path: ProfileArg,
     config: Annotated[
@@ -80,7 +89,7 @@ def report_cmd(
             "--output",
             "-o",
             help="The HTML file to write (an earlier report is replaced, any other file never). "
-            "Default: standard output.",
+            f"Default: standard output, or {DEFAULT_REPORT} when that is a terminal.",
         ),
     ] = None,
     launch: Annotated[Path | None, typer.Option("--launch", help=LAUNCH_HELP)] = None,
@@ -138,9 +147,14 @@ def report_cmd(
     console.read_report(data.facts.inputs, data.facts.warnings)
     with console.phase("rendering the page"):
         page = report_html(data)
+    why = ""
+    if output is None and _to_terminal():
+        # a page of HTML is no use on a terminal: written to a file, as -o would
+        output = Path(DEFAULT_REPORT)
+        why = " (standard output is a terminal; -o names another file)"
     if output is None:
         typer.echo(page, nl=False)
         return
     with console.phase("writing"):
         _write_report(output, page)
-    console.note(f"wrote {output}")
+    console.note(f"wrote {output}{why}")

@@ -24,10 +24,13 @@ from advisor.shell.launch import LaunchScript, effective_config
 
 
 def _label(path: Path) -> str:
+    """The diff's name of a file: relative to the working folder when below it, else its whole
+    path (a file given as ../x is never shown as a/../x, which reads as a folder named a)."""
+    resolved = path.resolve()
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
-        return str(path).lstrip("/")
+        return resolved.as_posix().lstrip("/")
 
 
 def unified_diff(changes: Iterable[FileChange]) -> str:
