@@ -63,6 +63,18 @@ def profile_facts(
     if kineto and not (path.is_dir() and any(path.glob("*_ascend_*"))):
         tasks = [RankTask(p, KINETO, skip_bad_files) for p in kineto]
         data, warnings = ProfileData(root=path), list[str]()
+        folders = (
+            sorted({str(p.parent.relative_to(path)) for p in kineto if p.parent != path})
+            if path.is_dir()
+            else []
+        )
+        if folders:  # found below the folder given: say where, so a stray trace is noticed
+            shown = ", ".join(folders[:3]) + (
+                f" and {len(folders) - 3} more" if len(folders) > 3 else ""
+            )
+            warnings.append(
+                f"{len(kineto)} PyTorch trace(s) found in sub-folders of {path}: {shown}"
+            )
     else:
         rank_dirs, cluster_file = locate(path)
         tasks = [RankTask(d, ASCEND, skip_bad_files) for d in rank_dirs]

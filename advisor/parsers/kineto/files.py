@@ -15,13 +15,28 @@ def is_kineto_file(path: Path) -> bool:
     )
 
 
+SEARCH_DEPTH = 3  # folder levels below the given one
+
+
 def kineto_files(folder: Path) -> list[Path]:
     """The traces of a folder: `*.pt.trace.json[.gz]`, else JSON files that begin like a
     PyTorch profiler trace (exported under another name)."""
     named = sorted(p for p in folder.glob("*.pt.trace.json*") if p.is_file())
     if named:
         return named
-    return sorted(p for p in folder.glob("*.json*") if is_kineto_file(p) and _begins_like_kineto(p))
+    sniffed = sorted(
+        p for p in folder.glob("*.json*") if is_kineto_file(p) and _begins_like_kineto(p)
+    )
+    if sniffed:
+        return sniffed
+    # a job's folder often holds one folder per node or rank (prof/node0/rank3/...): searched
+    # as deep as the Ascend rank folders, by the profiler's own file name only
+    for level in range(1, SEARCH_DEPTH + 1):
+        pattern = "/".join(["*"] * level) + "/*.pt.trace.json*"
+        nested = sorted(p for p in folder.glob(pattern) if p.is_file())
+        if nested:
+            return nested
+    return []
 
 
 def _begins_like_kineto(path: Path) -> bool:
