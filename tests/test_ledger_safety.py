@@ -164,3 +164,28 @@ def test_several_ledgers_below_ask_the_user_to_choose(
     ran = run_cli("ledger")
     assert ran.exit_code == 2, ran.output
     assert "jobs/a/.advisor/ledger.jsonl" in ran.stderr and "--ledger" in ran.stderr
+
+
+def test_settings_in_the_current_folder_are_read_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _ = _job(tmp_path)
+    (tmp_path / ".git").mkdir()
+    text = config.read_text().replace("optimization:", "optimization:\n  chunk_loss_size: 1024", 1)
+    lines = [
+        "  model_id: gpt_oss" if line.strip().startswith("model_id:") else line
+        for line in text.splitlines()
+    ]
+    config.write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    before = run_cli("check", "config.yaml", "--format", "json")
+    assert "policy." in before.stdout
+    rules = {f["rule"] for f in json.loads(before.stdout)["findings"]}
+    (tmp_path / ".advisor.yaml").write_text(
+        "rules:\n" + "".join(f"  {rule}: {{enabled: false}}\n" for rule in sorted(rules))
+    )
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    after = run_cli("check", "../config.yaml", "--format", "json")
+    assert json.loads(after.stdout)["findings"] == [], after.output
+    assert ".advisor.yaml" in after.stderr

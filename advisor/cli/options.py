@@ -110,7 +110,29 @@ def rule_options(settings: Path | None, rules_dir: list[Path] | None) -> RuleOpt
     """The rules options of a command (imported here, not at start-up: see the architecture)."""
     from advisor.engine.settings import RuleOptions
 
+    if settings is None:
+        settings = _nearest_settings()
     return RuleOptions(settings=settings, rules_dirs=tuple(rules_dir or ()))
+
+
+SETTINGS_NAME = ".advisor.yaml"
+
+
+def _nearest_settings() -> Path | None:
+    """The settings file a command run here means when none is named, as ruff finds its
+    configuration: `.advisor.yaml` in the current folder or the nearest one above it, up to the
+    repository's top. Said on stderr, so a rule switched off there is never a mystery."""
+    from advisor.cli import console
+
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / SETTINGS_NAME
+        if candidate.is_file():
+            console.note(f"settings from {candidate}")
+            return candidate
+        if (folder / ".git").exists():
+            return None
+    return None
 
 
 def job_options(
