@@ -23,6 +23,18 @@ from advisor.parsers.profile_data import ProfileData
 from advisor.parsers.trainlog.log import read_logs
 
 
+def _nested_traces(path: Path, traces: list[Path]) -> list[str]:
+    """Traces found below the folder given: say where, so a stray trace is noticed."""
+    if not path.is_dir():
+        return []
+    folders = sorted({str(p.parent.relative_to(path)) for p in traces if p.parent != path})
+    if not folders:
+        return []
+    more = f" and {len(folders) - 3} more" if len(folders) > 3 else ""
+    shown = ", ".join(folders[:3]) + more
+    return [f"{len(traces)} PyTorch trace(s) found in sub-folders of {path}: {shown}"]
+
+
 def log_facts(logs: list[Path], into: FactSet | None = None) -> FactSet:
     """Facts of training logs (rotated files together), added to `into` when given."""
     result = into or FactSet()
@@ -63,18 +75,7 @@ def profile_facts(
     if kineto and not (path.is_dir() and any(path.glob("*_ascend_*"))):
         tasks = [RankTask(p, KINETO, skip_bad_files) for p in kineto]
         data, warnings = ProfileData(root=path), list[str]()
-        folders = (
-            sorted({str(p.parent.relative_to(path)) for p in kineto if p.parent != path})
-            if path.is_dir()
-            else []
-        )
-        if folders:  # found below the folder given: say where, so a stray trace is noticed
-            shown = ", ".join(folders[:3]) + (
-                f" and {len(folders) - 3} more" if len(folders) > 3 else ""
-            )
-            warnings.append(
-                f"{len(kineto)} PyTorch trace(s) found in sub-folders of {path}: {shown}"
-            )
+        warnings.extend(_nested_traces(path, kineto))
     else:
         rank_dirs, cluster_file = locate(path)
         tasks = [RankTask(d, ASCEND, skip_bad_files) for d in rank_dirs]

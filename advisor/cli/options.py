@@ -122,7 +122,7 @@ def _nearest_settings() -> Path | None:
     """The settings file a command run here means when none is named, as ruff finds its
     configuration: `.advisor.yaml` in the current folder or the nearest one above it, up to the
     repository's top. Said on stderr, so a rule switched off there is never a mystery."""
-    from advisor.cli import console
+    import advisor.cli.console as console
 
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
