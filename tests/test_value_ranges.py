@@ -4,6 +4,8 @@ row and the column, and no fact is derived from it (no share above 1, no negativ
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from advisor.model import InputError
 from advisor.parsers.bounds import step_model_breach
 from tests.fuzz.harness import insane
 from tests.synth import PRESETS, write_profile
+from tests.synth.kineto_file import kineto_trace
+from tests.test_bad_input import assert_one_line_error, run
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 STEPS = "step_trace_time.csv"
@@ -119,3 +123,45 @@ def test_a_log_value_past_its_range_is_dropped_with_a_warning(
     assert facts.value("log.step_time_ms") == pytest.approx(1500.0)
     mfu_fact = facts.value("log.mfu")
     assert mfu_fact is None or float(mfu_fact) <= 100.0
+
+
+def _spoil_device_event(path: Path, key: str, value: object) -> None:
+    """Give the fifth device-lane complete event (no category, not a runtime call) `value`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    events = data if isinstance(data, list) else data["traceEvents"]
+    device = [
+        e
+        for e in events
+        if e.get("ph") == "X" and not e.get("cat") and not e["name"].startswith("AscendCL@")
+    ]
+    device[4][key] = value
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("dur", "abc"),
+        ("dur", -5.0),
+        ("dur", "1e400"),
+        ("ts", "1.7e15x"),
+        ("ts", "9e18"),  # a float string where an integer part is parsed
+        ("ts", "nan"),
+    ],
+)
+def test_a_trace_view_event_that_is_no_time_is_one_input_error(
+    profile: Path, key: str, value: object
+):
+    path = profile / OUT / "trace_view.json"
+    _spoil_device_event(path, key, value)
+    proc = run("facts", str(profile))
+    assert_one_line_error(proc, "trace_view.json", repr(value))
+
+
+def test_a_damaged_gzip_trace_names_its_file(tmp_path: Path):
+    packed = bytearray(gzip.compress(json.dumps(kineto_trace()).encode()))
+    for i in range(30, len(packed) - 20, 7):
+        packed[i] ^= 0x5A  # the deflate stream damaged, the gzip header intact
+    path = tmp_path / "rank0.pt.trace.json.gz"
+    path.write_bytes(bytes(packed))
+    assert_one_line_error(run("facts", str(path)), str(path), "gzip")
