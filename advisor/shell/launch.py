@@ -153,12 +153,22 @@ def _logical_lines(text: str) -> list[tuple[int, int, str]]:
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
+def command_words(line: str) -> list[str]:
+    """The words of a command line, those of an `eval`'s text when it is run through eval
+    (bash joins eval's arguments with spaces and reads them again); ValueError when a quote
+    is not closed."""
+    words = shlex.split(line, comments=True)
+    while words and words[0] == "eval":
+        words = shlex.split(" ".join(words[1:]), comments=True)
+    return words
+
+
 def _launches(line: str) -> bool:
     """Whether the line runs a launcher as its command (not in a comment, an echo or a string):
-    after leading assignments and exec/nohup/env, the command word is torchrun, or python with
-    -m torch.distributed.run / launch."""
+    after leading assignments and exec/nohup/env (and through eval), the command word is
+    torchrun, or python with -m torch.distributed.run / launch."""
     try:
-        words = shlex.split(line, comments=True)
+        words = command_words(line)
     except ValueError:
         return False
     return launcher_end(words) is not None
@@ -216,7 +226,7 @@ def _overrides(rest: list[str], line: int) -> list[Override]:
 
 def _parse_command(script: LaunchScript, line: int, text: str) -> None:
     try:
-        tokens = shlex.split(text, comments=True)
+        tokens = command_words(text)
     except ValueError as exc:
         raise InputError(
             f"{script.path}:{line}", f"cannot parse the launch command: {exc}"
