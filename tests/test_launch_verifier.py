@@ -112,3 +112,20 @@ def test_a_command_run_through_eval_is_followed(tmp_path: Path):
     # the prefix inside eval's text wins: changing the export alone would not reach it
     with pytest.raises(InputError, match="instead of the intended value"):
         _edited(script, "TASK_QUEUE_ENABLE", "2")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "TASK_QUEUE_ENABLE=3 " + LAUNCH,
+        "env TASK_QUEUE_ENABLE=3 " + LAUNCH,
+        "exec env A=1 TASK_QUEUE_ENABLE=3 " + LAUNCH,
+    ],
+)
+def test_the_checks_read_the_commands_own_environment(tmp_path: Path, command: str):
+    # the export says 2, the command line says 3: the command runs with 3
+    script = _script(tmp_path, "export TASK_QUEUE_ENABLE=2\n" + command)
+    launch = parse_launch(script)
+    assert launch.env["TASK_QUEUE_ENABLE"] == "3"
+    text = _edited(script, "TASK_QUEUE_ENABLE", "2")
+    assert _bash_sees(tmp_path, text, "TASK_QUEUE_ENABLE") == "2"

@@ -17,7 +17,7 @@ from pathlib import Path
 from advisor.core.text import read_text
 from advisor.core.values import bool_word
 from advisor.model import InputError
-from advisor.shell.launcher import launcher_end
+from advisor.shell.launcher import PREFIXES, launcher_end
 from advisor.shell.words import word_end
 
 _EXPORT = re.compile(r"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -224,6 +224,17 @@ def _overrides(rest: list[str], line: int) -> list[Override]:
     return found
 
 
+def _command_prefixes(script: LaunchScript, line: int, tokens: list[str]) -> None:
+    """`NAME=v torchrun ...` and `env NAME=v torchrun ...`: the command's own environment, which
+    wins over every export, so the checks read it as the last export before the command."""
+    for token in tokens:
+        if _ASSIGNMENT.match(token):
+            name, _, value = token.partition("=")
+            script.exports.append(Export(name, value, script.path, line))
+        elif token.rsplit("/", 1)[-1] not in PREFIXES:
+            return
+
+
 def _parse_command(script: LaunchScript, line: int, text: str) -> None:
     try:
         tokens = command_words(text)
@@ -232,6 +243,7 @@ def _parse_command(script: LaunchScript, line: int, text: str) -> None:
             f"{script.path}:{line}", f"cannot parse the launch command: {exc}"
         ) from None
     script.command_line = line
+    _command_prefixes(script, line, tokens)
     _launcher_sizes(script, tokens)
     script_index = next((i for i, t in enumerate(tokens) if t.endswith(".py")), None)
     if script_index is None:
