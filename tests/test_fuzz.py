@@ -11,7 +11,11 @@ is fixed (derandomized), so CI runs the same cases every time; a longer run:
 
 from __future__ import annotations
 
+import json
 import os
+import random
+import shutil
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.edit.launch_text import LaunchTextEditor
+from advisor.model import InputError
+from advisor.parsers.ascend.files import STEP_COLUMNS
+from advisor.shell.launch import parse_launch
 from tests.fuzz.harness import run_case
 from tests.fuzz.mutations import DATABASE, KINETO, TEXT, YAML_DOC, families
 from tests.synth import PRESETS, write_profile
@@ -197,3 +205,129 @@ def test_launch_script_mutations_in_check(tmp_path: Path, family: str, seed: int
     assert code in (0, 1, 2), (family, seed, err)
     if code == 2:
         assert len([line for line in err.splitlines() if line.strip()]) == 1, err
+
+
+# string-typed and out-of-range numbers where a trace event or a step row holds a time
+HOSTILE_NUMBERS = (
+    "abc",
+    "",
+    "1.7e15x",
+    "9e18",
+    "-5",
+    "nan",
+    "inf",
+    "1e400",
+    "0x10",
+    "1_000",
+    "٣",
+    " 12 ",
+    -1.0,
+    1e308,
+    None,
+    True,
+    [],
+    {"v": 1},
+)
+
+
+def _event_numbers(data: bytes, rng: random.Random) -> bytes:
+    """Some events' ts or dur replaced by a hostile value (strings, floats, other types)."""
+    trace = json.loads(data)
+    events = trace if isinstance(trace, list) else trace["traceEvents"]
+    for event in rng.sample(events, k=min(len(events), rng.randint(1, 4))):
+        event[rng.choice(("ts", "dur"))] = rng.choice(HOSTILE_NUMBERS)
+    return json.dumps(trace).encode()
+
+
+def _step_identities(data: bytes, rng: random.Random) -> bytes:
+    """A step row's columns scaled apart, so that they contradict the step model."""
+    lines = data.decode().splitlines()
+    header = lines[0].split(",")
+    row = rng.randrange(1, len(lines))
+    cells = lines[row].split(",")
+    for column in rng.sample(STEP_COLUMNS, k=rng.randint(1, 3)):
+        at = header.index(column)
+        cells[at] = repr(float(cells[at] or 0) * rng.choice((0.0, 0.5, 3.0, 75.0)) + rng.random())
+    lines[row] = ",".join(cells)
+    return ("\n".join(lines) + "\n").encode()
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**16), skip=st.booleans())
+def test_string_typed_numbers_in_trace_events(
+    ascend_profile: Path, tmp_path: Path, seed: int, skip: bool
+):
+    relative = "ASCEND_PROFILER_OUTPUT/trace_view.json"
+    outcome = run_case(ascend_profile, relative, _event_numbers, seed, tmp_path, skip)
+    _check(outcome.kind, outcome.detail, (seed, skip))
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**16))
+def test_step_rows_breaking_the_step_model(ascend_profile: Path, tmp_path: Path, seed: int):
+    relative = "ASCEND_PROFILER_OUTPUT/step_trace_time.csv"
+    outcome = run_case(ascend_profile, relative, _step_identities, seed, tmp_path)
+    _check(outcome.kind, outcome.detail, seed)
+
+
+# how a launch script may start its command: each form hands the command its environment
+_LAUNCH_FORMS = (
+    "{cmd}",
+    "TASK_QUEUE_ENABLE=3 {cmd}",
+    "env TASK_QUEUE_ENABLE=3 {cmd}",
+    "env A=1 TASK_QUEUE_ENABLE=3 nohup {cmd}",
+    'eval "{cmd}"',
+    'eval "TASK_QUEUE_ENABLE=3 {cmd}"',
+    "exec {cmd}",
+)
+_BEFORE = (
+    "export TASK_QUEUE_ENABLE=3",
+    'eval "export TASK_QUEUE_ENABLE=3"',
+    "TASK_QUEUE_ENABLE=3",
+    "unset TASK_QUEUE_ENABLE",
+    "export A=1",
+)
+
+
+@FUZZ
+@given(
+    before=st.lists(st.sampled_from(_BEFORE), min_size=1, max_size=3),
+    form=st.sampled_from(_LAUNCH_FORMS),
+    value=st.sampled_from(("2", None)),
+)
+def test_launch_edits_reach_the_command_or_are_refused(
+    tmp_path: Path, before: list[str], form: str, value: str | None
+):
+    """Whatever the prefixes, evals and exports: an environment edit either gives the launched
+    command exactly the intended value (bash runs the edited script against a torchrun that
+    prints it) or is refused with an input error."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash not installed")
+    cmd = "torchrun --nproc_per_node 8 train_fsdp2.py config.yaml"
+    text = "#!/usr/bin/env bash\n" + "\n".join(before) + "\n" + form.format(cmd=cmd) + "\n"
+    script = tmp_path / "run.sh"
+    script.write_text(text, encoding="utf-8")
+    try:
+        editor = LaunchTextEditor(parse_launch(script))
+        if value is None:
+            editor.remove_env("TASK_QUEUE_ENABLE")
+        else:
+            editor.set_env("TASK_QUEUE_ENABLE", value)
+        edited = editor.results().get(script, (text, text))[1]
+    except InputError:
+        return
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    program = bin_dir / "torchrun"
+    program.write_text('#!/bin/sh\nprintf "%s" "${TASK_QUEUE_ENABLE-<unset>}"\n', encoding="utf-8")
+    program.chmod(0o755)
+    script.write_text(edited, encoding="utf-8")
+    done = subprocess.run(
+        [bash, str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+    )
+    assert done.stdout == (value if value is not None else "<unset>"), (edited, done.stdout)

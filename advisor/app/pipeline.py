@@ -44,6 +44,7 @@ def log_facts(logs: list[Path], into: FactSet | None = None) -> FactSet:
     result.facts.extend(out.facts.values())
     result.missing.extend(out.missing.values())
     result.inputs.extend(str(p) for p in logs)
+    result.warnings.extend(log.warnings)
     return result
 
 

@@ -66,6 +66,12 @@ def _with_assignment_value(line: str, at: int, name: str, value: object, where: 
     return edited
 
 
+def _prefix_words(name: str) -> re.Pattern[str]:
+    """The words of a command before its `name=`: other assignments and exec/nohup/time/env."""
+    word = r"(?:[A-Za-z_][A-Za-z0-9_]*=\S*|(?:\S*/)?(?:env|exec|nohup|time))"
+    return re.compile(rf"^\s*(?:{word}\s+)*?(?={re.escape(name)}=)")
+
+
 class _File:
     def __init__(self, path: Path, raw: str) -> None:
         self.path = path
@@ -143,20 +149,41 @@ class LaunchTextEditor:
     def _set_command_prefix(self, name: str, value: object) -> bool:
         if self.script.command_line is None:
             return False
-        main = self._file(self.script.path)
-        i = self.script.command_line - 1 + self.inserted
-        # assignments before the command word: `A=1 NAME=x torchrun ...`
-        m = re.match(
-            rf"^\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*?(?={re.escape(name)}=)", main.lines[i]
-        )
-        if m is None:
+        found = self._command_prefix(name)
+        if found is None:
             return False
+        main, i, m = found
         where = f"{main.path}:{i + 1}"
         main.lines[i] = _with_assignment_value(main.lines[i], m.end(), name, value, where)
         return True
 
+    def _command_prefix(self, name: str) -> tuple[_File, int, re.Match[str]] | None:
+        """Where the training command sets `name` itself: `NAME=v torchrun ...` or `env NAME=v
+        torchrun ...` (also after exec/nohup/time); that assignment wins over every export."""
+        if self.script.command_line is None:
+            return None
+        main = self._file(self.script.path)
+        i = self.script.command_line - 1 + self.inserted
+        m = _prefix_words(name).match(main.lines[i])
+        return (main, i, m) if m is not None else None
+
+    def _remove_command_prefix(self, name: str) -> bool:
+        found = self._command_prefix(name)
+        if found is None:
+            return False
+        main, i, m = found
+        line = main.lines[i]
+        end = word_end(line, m.end() + len(name) + 1)
+        if end is None:
+            raise InputError(f"{main.path}:{i + 1}", f"cannot edit {name} (an unclosed quote)")
+        rest = line[end:].lstrip(" \t")
+        main.lines[i] = line[: m.end()] + rest
+        return True
+
     def remove_env(self, name: str) -> None:
         self.intended[name] = None
+        # the command's own `NAME=v` / `env NAME=v` goes too: it would set the variable again
+        prefixed = self._remove_command_prefix(name)
         found = self._export_lines(name)
         for f, i in sorted(found, key=lambda fi: -fi[1]):
             del f.lines[i]
@@ -166,7 +193,7 @@ class LaunchTextEditor:
                 and i < self.script.command_line
             ):
                 self.inserted -= 1
-        if not found:
+        if not found and not prefixed:
             # set outside the script (the calling shell): unset it before the command runs
             main = self._file(self.script.path)
             at = (self.script.command_line or 1) - 1 + self.inserted
@@ -227,10 +254,18 @@ class LaunchTextEditor:
         try:
             before = effective_env(main, read_before(main), resolve, read_before)
             after = effective_env(main, read_after(main), resolve, read_after)
-        except ShellError:
-            return  # bash -n passed; a construct this reader does not follow: no second reading
-        if not before.found_launcher:
-            return
+        except ShellError as exc:
+            # an edit that cannot be checked to reach the command is not made
+            raise InputError(
+                str(main),
+                f"cannot follow how the training command starts ({exc}): environment not edited",
+            ) from None
+        if not before.found_launcher or not after.found_launcher:
+            raise InputError(
+                str(main),
+                "the training command is not started directly (eval, a variable or a function "
+                "runs it): the environment it sees cannot be checked, not edited",
+            )
         expected = dict(before.env)
         for name, value in self.intended.items():
             if value is None:

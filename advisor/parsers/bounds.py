@@ -70,6 +70,14 @@ class BadValues:
         self.dropped[key] = self.dropped.get(key, 0) + count
         self.first.setdefault(key, text)
 
+    def drop(self, path: Path, where: str, value: object, why: str) -> None:
+        """Count a row whose values contradict each other: it is left out with a warning, not
+        refused, because each value alone is a plausible time and the rest of the file holds."""
+        text = f"{where}: {value!r} is {why}"
+        key = str(path)
+        self.dropped[key] = self.dropped.get(key, 0) + 1
+        self.first.setdefault(key, text)
+
     def by_name(self) -> dict[str, int]:
         """Dropped rows per file name (the name a fact's source quotes)."""
         return {Path(path).name: count for path, count in self.dropped.items()}
@@ -87,3 +95,47 @@ class BadValues:
         if isinstance(parsed, Invalid):
             self.reject(path, where, value)
         return parsed
+
+
+# The step model's columns are sums of the same timeline, rounded separately: a relative slack
+# of 1% (and 1 us for tiny steps) absorbs the rounding, not a column off by a factor.
+STEP_SLACK_RATIO = 0.01
+STEP_SLACK_US = 1.0
+
+
+def _differs(value: float, expected: float) -> bool:
+    return abs(value - expected) > max(STEP_SLACK_US, STEP_SLACK_RATIO * max(value, expected))
+
+
+def step_model_breach(
+    values: dict[str, float | None],
+) -> tuple[str, str] | None:
+    """(column, why) when a step row's columns contradict each other, else None.
+
+    The identities of msprof's step model: communication is its exposed part plus its overlapped
+    part; the overlapped part runs under computing, so it cannot exceed it; and the device's
+    stage time is computing + exposed communication + free (with the bubble, when the stage
+    leaves it out). A row that breaks them gives ratios above 1 or below 0 downstream.
+    """
+    computing = values.get("Computing") or 0.0
+    exposed = values.get("Communication(Not Overlapped)") or 0.0
+    overlapped = values.get("Overlapped") or 0.0
+    communication = values.get("Communication") or 0.0
+    free = values.get("Free") or 0.0
+    if _differs(exposed + overlapped, communication):
+        return (
+            "Communication",
+            f"not Communication(Not Overlapped) {exposed:g} + Overlapped {overlapped:g}",
+        )
+    if overlapped > computing and _differs(overlapped, computing):
+        return "Overlapped", f"more than Computing {computing:g} (overlap runs under computing)"
+    stage = values.get("Stage")
+    if stage:
+        busy = computing + exposed + free
+        bubble = values.get("Bubble") or 0.0
+        if _differs(busy, stage) and _differs(busy - bubble, stage):
+            return (
+                "Stage",
+                f"not Computing + Communication(Not Overlapped) + Free ({busy:g})",
+            )
+    return None

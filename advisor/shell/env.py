@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advisor.shell.commands import Command, split_commands
 from advisor.shell.expand import OPAQUE, Expander, Value, split_fields
-from advisor.shell.launcher import launcher_end
+from advisor.shell.launcher import PREFIXES, launcher_end
 
 _EXPORTERS = {"export", "declare", "typeset"}
 
@@ -86,6 +86,8 @@ class _Walker:
             self._unset(words[1:], sure)
         elif first in ("source", ".") and len(cmd.words) > 1:
             self._source(path, words[1], sure)
+        elif first == "eval":
+            self._eval(path, expander, cmd, sure, main)
         else:
             self._assign_or_launch(expander, text, cmd, words, sure, main)
 
@@ -122,6 +124,27 @@ class _Walker:
                 if before.get(name) is not var:
                     var.known = False
 
+    def _eval(self, path: Path, expander: Expander, cmd: Command, sure: bool, main: bool) -> None:
+        """`eval WORDS`: bash runs the words joined by spaces as script text, so a static text
+        is walked as commands (it may export, or start the launcher itself). A text that only
+        running the script would give is not followed and leaves the variables as they are."""
+        fields = [f for w in cmd.words[1:] for f in split_fields(expander.word(w.start, w.end))]
+        if any(f.opaque for f in fields):
+            return
+        inner = " ".join(f.text for f in fields)
+        before = dict(self.vars) if not sure else None
+        inner_expander = Expander(inner, self.lookup)
+        for inner_cmd in split_commands(inner):
+            if self.done:
+                break
+            if not sure:
+                inner_cmd.depth += 1  # a conditional eval: nothing it sets is sure
+            self.command(path, inner, inner_expander, inner_cmd, main)
+        if before is not None:
+            for name, var in self.vars.items():
+                if before.get(name) is not var:
+                    var.known = False
+
     def _assign_or_launch(
         self,
         expander: Expander,
@@ -141,10 +164,20 @@ class _Walker:
                 self.assign(expander, text, w.start, w.end, sure)
             return
         if main and self._launches(expander, cmd, k):
-            for w in cmd.words[:k]:
+            self._command_env(expander, text, cmd, sure)
+            self.done = True
+
+    def _command_env(self, expander: Expander, text: str, cmd: Command, sure: bool) -> None:
+        """The launcher's own environment: the `NAME=v` words before it, also those after
+        `env` (`env NAME=v torchrun`: the prefix wins over any export). launcher_end admits no
+        option of env, so each word up to the command is an assignment or a prefix word."""
+        for w in cmd.words:
+            word = text[w.start : w.end]
+            if _is_assignment(word):
                 name = self.assign(expander, text, w.start, w.end, sure)
                 self.vars[name].exported = True
-            self.done = True
+            elif word.rsplit("/", 1)[-1] not in PREFIXES:
+                return
 
     def _launches(self, expander: Expander, cmd: Command, k: int) -> bool:
         words = cmd.words[k:]

@@ -17,7 +17,7 @@ from pathlib import Path
 from advisor.core.text import read_text
 from advisor.core.values import bool_word
 from advisor.model import InputError
-from advisor.shell.launcher import launcher_end
+from advisor.shell.launcher import PREFIXES, launcher_end
 from advisor.shell.words import word_end
 
 _EXPORT = re.compile(r"^\s*(?:export|declare\s+-x|typeset\s+-x)\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -153,12 +153,22 @@ def _logical_lines(text: str) -> list[tuple[int, int, str]]:
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
+def command_words(line: str) -> list[str]:
+    """The words of a command line, those of an `eval`'s text when it is run through eval
+    (bash joins eval's arguments with spaces and reads them again); ValueError when a quote
+    is not closed."""
+    words = shlex.split(line, comments=True)
+    while words and words[0] == "eval":
+        words = shlex.split(" ".join(words[1:]), comments=True)
+    return words
+
+
 def _launches(line: str) -> bool:
     """Whether the line runs a launcher as its command (not in a comment, an echo or a string):
-    after leading assignments and exec/nohup/env, the command word is torchrun, or python with
-    -m torch.distributed.run / launch."""
+    after leading assignments and exec/nohup/env (and through eval), the command word is
+    torchrun, or python with -m torch.distributed.run / launch."""
     try:
-        words = shlex.split(line, comments=True)
+        words = command_words(line)
     except ValueError:
         return False
     return launcher_end(words) is not None
@@ -214,14 +224,26 @@ def _overrides(rest: list[str], line: int) -> list[Override]:
     return found
 
 
+def _command_prefixes(script: LaunchScript, line: int, tokens: list[str]) -> None:
+    """`NAME=v torchrun ...` and `env NAME=v torchrun ...`: the command's own environment, which
+    wins over every export, so the checks read it as the last export before the command."""
+    for token in tokens:
+        if _ASSIGNMENT.match(token):
+            name, _, value = token.partition("=")
+            script.exports.append(Export(name, value, script.path, line))
+        elif token.rsplit("/", 1)[-1] not in PREFIXES:
+            return
+
+
 def _parse_command(script: LaunchScript, line: int, text: str) -> None:
     try:
-        tokens = shlex.split(text, comments=True)
+        tokens = command_words(text)
     except ValueError as exc:
         raise InputError(
             f"{script.path}:{line}", f"cannot parse the launch command: {exc}"
         ) from None
     script.command_line = line
+    _command_prefixes(script, line, tokens)
     _launcher_sizes(script, tokens)
     script_index = next((i for i, t in enumerate(tokens) if t.endswith(".py")), None)
     if script_index is None:

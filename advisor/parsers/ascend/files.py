@@ -10,7 +10,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.bounds import BadValues, Invalid
+from advisor.parsers.bounds import BadValues, Invalid, step_model_breach
 from advisor.parsers.csvio import CsvTable, clean, integer
 from advisor.parsers.profile_data import (
     ClusterStage,
@@ -51,7 +51,7 @@ def _step_row(
 ) -> StepRow | None:
     """One step row; None when a value cannot be right and the row is dropped."""
     values: dict[str, float | None] = {}
-    for name in (*STEP_COLUMNS, "Preparing", "Bubble"):
+    for name in (*STEP_COLUMNS, "Preparing", "Bubble", "Stage"):
         i = idx[name]
         if i is None:
             values[name] = None
@@ -63,6 +63,11 @@ def _step_row(
     absent = [n for n in STEP_COLUMNS if values[n] is None]
     if absent:
         bad.reject(table.path, f"row {table.line}", ", ".join(absent), "missing in a step row")
+        return None
+    breach = step_model_breach(values)
+    if breach is not None:
+        column, why = breach
+        bad.drop(table.path, f"row {table.line}, {column}", row[idx[column] or 0], why)
         return None
     step_i = idx["Step"]
     return StepRow(
@@ -79,7 +84,7 @@ def _step_row(
 
 def _step_indexes(table: CsvTable) -> dict[str, int | None]:
     table.require(*STEP_COLUMNS)
-    names = (*STEP_COLUMNS, "Step", "Preparing", "Bubble", "Type", "Index")
+    names = (*STEP_COLUMNS, "Step", "Preparing", "Bubble", "Stage", "Type", "Index")
     return {name: table.column(name) for name in names}
 
 

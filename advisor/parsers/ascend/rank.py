@@ -303,7 +303,9 @@ def _read_db_rank(
     """The database export (export_type db): the same plain data from its tables (`shallow`:
     the step model alone, when the analysis database has one)."""
     if shallow:
-        steps = reader.read(path, path.name, lambda p: read_step_model(p, taxonomy))
+        shallow_bad = BadValues(skip=reader.skip_bad)
+        steps = reader.read(path, path.name, lambda p: read_step_model(p, taxonomy, shallow_bad))
+        reader.warnings.extend(shallow_bad.warnings())
         if steps is not None and steps.step_rows is not None:
             _apply_db(rank, steps, path)
             return

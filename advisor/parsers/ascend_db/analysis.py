@@ -7,7 +7,7 @@ from typing import Any
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.ascend_db.sqlite import Database
-from advisor.parsers.bounds import Invalid, parse_measure
+from advisor.parsers.bounds import BadValues, Invalid, parse_measure, step_model_breach
 from advisor.parsers.profile_data import CommStep, LinkStat, StepRow
 
 
@@ -21,7 +21,10 @@ def _optional(value: object) -> float | None:
     return parsed if isinstance(parsed, float) else None
 
 
-def read_step_rows(db: Database) -> list[StepRow]:
+def read_step_rows(db: Database, bad: BadValues | None = None) -> list[StepRow]:
+    """The StepTraceTime rows; a row whose columns contradict the step model is left out and
+    counted in `bad` (its warnings name the table, the step and the column)."""
+    bad = bad or BadValues()
     columns = ("step", "computing", "communication_not_overlapped", "overlapped")
     db.require("StepTraceTime", *columns, "communication", "free")
     extra = [c if c in db.columns("StepTraceTime") else "NULL" for c in ("preparing", "bubble")]
@@ -39,6 +42,18 @@ def read_step_rows(db: Database) -> list[StepRow]:
                 str(db.path),
                 f"table StepTraceTime: step {step}: {values!r} are not finite non-negative times",
             )
+        named: dict[str, float | None] = {
+            "Computing": float(computing),
+            "Communication(Not Overlapped)": float(exposed),
+            "Overlapped": float(overlapped),
+            "Communication": float(comm),
+            "Free": float(free),
+        }
+        breach = step_model_breach(named)
+        if breach is not None:
+            column, why = breach
+            bad.drop(db.path, f"table StepTraceTime, step {step}, {column}", named[column], why)
+            continue
         rows.append(
             StepRow(
                 step=step_number(step),

@@ -103,7 +103,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
     if analysis is not None:
         with Database(analysis) as db:
             if db.has("StepTraceTime"):
-                out.step_rows = read_step_rows(db)
+                out.step_rows = read_step_rows(db, bad)
                 out.sources["step_trace_time.csv"] = f"{analysis.name}:StepTraceTime"
             _analysis_comm(db, analysis, out, taxonomy)
     else:
@@ -111,7 +111,9 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
     return out
 
 
-def read_step_model(path: Path, taxonomy: Taxonomy) -> DbProfile | None:
+def read_step_model(
+    path: Path, taxonomy: Taxonomy, bad: BadValues | None = None
+) -> DbProfile | None:
     """The cheap tier of a large cluster: the export's header and the analysis database's
     StepTraceTime rows, with its communication summaries (CommAnalyzerTime, the link matrix)
     when it has them; no task table scanned. None when there is no step table (the rank is
@@ -123,7 +125,7 @@ def read_step_model(path: Path, taxonomy: Taxonomy) -> DbProfile | None:
     with Database(analysis) as db:
         if not db.has("StepTraceTime"):
             return None
-        out.step_rows = read_step_rows(db)
+        out.step_rows = read_step_rows(db, bad)
         out.sources["step_trace_time.csv"] = f"{analysis.name}:StepTraceTime"
         _analysis_comm(db, analysis, out, taxonomy)
     with Database(path) as db:

@@ -4,6 +4,7 @@ from the reader so that finding the traces does not load it."""
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 
 SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
@@ -44,7 +45,7 @@ def _begins_like_kineto(path: Path) -> bool:
         opener = gzip.open if path.name.endswith(".gz") else open
         with opener(path, "rb") as handle:
             head = handle.read(65536)
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (OSError, EOFError, zlib.error):
         return False
     # Kineto writes its header first: schemaVersion, deviceProperties, then traceEvents
     return b'"schemaVersion"' in head or (b'"traceEvents"' in head and b'"ph"' in head)

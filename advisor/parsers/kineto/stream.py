@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -218,7 +219,8 @@ class KinetoStream:
             raise InputError(
                 str(self.path), f"cannot read: {getattr(exc, 'strerror', None) or exc}"
             ) from None
-        except EOFError as exc:
+        except (EOFError, zlib.error) as exc:
+            # zlib.error (a damaged deflate stream) is no OSError: it would escape unnamed
             raise InputError(str(self.path), f"truncated or damaged gzip file ({exc})") from None
 
     def _blocks(self, stream: Limited | _Counted) -> Iterator[list[Any]]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
 from advisor.parsers.trace_view.timestamps import TimestampParser
@@ -21,6 +22,10 @@ FLOW_CATEGORIES = FLOW_PREFERENCE
 BEST = FLOW_PREFERENCE[0]
 # flow ids remembered to find the best category's first start/finish pair (see _probe)
 PROBE_MAX = 1 << 16
+
+
+class BadEvent(ValueError):
+    """An event whose ts or dur is not a usable time: the reader names the file and refuses it."""
 
 
 @dataclass
@@ -145,7 +150,15 @@ class Accumulator:
             self.ends[pid] = self.scratch_ends
 
     def add(self, batch: list[TraceEvent]) -> None:
+        """Keep what the step model reads of a batch; BadEvent names the first event whose ts or
+        dur is not a time (one try around the loop: free until an event raises)."""
         self.events += len(batch)
+        try:
+            self._add(batch)
+        except (ValueError, OverflowError) as exc:
+            raise BadEvent(str(exc)) from None
+
+    def _add(self, batch: list[TraceEvent]) -> None:
         for e in batch:
             ph = e.ph
             if ph == "X":
@@ -252,4 +265,8 @@ def _append_interval(
 
 
 def _dur(value: float | str) -> float:
-    return value if value.__class__ is float else float(value)
+    number = value if value.__class__ is float else float(value)
+    # one chained comparison: also false for NaN
+    if not 0.0 <= number <= MAX_DURATION_US:
+        raise ValueError(f"dur {value!r} is not a duration in [0, {MAX_DURATION_US:g}] us")
+    return number

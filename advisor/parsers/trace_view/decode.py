@@ -16,7 +16,7 @@ import msgspec
 from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.trace_view.accumulator import Accumulator
+from advisor.parsers.trace_view.accumulator import Accumulator, BadEvent
 from advisor.parsers.trace_view.events import ARRAY_DECODER, OBJECT_DECODER
 from advisor.parsers.trace_view.schema import (
     TRACE_VIEW,
@@ -148,6 +148,8 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
                 raise InputError(str(path), "not a Chrome trace (expected a JSON array or object)")
     except RecursionError:  # an args value nested thousands deep: not a profiler's trace
         raise InputError(str(path), "JSON nested too deeply for the decoder") from None
+    except BadEvent as exc:
+        raise InputError(str(path), f"an event cannot be placed on the timeline: {exc}") from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
     return reduce_steps(path, acc, TRACE_VIEW)

@@ -15,7 +15,7 @@ from pathlib import Path
 from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.trace_view.accumulator import Accumulator
+from advisor.parsers.trace_view.accumulator import Accumulator, BadEvent
 from advisor.parsers.trace_view.decode import BLOCK_BYTES, _stream_array, read_trace
 from advisor.parsers.trace_view.grouped import Key, big_columns, count_rows, reduce_in_groups
 from advisor.parsers.trace_view.schema import DEVICE_LANE, TRACE_VIEW
@@ -95,6 +95,10 @@ def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None
         except RecursionError:  # in the accumulator (an event's args): reported like the reader
             raise InputError(
                 str(path), f"JSON nested too deeply for the decoder after byte {begin}"
+            ) from None
+        except BadEvent as exc:
+            raise InputError(
+                str(path), f"an event cannot be placed on the timeline: {exc}"
             ) from None
         finally:
             handle.close()

@@ -6,6 +6,10 @@ from __future__ import annotations
 # Integer digits kept after removing a shared epoch prefix: 1e10 us is ~2.8 hours of trace, and
 # 13 significant digits stay exact in float64 (absolute epoch microseconds would not).
 KEPT_INTEGER_DIGITS = 10
+# Farther than any timestamp (epoch microseconds are ~1.7e15, and numeric timestamps are not
+# made relative): NaN, infinities and corrupt values are refused with a ValueError like any other
+# unparsable timestamp.
+MAX_RELATIVE_US = 1e17
 
 
 class TimestampParser:
@@ -34,6 +38,12 @@ class TimestampParser:
         self.origin = int(self.prefix or "0") * 10**KEPT_INTEGER_DIGITS
 
     def __call__(self, value: str | float) -> float:
+        number = self._parse(value)
+        if not -MAX_RELATIVE_US <= number <= MAX_RELATIVE_US:  # false for NaN too
+            raise ValueError(f"ts {value!r} is not a timestamp of this trace")
+        return number
+
+    def _parse(self, value: str | float) -> float:
         if value.__class__ is not str:
             return float(value)
         text: str = value
@@ -41,6 +51,8 @@ class TimestampParser:
             return float(text[self.cut :])
         if self.prefix is None:
             self._init(text)
-            return self(text)
+            return self._parse(text)
         integer, _, fraction = text.partition(".")
+        if not integer.removeprefix("-").isdigit() or (fraction and not fraction.isdigit()):
+            raise ValueError(f"ts {value!r} is not a decimal timestamp")
         return float(int(integer) - self.origin) + (float("0." + fraction) if fraction else 0.0)

@@ -15,6 +15,14 @@ from pathlib import Path
 from advisor.model import InputError
 
 GB = 1024**3
+# Upper bounds past which a logged value is corruption, not a measurement: no training step lasts
+# a day, no device runs 100 PFLOP/s or holds 100 TB, MFU is a percentage, and no job reads ten
+# billion tokens a second. A value above its bound is dropped with a warning.
+MAX_STEP_MS = 86_400e3
+MAX_TOKENS_PER_S = 1e10
+MAX_MFU = 100.0
+MAX_TFLOPS = 1e5
+MAX_GB = 1e5
 
 _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _MINDFORMERS = re.compile(r"step:\[\s*(\d+)\s*/\s*(\d+)\s*\],(.*)$")
@@ -41,6 +49,8 @@ class Iteration:
     reserved_gb: float | None = None
     skipped: int | None = None
     nan: int | None = None
+    # "column: value" of each value out of its range (dropped, and warned about by read_logs)
+    rejected: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -49,6 +59,7 @@ class TrainLog:
     iterations: list[Iteration] = field(default_factory=list)
     lines_read: int = 0
     arguments: dict[str, str] = field(default_factory=dict)  # the argument dump, when logged
+    warnings: list[str] = field(default_factory=list)
 
 
 def _num(text: str) -> float | None:
@@ -62,6 +73,15 @@ def _num(text: str) -> float | None:
 def _measure(value: float | None) -> float | None:
     """A time, rate, size or count a log can mean: finite and non-negative (else unusable)."""
     return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def _bounded(it: Iteration, column: str, value: float | None, limit: float) -> float | None:
+    """_measure, and at most `limit`: a larger value is recorded as rejected and dropped."""
+    measured = _measure(value)
+    if measured is not None and measured > limit:
+        it.rejected.append(f"{column}: {measured:g} is above {limit:g}")
+        return None
+    return measured
 
 
 def _loss(value: float | None) -> float | None:
@@ -95,16 +115,19 @@ def _from_pipes(it: Iteration, segments: dict[str, str]) -> None:
                 return _num(segments[name])
         return None
 
-    it.step_ms = _measure(get("elapsed time per iteration (ms)"))
-    it.tokens_per_s = _measure(get("tokens/s"))
-    it.mfu = _measure(get("mfu"))
-    it.tflops_per_device = _measure(get("throughput per gpu (tflop/s/gpu)"))
+    step = "elapsed time per iteration (ms)"
+    it.step_ms = _bounded(it, step, get(step), MAX_STEP_MS)
+    it.tokens_per_s = _bounded(it, "tokens/s", get("tokens/s"), MAX_TOKENS_PER_S)
+    it.mfu = _bounded(it, "mfu", get("mfu"), MAX_MFU)
+    tflops = "throughput per gpu (tflop/s/gpu)"
+    it.tflops_per_device = _bounded(it, tflops, get(tflops), MAX_TFLOPS)
     it.loss = _loss(get("lm loss"))
     it.grad_norm = _measure(get("grad norm"))
     it.loss_scale = _measure(get("loss scale"))
     it.learning_rate = _measure(get("learning rate"))
-    it.allocated_gb = _measure(get("max_memory_allocated(gb)"))
-    it.reserved_gb = _measure(get("max_memory_reserved(gb)"))
+    allocated, reserved = "max_memory_allocated(gb)", "max_memory_reserved(gb)"
+    it.allocated_gb = _bounded(it, allocated, get(allocated), MAX_GB)
+    it.reserved_gb = _bounded(it, reserved, get(reserved), MAX_GB)
     it.skipped = _count(get("number of skipped iterations"))
     it.nan = _count(get("number of nan iterations"))
 
@@ -128,10 +151,11 @@ def _from_mindformers(it: Iteration, rest: str) -> None:
             setattr(it, attr, _measure(_num(text.strip("[] "))))
     per_step = segments.get("per_step_time")
     if per_step is not None and per_step.endswith("ms"):
-        it.step_ms = _measure(_num(per_step[:-2]))
+        it.step_ms = _bounded(it, "per_step_time", _num(per_step[:-2]), MAX_STEP_MS)
     throughput = segments.get("train_throughput_per_npu")
     if throughput is not None and throughput.rstrip("}").strip().endswith("T"):
-        it.tflops_per_device = _measure(_num(throughput.rstrip("}").strip()[:-1]))
+        tflops = _num(throughput.rstrip("}").strip()[:-1])
+        it.tflops_per_device = _bounded(it, "train_throughput_per_npu", tflops, MAX_TFLOPS)
 
 
 def parse_line(text: str, line_no: int) -> Iteration | None:
@@ -158,6 +182,7 @@ def read_logs(paths: list[Path]) -> TrainLog:
             handle = path.open("r", encoding="utf-8", errors="replace")
         except OSError as exc:
             raise InputError(str(path), f"cannot read: {exc.strerror}") from None
+        rejected: list[str] = []
         with handle:
             for line_no, text in enumerate(handle, start=1):
                 log.lines_read += 1
@@ -166,6 +191,11 @@ def read_logs(paths: list[Path]) -> TrainLog:
                     log.arguments[arg.group(1)] = arg.group(2)
                 if it is not None:
                     by_number[it.number] = it  # a restarted run's repeat replaces the old line
+                    rejected.extend(f"line {line_no}, {why}" for why in it.rejected)
+        if rejected:
+            log.warnings.append(
+                f"{path}: {len(rejected)} value(s) out of range were left out (first: {rejected[0]})"
+            )
     if not by_number:
         names = ", ".join(str(p) for p in paths)
         raise InputError(
