@@ -27,7 +27,9 @@ class StageSpec:
 
 
 def _cells(t: StepTruth, bubble: int) -> list[str]:
-    total = t.total + bubble
+    # msprof's Stage is the device's time in the step: computing + exposed communication + free
+    # (the receive wait inside the exposed part); Preparing, before the first kernel, is apart
+    total = t.total - t.preparing + bubble
     exposed = t.exposed + bubble
     return [
         us(t.computing),
