@@ -194,9 +194,10 @@ def test_limits_can_be_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert isinstance(load_data(path)["x"], list)
 
 
-def test_a_gzip_bomb_is_refused_quickly(tmp_path: Path):
+def test_a_gzip_bomb_is_refused_without_inflating_it(tmp_path: Path):
+    """Refused by its expansion ratio, in bounded memory (timings belong in benchmarks/: a
+    loaded machine makes a wall-clock bound flaky)."""
     import resource
-    import time
 
     path = tmp_path / "bomb.pt.trace.json.gz"
     # written in pieces: a forked child's peak memory counts the parent's resident pages
@@ -206,10 +207,8 @@ def test_a_gzip_bomb_is_refused_quickly(tmp_path: Path):
         for _ in range(300):
             handle.write(block)
         handle.write(b"]}")
-    started = time.perf_counter()
     proc = run("facts", str(path))
     assert_one_line_error(proc, "gzip bomb")
-    assert time.perf_counter() - started < 5.0
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert peak_kb < 400 * 1024
 
