@@ -1,0 +1,128 @@
+"""A collective's kind comes from the host range that launched it, the kernel name only as a
+fallback: NCCL runs all-to-all, send and recv all as ncclKernel_SendRecv."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import profile_facts
+from advisor.parsers.kineto import grouped as kineto_grouped
+from advisor.parsers.kineto import spill as kineto_spill
+from advisor.parsers.traces import budget
+
+KINETO = Path(__file__).resolve().parents[2] / "shared" / "real" / "kineto"
+TORCHREC = [
+    "trace_filter__sampled_rank-0.json.gz",
+    "trace_filter__sampled_rank-1.json.gz",
+    "trace_diff__control__control.json.gz",
+    "trace_diff__test__test.json.gz",
+]
+HOST, DEVICE = (1, 1), (0, 7)
+SENDRECV = "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def _span(cat: str, name: str, where: tuple[int, int], ts: float, dur: float, **args: Any) -> dict:
+    pid, tid = where
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def _trace(tmp_path: Path, ranges: list[tuple[str, tuple[int, int], dict[str, Any]]]) -> Path:
+    """Three steps, each a GEMM and a SendRecv kernel; the SendRecv's launch (same thread as
+    the steps) is made under `ranges` (name, thread, arguments), each spanning the launch. The
+    kernels come before their launches in the file, as in the traces PyTorch writes."""
+    host: list[dict] = []
+    device: list[dict] = []
+    launches: list[dict] = []
+    for step in range(3):
+        t0 = 1_000_000.0 + step * 10_000
+        host.append(_span("user_annotation", f"ProfilerStep#{step + 1}", HOST, t0, 9_000))
+        for depth, (name, thread, args) in enumerate(ranges):
+            cat = "cpu_op" if "::" in name or name == "record_param_comms" else "user_annotation"
+            host.append(_span(cat, name, thread, t0 + 100 + depth, 200 - 2 * depth, **args))
+        corr = 10 * step
+        launches.append(
+            _span("cuda_runtime", "cudaLaunchKernel", HOST, t0 + 50, 5, correlation=corr)
+        )
+        launches.append(_span("cuda_runtime", "cudaLaunchKernel", HOST, t0 + 150, 5, correlation=corr + 1))  # fmt: skip
+        device.append(_span("kernel", "ampere_sgemm_128x64_nn", DEVICE, t0 + 200, 3_000, correlation=corr))  # fmt: skip
+        device.append(_span("kernel", SENDRECV, DEVICE, t0 + 3_300, 2_000, correlation=corr + 1))
+    path = tmp_path / "rank0.pt.trace.json"
+    data = {"schemaVersion": 1, "traceEvents": host + device + launches}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _kinds(path: Path) -> dict[str, float]:
+    by_op = profile_facts(path).value("comm.time_ms_by_op")
+    assert isinstance(by_op, dict)
+    return by_op
+
+
+@pytest.mark.parametrize(
+    ("ranges", "kind"),
+    [
+        ([("nccl:all_to_all", HOST, {})], "alltoall"),
+        ([("c10d::alltoall_base_", HOST, {}), ("nccl:all_to_all", HOST, {})], "alltoall"),
+        ([("record_param_comms", HOST, {"Collective name": "all_to_allv"})], "alltoall"),
+        ([("nccl:recv", HOST, {})], "recv"),
+        # no range names it: the kernel name decides (SendRecv is read as send)
+        ([], "send"),
+        # a range of another thread says nothing about this thread's launch
+        ([("nccl:all_to_all", (1, 2), {})], "send"),
+        # a range naming no known kind (a barrier) leaves the kernel's name to decide
+        ([("c10d::barrier", HOST, {})], "send"),
+    ],
+)
+def test_the_launching_range_names_the_collective(
+    tmp_path: Path, ranges: list[tuple[str, tuple[int, int], dict[str, Any]]], kind: str
+) -> None:
+    assert set(_kinds(_trace(tmp_path, ranges))) == {kind}
+
+
+def test_all_to_all_is_not_a_pipeline(tmp_path: Path) -> None:
+    facts = profile_facts(_trace(tmp_path, [("nccl:all_to_all", HOST, {})]))
+    assert facts.value("comm.p2p_share") == 0.0
+    assert facts.value("job.pipeline_parallel") is False
+    piped = profile_facts(_trace(tmp_path, []))
+    assert piped.value("comm.p2p_share") == 1.0
+    assert piped.value("job.pipeline_parallel") is True
+
+
+@pytest.mark.parametrize("group_rows", [1_000, 2])
+def test_spilled_rows_take_their_launching_range_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group_rows: int
+) -> None:
+    """Rows written out while decoding, read back at once (1000) or in groups of two."""
+    monkeypatch.setattr(budget, "FLUSH_BYTES", 64)
+    monkeypatch.setattr(kineto_spill, "SAMPLE_EVERY", 1)
+    monkeypatch.setattr(kineto_grouped, "SAMPLE_EVERY", 1)
+    monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
+    path = _trace(tmp_path, [("nccl:all_to_all", HOST, {})])
+    assert set(_kinds(path)) == {"alltoall"}
+
+
+@pytest.fixture
+def real_kineto() -> Path:
+    if not KINETO.is_dir():
+        pytest.skip(f"real PyTorch traces not available ({KINETO} is absent)")
+    return KINETO
+
+
+@pytest.mark.parametrize("name", TORCHREC)
+def test_torchrec_all_to_all_is_not_pipeline_send_recv(real_kineto: Path, name: str) -> None:
+    facts = profile_facts(real_kineto / name)
+    by_op = facts.value("comm.time_ms_by_op")
+    assert isinstance(by_op, dict)
+    assert by_op.get("alltoall", 0.0) > 0.0
+    assert not {"send", "recv", "batchsendrecv"} & set(by_op)
+    assert facts.value("comm.p2p_share") == 0.0
+    assert facts.value("job.pipeline_parallel") is False
+    diagnosis = run_diagnose(JobOptions(profile=real_kineto / name)).diagnosis
+    assert not [b for b in diagnosis.bottlenecks if "pipeline" in b.id]
