@@ -12,6 +12,8 @@ import pytest
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
+from advisor.app.rulesets import load_graph
+from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.parsers.kineto import grouped as kineto_grouped
 from advisor.parsers.kineto import spill as kineto_spill
 from advisor.parsers.traces import budget
@@ -126,3 +128,50 @@ def test_torchrec_all_to_all_is_not_pipeline_send_recv(real_kineto: Path, name: 
     assert facts.value("job.pipeline_parallel") is False
     diagnosis = run_diagnose(JobOptions(profile=real_kineto / name)).diagnosis
     assert not [b for b in diagnosis.bottlenecks if "pipeline" in b.id]
+
+
+# msprof-analyze's cluster output alone is an Ascend job's: no GPU advice on it
+ASCEND = KINETO.parent / "ascend"
+CLUSTER_FILES = {
+    "cluster_step_trace_time.csv": "test__resource__advisor__cluster_analysis_output__cluster_step_trace_time.csv",
+    "cluster_communication.json": "test__resource__advisor__cluster_analysis_output__cluster_communication.json",
+}  # fmt: skip
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "fsdp2" / "config.yaml"
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["cluster_step_trace_time.csv"], ["cluster_communication.json"], list(CLUSTER_FILES)],
+)
+def test_cluster_output_alone_is_ascend_and_gets_no_gpu_advice(
+    tmp_path: Path, names: list[str]
+) -> None:
+    if not ASCEND.is_dir():
+        pytest.skip(f"real Ascend data not available ({ASCEND} is absent)")
+    folder = tmp_path / "cluster_analysis_output"
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_bytes((ASCEND / CLUSTER_FILES[name]).read_bytes())
+    facts = profile_facts(tmp_path)
+    assert facts.value("profile.platform") == "ascend"
+    run = run_suggest(
+        JobOptions(profile=tmp_path, config=EXAMPLE_CONFIG),
+        options=SuggestOptions(use_ledger=False),
+    )
+    graph = load_graph()
+    rules = graph.ruleset.rules.values()
+    gpu_only = {r.id for r in rules if r.platforms and "ascend" not in r.platforms}
+    proposed = {r.feature for r in run.suggestion.rejected}
+    if run.suggestion.recommendation is not None:
+        proposed.add(run.suggestion.recommendation.feature)
+    assert not gpu_only & proposed
+
+
+def test_cluster_database_alone_is_ascend(tmp_path: Path) -> None:
+    from tests.synth import PRESETS
+    from tests.synth.cluster_file import StageSpec, write_cluster_analysis_db
+
+    base = PRESETS["healthy"]
+    specs = [StageSpec(list(range(4)), base.with_(world_size=4), bubble_us=0.0)]
+    folder = write_cluster_analysis_db(tmp_path / "db", specs)
+    assert profile_facts(folder).value("profile.platform") == "ascend"
