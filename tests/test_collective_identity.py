@@ -175,3 +175,28 @@ def test_cluster_database_alone_is_ascend(tmp_path: Path) -> None:
     specs = [StageSpec(list(range(4)), base.with_(world_size=4), bubble_us=0.0)]
     folder = write_cluster_analysis_db(tmp_path / "db", specs)
     assert profile_facts(folder).value("profile.platform") == "ascend"
+
+
+# facts on a GPU trace cite what the trace holds, never Ascend files, columns or tasks
+ASCEND_WORDS = ("hcom_", "HCCL", "Accelerator Core", "Elapse Time", "communication.json")
+GPU_TRACES = [
+    *(f"kineto/{p.name}" for p in sorted(KINETO.glob("*.json.gz")) if "cpu_only" not in p.name),
+    "kineto-rocm/mi300__resnet_act_checkpoint.json.gz",
+    "kineto-legacy/resnet50_num_workers_0",
+]
+
+
+@pytest.mark.parametrize("name", GPU_TRACES)
+def test_gpu_trace_facts_cite_the_trace_in_its_own_words(real_kineto: Path, name: str) -> None:
+    path = real_kineto.parent / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    facts = profile_facts(path)
+    cited = [f"{f.id}: {f.source} {f.note}" for f in facts.facts]
+    cited += [f"{m.id}: {m.reason}" for m in facts.missing]
+    assert not [c for c in cited if any(word in c for word in ASCEND_WORDS)]
+    stepless = facts.get("profile.steps") is None or any(
+        "no ProfilerStep#N markers" in c for c in cited
+    )
+    if stepless:
+        assert not [c for c in cited if "ProfilerStep windows" in c]
