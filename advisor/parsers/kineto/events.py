@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import re
 from array import array
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +29,9 @@ from advisor.parsers.kineto.columns import (
     NO_CORRELATION,
     NO_GROUP,
     DeviceOps,
-    Signatures,
     Strings,
 )
+from advisor.parsers.kineto.launchers import Launchers, name_collectives
 from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
@@ -46,14 +45,8 @@ from advisor.parsers.kineto.values import (
 
 # correlation ids that are not small non-negative integers are numbered from here
 _INTERNED_CORRELATION = 1 << 62
-_COLLECTIVE_PREFIX = re.compile(r"^(nccl|rccl)(Dev)?Kernel_")
 # runtime calls the host-side measures count, as stored per call name
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
-# an annotation that names no collective (else the Strings id of the collective's name)
-_NOT_LAUNCHER = -1
-# a launch is looked for in this many of its thread's collective ranges before it (the latest
-# first): they nest a few deep only (c10d::alltoall_base_ > record_param_comms > nccl:all_to_all)
-_NESTING = 4
 
 
 @dataclass
@@ -86,9 +79,6 @@ class KinetoEvents:
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
-    # correlation key of a launch made under a collective's host range -> the collective's
-    # name (Strings id); it outranks the kernel's name (NCCL's SendRecv kernel is all-to-all,
-    # send or recv)
     launch_collectives: dict[int, int] = field(default_factory=dict)
     # correlation ids that are not plain non-negative integers, by their typed text
     odd_correlations: dict[str, int] = field(default_factory=dict)
@@ -110,12 +100,7 @@ class _Extractor:
         self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
         self.runtime_calls: dict[str, int] = {}
         self.streams: dict[tuple[Any, Any], int] = {}
-        # annotation name -> the collective it names (Strings id) or _NOT_LAUNCHER
-        self.launchers: dict[str, int] = {}
-        # launching thread (Strings id of "pid:tid") -> its collective ranges by start
-        self.launcher_spans: dict[int, _Spans] = {}
-        # ranges named by their "Collective name" argument (patterns without a group)
-        self.by_argument: set[str] = set()
+        self.launchers = Launchers(taxonomy, self.out.strings, self.out.launch_collectives)
 
     def block(self, events: list[Any], center: float, index: int) -> int:
         """The events of one decoded block into the columns; the index of its last event."""
@@ -216,8 +201,7 @@ class _Extractor:
         if key != NO_CORRELATION:
             out.launch_keys.append(key)
             out.launch_ts.append(start)
-            if self.launcher_spans:
-                self._launched_under(event, key, start)
+            self.launchers.launch(event, key, start)
         call = self.runtime_calls.get(name)
         if call is None:
             call = self.runtime_calls[name] = self._runtime_call(name)
@@ -239,48 +223,7 @@ class _Extractor:
             self.out.loader_start.append(start)
             self.out.loader_end.append(end)
         else:
-            collective = self.launchers.get(name)
-            if collective is None:
-                collective = self.launchers[name] = self._launcher(name)
-            if collective == _NOT_LAUNCHER and name in self.by_argument:
-                collective = self._named_argument(event)
-            if collective != _NOT_LAUNCHER:
-                thread = self._stream(event.pid, event.tid)
-                spans = self.launcher_spans.get(thread)
-                if spans is None:
-                    spans = self.launcher_spans[thread] = _Spans()
-                spans.add(start, end, collective)
-
-    def _launcher(self, name: str) -> int:
-        """The collective a host range names (its pattern's first group), if it is one whose
-        kind is known."""
-        for pattern in self.taxonomy.collective_launchers:
-            m = pattern.fullmatch(name)
-            if m is None:
-                continue
-            if pattern.groups < 1:
-                self.by_argument.add(name)
-                return _NOT_LAUNCHER
-            return self._known_collective(m.group(1))
-        return _NOT_LAUNCHER
-
-    def _named_argument(self, event: KinetoEvent) -> int:
-        """The "Collective name" argument of a range such as record_param_comms."""
-        named = None if event.args is None else event.args.collective
-        return self._known_collective(named) if isinstance(named, str) else _NOT_LAUNCHER
-
-    def _known_collective(self, name: str) -> int:
-        if not name or self.taxonomy.comm_kind(name) == "other":
-            return _NOT_LAUNCHER
-        return self.out.strings.id(name)
-
-    def _launched_under(self, event: KinetoEvent, key: int, at: float) -> None:
-        """Remember the collective whose host range, on the launching thread, holds the launch."""
-        spans = self.launcher_spans.get(self._stream(event.pid, event.tid))
-        if spans is not None:
-            collective = spans.innermost(at)
-            if collective != _NOT_LAUNCHER:
-                self.out.launch_collectives[key] = collective
+            self.launchers.range(event, name, start, end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
         ts = None if event.ts is UNSET else event.ts
@@ -372,56 +315,6 @@ class _Extractor:
                     description = key
                 out.kernel_groups[key] = (str(description), ranks)
         return out.strings.id(key)
-
-
-class _Spans:
-    """One thread's collective ranges, by start (ranges arrive mostly in start order)."""
-
-    __slots__ = ("ends", "names", "starts")
-
-    def __init__(self) -> None:
-        self.starts: list[float] = []
-        self.ends: list[float] = []
-        self.names: list[int] = []
-
-    def add(self, start: float, end: float, name: int) -> None:
-        if not self.starts or start >= self.starts[-1]:
-            self.starts.append(start)
-            self.ends.append(end)
-            self.names.append(name)
-            return
-        at = bisect_right(self.starts, start)
-        self.starts.insert(at, start)
-        self.ends.insert(at, end)
-        self.names.insert(at, name)
-
-    def innermost(self, at: float) -> int:
-        """The name of the latest-starting range holding `at`, or _NOT_LAUNCHER."""
-        i = bisect_right(self.starts, at) - 1
-        for j in range(i, max(-1, i - _NESTING), -1):
-            if self.ends[j] >= at:
-                return self.names[j]
-        return _NOT_LAUNCHER
-
-
-def name_collectives(ops: DeviceOps, named: dict[int, int], sigs: Signatures | None = None) -> None:
-    """Give each collective kernel launched under a collective's host range that range's
-    collective name (the kernel comes before its launch in a trace file, so this is done once
-    both are read). `sigs`: the signature table when `ops` does not carry it (spilled rows)."""
-    if not named:
-        return
-    sigs = ops.signatures if sigs is None else sigs
-    comm = {s for s in range(len(sigs)) if sigs.kind[s] == COMMUNICATION}
-    if not comm:
-        return
-    signature, correlation = ops.signature, ops.correlation
-    for i, sig in enumerate(signature):
-        if sig in comm:
-            collective = named.get(correlation[i])
-            if collective is not None and collective != sigs.collective[sig]:
-                signature[i] = sigs.id(
-                    sigs.name[sig], COMMUNICATION, sigs.stream[sig], sigs.group[sig], collective
-                )
 
 
 def extract(

@@ -50,7 +50,8 @@ from advisor.parsers.kineto.columns import (
     LaunchIndex,
     Signatures,
 )
-from advisor.parsers.kineto.events import KinetoEvents, name_collectives
+from advisor.parsers.kineto.events import KinetoEvents
+from advisor.parsers.kineto.launchers import name_collectives
 from advisor.parsers.kineto.sorted_rows import OverlapReader, SortedWriter
 from advisor.parsers.kineto.spill import (
     SAMPLE_EVERY,
