@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.wording import exposed_collectives
 from advisor.parsers.profile_data import RankProfile, StepRow
 from advisor.parsers.traces.steps import TraceStep
 
@@ -167,7 +168,9 @@ def _where(source: str, name: str) -> dict[str, str]:
     }
 
 
-def _fine(pairs: list[_Pair], source: str, name: str, out: Recorder) -> None:
+def _fine(
+    pairs: list[_Pair], source: str, name: str, wording: tuple[str, str], out: Recorder
+) -> None:
     """Every part, idle and preparation split by the trace, and the per-step bars."""
     parts = [_split(r, s) for r, s in pairs]
     note = f"mean over {len(pairs)} steady step(s); the parts add up to attrib.step_ms"
@@ -192,16 +195,18 @@ def _fine(pairs: list[_Pair], source: str, name: str, out: Recorder) -> None:
         "preparation before the first device task that is not data loading / step time: "
         "allocator calls, synchronisation, Python work",
     )
-    _by_kind(pairs, name, note.split(";")[0], out)
+    _by_kind(pairs, name, note.split(";")[0], wording, out)
 
 
-def _by_kind(pairs: list[_Pair], name: str, over: str, out: Recorder) -> None:
+def _by_kind(
+    pairs: list[_Pair], name: str, over: str, wording: tuple[str, str], out: Recorder
+) -> None:
     """Exposed communication per collective kind, averaged over the steady steps."""
     kinds = [s.comm_exposed_by_kind_us for _, s in pairs]
     if not all(k is not None for k in kinds):
         out.miss(
             "attrib.comm_exposed_by_kind_ms",
-            f"{name} has no HCCL collective tasks or no Overlap Analysis Computing lane",
+            f"{name} {wording[1]}",
         )
         return
     merged: dict[str, float] = {}
@@ -211,7 +216,7 @@ def _by_kind(pairs: list[_Pair], name: str, over: str, out: Recorder) -> None:
     out.add(
         "attrib.comm_exposed_by_kind_ms",
         {kind: round(ms, 3) for kind, ms in sorted(merged.items())},
-        f"{name}:HCCL hcom_* tasks outside the Computing lane",
+        f"{name}:{wording[0]}",
         "per kind, the collective's time that no compute overlaps (kinds can overlap each "
         f"other); {over}",
     )
@@ -240,7 +245,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
     if why:
         _coarse(rows, source, why, out)
     else:
-        _fine(pairs, source, rank.origin or "trace_view.json", out)
+        _fine(pairs, source, rank.origin or "trace_view.json", exposed_collectives(rank), out)
 
 
 DERIVER = Deriver[RankInputs](

@@ -20,6 +20,13 @@ from advisor.model import rank_scope
 from advisor.parsers.cluster.database import CLUSTER_DB
 from advisor.parsers.profile_data import ProfileData, RankProfile
 
+# msprof-analyze reads torch_npu and MindSpore profiles only: its cluster output (hcom_*
+# operations over HCCS/RDMA/SDMA links) is an Ascend job's, even with no rank directory beside it
+CLUSTER_PLATFORM_NOTE = (
+    "msprof-analyze's cluster output (it analyses Ascend torch_npu / MindSpore profiles only): "
+    "Ascend NPU"
+)
+
 # a rank directory and the cluster file disagree when their step times differ by more than this
 DISAGREE_RATIO = 0.10
 
@@ -62,6 +69,8 @@ def cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Recor
             wanted.append("comm")
         registry.run(Scope.RANK, RankInputs(rank, taxonomy, comm_source), out, only=wanted)
         rename_sources(out, {"step_trace_time.csv": step_source})
+        source = step_source if rank.step_rows else comm_source
+        out.add("profile.platform", "ascend", source, CLUSTER_PLATFORM_NOTE)
         recorders.append((str(rank_id), out))
     return recorders
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 from advisor.facts.base import Recorder, SteadySteps
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.groups import GROUP_FACT, rank_groups
+from advisor.facts.wording import collective_tasks, comm_time_column
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import CommStep
 
@@ -38,7 +39,13 @@ def _steady(steps: list[CommStep], steady: SteadySteps, source: str) -> tuple[li
 
 
 def _composition(
-    by_op: dict[str, float], n: int, taxonomy: Taxonomy, out: Recorder, source: str, note: str
+    by_op: dict[str, float],
+    n: int,
+    taxonomy: Taxonomy,
+    out: Recorder,
+    source: str,
+    where: str,
+    note: str,
 ) -> None:
     """What kind of communication the job does: shares by family, and what that says of the
     job's parallelism (presence only: no thresholds)."""
@@ -47,7 +54,6 @@ def _composition(
         for fact_id in COMM_FACTS[4:-1]:
             out.miss(fact_id, f"{source} records no communication time")
         return
-    where = f"{source}:Elapse Time(ms)"
     for family in ("allgather", "reducescatter", "allreduce", "alltoall"):
         out.add(
             f"comm.{family}_share",
@@ -94,6 +100,10 @@ def _composition(
 def derive(given: RankInputs, out: Recorder) -> None:
     rank, taxonomy, source = given.profile, given.taxonomy, given.comm_source or COMM
     if rank.comm is None:
+        if rank.origin is not None:  # a PyTorch trace: its collectives are kernels
+            for fact_id in COMM_FACTS:
+                out.miss(fact_id, f"{rank.origin} has no {collective_tasks(rank)}")
+            return
         reason = rank.absent.get(COMM, "not in the profile")
         if reason == "not in the profile" and (rank.level or "").startswith("Level0"):
             reason = "not in the profile (Level0 writes no communication files)"
@@ -117,13 +127,13 @@ def derive(given: RankInputs, out: Recorder) -> None:
     out.add(
         "comm.time_ms_by_op",
         {k: round(v / n, 6) for k, v in sorted(by_op.items())},
-        f"{source}:Elapse Time(ms)",
+        comm_time_column(rank, source),
         f"mean per step over {note}; 'Total Op Info' excluded",
     )
     out.add(
         "comm.time_ms_per_step",
         elapse / n,
-        f"{source}:Elapse Time(ms)",
+        comm_time_column(rank, source),
         f"mean per step over {note}",
     )
     bandwidth = {link: round(size[link] / time[link], 6) for link in sorted(size) if time[link] > 0}
@@ -150,7 +160,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         )
     else:
         out.miss("comm.wait_ratio", f"{source} records no communication time")
-    _composition(dict(by_op), n, taxonomy, out, source, note)
+    _composition(dict(by_op), n, taxonomy, out, source, comm_time_column(rank, source), note)
     rank_groups(rank, steps, out, (source, note), taxonomy.tp_group_names)
 
 

@@ -6,6 +6,7 @@ from statistics import median
 
 from advisor.facts.base import Recorder, select_steady
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.wording import step_windows
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces.steps import TraceData, TraceStep
 
@@ -91,7 +92,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         given.taxonomy.partial_step_ratio,
     )
     steps = [trace.steps[i] for i in steady.kept]
-    note = f"ProfilerStep windows, {steady.note}"
+    note = f"{step_windows(rank)}, {steady.note}"
     _launch_gaps(rank, trace, steps, note, out)
     _runtime_calls(rank, steps, note, out)
     _loader(rank, steps, note, out)

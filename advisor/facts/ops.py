@@ -183,7 +183,10 @@ def derive(given: RankInputs, out: Recorder) -> None:
         out.miss("ops.small_ops_per_step", reason)
     for fact_id, cls in SHARE_FACTS.items():
         out.add(fact_id, by_class.get(cls, 0.0) / compute_us, f"{src}:Type", note)
-    out.add("ops.aicpu_share", aicpu_us / compute_us, f"{src}:Accelerator Core", note)
+    if given.profile.origin is None:
+        out.add("ops.aicpu_share", aicpu_us / compute_us, f"{src}:Accelerator Core", note)
+    else:  # a GPU trace has no Accelerator Core column: no kernel runs on an AI CPU
+        out.add("ops.aicpu_share", aicpu_us / compute_us, src, f"GPU kernels, no AI CPU; {note}")
     if sel.has_pmu:
         value = ratio(mte2_bound_us, compute_us)
         out.add(

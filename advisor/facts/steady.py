@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from advisor.facts.base import SteadySteps, select_steady
+from advisor.facts.wording import step_windows
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import RankProfile, StepRow
 
@@ -49,7 +50,7 @@ def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> SteadyRows:
     """The steady step rows of a rank, the selection, and the source they came from."""
     if rank.step_rows:
         rows = rank.step_rows
-        source = f"{rank.origin}:ProfilerStep windows + kernels" if rank.origin else STEP_TRACE
+        source = f"{rank.origin}:{step_windows(rank)} + kernels" if rank.origin else STEP_TRACE
     elif rank.trace is not None and rank.trace.steps and rank.trace.overlap_lanes:
         rows = [rows_from_lanes(s.overlap_us, s.number, s.duration_us) for s in rank.trace.steps]
         source = "trace_view.json:Overlap Analysis"

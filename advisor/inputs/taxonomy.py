@@ -37,6 +37,8 @@ class Taxonomy:
     malloc_calls: re.Pattern[str]
     free_calls: re.Pattern[str]
     comm_kinds: dict[str, re.Pattern[str]]
+    # host ranges a collective kernel is launched under (group 1: the collective's name)
+    collective_launchers: tuple[re.Pattern[str], ...]
     stage_split_gap: float
     mte2_bound_min_ratio: float
     min_ceiling_ratio: float
@@ -103,6 +105,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         malloc_calls=_alternation(host["malloc_calls"]),
         free_calls=_alternation(host["free_calls"]),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
+        collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         stage_split_gap=float(measurement["stage_split_gap"]),
         mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),

@@ -31,6 +31,7 @@ from advisor.parsers.kineto.columns import (
     DeviceOps,
     Strings,
 )
+from advisor.parsers.kineto.launchers import Launchers, name_collectives
 from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
@@ -44,7 +45,6 @@ from advisor.parsers.kineto.values import (
 
 # correlation ids that are not small non-negative integers are numbered from here
 _INTERNED_CORRELATION = 1 << 62
-_COLLECTIVE_PREFIX = re.compile(r"^(nccl|rccl)(Dev)?Kernel_")
 # runtime calls the host-side measures count, as stored per call name
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
 
@@ -79,6 +79,7 @@ class KinetoEvents:
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    launch_collectives: dict[int, int] = field(default_factory=dict)
     # correlation ids that are not plain non-negative integers, by their typed text
     odd_correlations: dict[str, int] = field(default_factory=dict)
     # operation and launch rows written out while decoding (then none are held in `ops`)
@@ -99,6 +100,7 @@ class _Extractor:
         self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
         self.runtime_calls: dict[str, int] = {}
         self.streams: dict[tuple[Any, Any], int] = {}
+        self.launchers = Launchers(taxonomy, self.out.strings, self.out.launch_collectives)
 
     def block(self, events: list[Any], center: float, index: int) -> int:
         """The events of one decoded block into the columns; the index of its last event."""
@@ -139,7 +141,7 @@ class _Extractor:
             elif role == "runtime":
                 self._runtime(event, name, start, end)
             elif role == "annotation":
-                self._annotation(name, start, end)
+                self._annotation(event, name, start, end)
             elif role == "sync":
                 self.out.sync_start.append(start)
                 self.out.sync_end.append(end)
@@ -199,6 +201,7 @@ class _Extractor:
         if key != NO_CORRELATION:
             out.launch_keys.append(key)
             out.launch_ts.append(start)
+            self.launchers.launch(event, key, start)
         call = self.runtime_calls.get(name)
         if call is None:
             call = self.runtime_calls[name] = self._runtime_call(name)
@@ -211,14 +214,16 @@ class _Extractor:
         elif call == _FREE:
             out.free.append(start)
 
-    def _annotation(self, name: str, start: float, end: float) -> None:
-        """A host annotation: a ProfilerStep window or data loading."""
+    def _annotation(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
+        """A host annotation: a ProfilerStep window, data loading, or a collective's range."""
         m = self.taxonomy.step.fullmatch(name)
         if m:
             self.out.steps.append(HostWindow(int(m.group(1)), start, end))
         elif self.taxonomy.dataloader.fullmatch(name):
             self.out.loader_start.append(start)
             self.out.loader_end.append(end)
+        else:
+            self.launchers.range(event, name, start, end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
         ts = None if event.ts is UNSET else event.ts
@@ -378,7 +383,8 @@ def _spilling(
 
 
 def finish(out: KinetoEvents) -> KinetoEvents:
-    """Operations in time order, one window per step."""
+    """Collectives by their host range's name, operations in time order, one window per step."""
+    name_collectives(out.ops, out.launch_collectives)
     out.ops.sort()
     out.steps = distinct_steps(out.steps)
     return out

@@ -51,6 +51,7 @@ from advisor.parsers.kineto.columns import (
     Signatures,
 )
 from advisor.parsers.kineto.events import KinetoEvents
+from advisor.parsers.kineto.launchers import name_collectives
 from advisor.parsers.kineto.sorted_rows import OverlapReader, SortedWriter
 from advisor.parsers.kineto.spill import (
     SAMPLE_EVERY,
@@ -96,6 +97,7 @@ def read_back(events: KinetoEvents) -> None:
         events.launch_ts.extend(times)
     remove(events.spilled)
     events.spilled = []
+    name_collectives(ops, events.launch_collectives)
     ops.sort()
 
 
@@ -103,9 +105,16 @@ class _Rows:
     """The spilled operations with their launch times (pass 1's file), read a range at a
     time."""
 
-    def __init__(self, parts: list[SpilledRows], launches: Path, signatures: Signatures) -> None:
+    def __init__(
+        self,
+        parts: list[SpilledRows],
+        launches: Path,
+        signatures: Signatures,
+        named: dict[int, int],
+    ) -> None:
         self.parts = parts
         self.signatures = signatures
+        self.named = named
         self.launches = launches
         offsets, at = [], 0
         for rows in parts:
@@ -124,6 +133,7 @@ class _Rows:
                 if not segment.ops or segment.first_start >= hi or segment.last_start < lo:
                     continue
                 part = read_ops(rows, segment, handle)
+                name_collectives(part, self.named, self.signatures)
                 times: array[float] = array("d")
                 joined.seek(self.offsets[k])
                 times.fromfile(joined, segment.ops)
@@ -240,8 +250,10 @@ def reduce_in_groups(
     launches = scratch / "launch-times"
     linked = _join(parts, launches)
     sigs, strings = events.ops.signatures, events.strings.values
-    source = _Rows(parts, launches, sigs)
+    source = _Rows(parts, launches, sigs, events.launch_collectives)
     kind_of = collective_kinds(sigs, strings, taxonomy)
+    # the names collectives take from their host ranges as their rows are read (pass 2)
+    kind_of.update({c: taxonomy.comm_kind(strings[c]) for c in events.launch_collectives.values()})
     numbers = [w.number for w in events.steps] or [STEPLESS_NUMBER]
     bounds = StepBounds.of(events.steps)
     per_step: dict[int, StepOps] = {}

@@ -96,6 +96,10 @@ def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
     )
     for rows in part.spilled:
         rows.signature_ids = signature
+    # a part joins only the launches made under ranges it read itself: a range and a launch
+    # read by different workers leave the kernel its own name
+    for launch, collective in part.launch_collectives.items():
+        out.launch_collectives[launch] = ids[collective]
     out.spilled.extend(part.spilled)
     out.steps.extend(part.steps)
     for theirs_name in (
