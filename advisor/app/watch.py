@@ -13,6 +13,7 @@ from statistics import median
 from typing import BinaryIO
 
 from advisor.app.health import Alert, Health
+from advisor.core.text import require_regular
 from advisor.model import InputError
 from advisor.parsers.trainlog.log import Iteration, parse_line
 
@@ -93,7 +94,7 @@ class _Reading:
     @classmethod
     def open(cls, path: Path) -> _Reading:
         try:
-            _require_regular(path)
+            require_regular(path, ": give the training log itself")
             handle = path.open("rb")
         except OSError as exc:
             raise InputError(str(path), f"cannot read: {exc.strerror}") from None
@@ -123,12 +124,6 @@ class _Reading:
 
 
 FINGERPRINT = 4096
-
-
-def _require_regular(path: Path) -> None:
-    # a FIFO blocks its reader until a writer opens it; a log is a plain file
-    if path.exists() and not path.is_file():
-        raise InputError(str(path), "is not a regular file: give the training log itself")
 
 
 def follow(

@@ -8,12 +8,18 @@ from advisor.core import limits
 from advisor.model import InputError
 
 
+def require_regular(path: Path, why: str = " (a pipe, socket or device)") -> None:
+    """Refuse a path that exists but is not a plain file (a folder, a FIFO or a device: the
+    last two block their reader or never end). `why` finishes the one-line message."""
+    if path.exists() and not path.is_file():
+        raise InputError(str(path), f"is not a regular file{why}")
+
+
 def read_text(path: Path) -> str:
     """The file's text exactly as stored (line endings kept), decoded as UTF-8."""
     try:
-        if path.exists() and not path.is_file() and not path.is_dir():
-            # a FIFO or a device blocks its reader or never ends: only plain files are read
-            raise InputError(str(path), "is not a regular file (a pipe, socket or device)")
+        if not path.is_dir():  # a folder gets its own message below
+            require_regular(path)
         data = path.read_bytes()
         if len(data) > limits.text_max_bytes():
             raise InputError(

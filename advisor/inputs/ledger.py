@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.core.text import require_regular
 from advisor.model import InputError, PatchOp
 
 LEDGER_SCHEMA = "advisor/ledger@1"
@@ -98,7 +99,7 @@ class Ledger:
         entries: list[dict[str, Any]] = []
         warnings: list[str] = []
         if path.exists():
-            _require_regular(path)
+            require_regular(path, ", so it cannot be the ledger")
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
@@ -197,7 +198,7 @@ class Ledger:
                 str(existing), f"cannot create the ledger's folder {folder}: permission denied"
             )
         if os.path.lexists(self.path):
-            _require_regular(self.path)
+            require_regular(self.path, ", so it cannot be the ledger")
             if not os.access(self.path, os.W_OK):
                 raise InputError(str(self.path), "cannot append to the ledger: permission denied")
         elif folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
@@ -207,12 +208,6 @@ class Ledger:
 def torn_path(path: Path) -> Path:
     """Where incomplete last lines are kept: beside the ledger, never inside it."""
     return path.with_name(path.name + ".torn")
-
-
-def _require_regular(path: Path) -> None:
-    # a FIFO or a device would block or never end: the ledger is a plain file or nothing
-    if path.exists() and not path.is_file():
-        raise InputError(str(path), "is not a regular file, so it cannot be the ledger")
 
 
 def _entry(
