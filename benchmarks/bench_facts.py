@@ -2,7 +2,12 @@
 
 Prints the trace size, wall time and peak memory (max RSS of the child process). Usage:
 
-    python benchmarks/bench_facts.py [--size-mb 1024] [--export text|db] [--out bench-out] [--keep]
+    python benchmarks/bench_facts.py [--size-mb 1024] [--export text|db|kineto] [--out bench-out] [--keep]
+    python benchmarks/bench_facts.py --profile bench-out/profile [--root OTHER_CHECKOUT]
+
+--profile reads a profile kept by an earlier run (--keep) instead of generating one, and --root
+runs another checkout's advisor package on it: before and after on the same file, in the same
+hour of the same machine.
 
 The profile is written with the project's synthetic writer (64 layers, eight host operators per
 kernel launch, as real traces are dominated by host events), sized by the number of steps: the
@@ -121,6 +126,8 @@ def main() -> None:
     parser.add_argument("--export", choices=sorted(MAIN_FILE), default="text")
     parser.add_argument("--out", type=Path, default=Path("bench-out"))
     parser.add_argument("--keep", action="store_true", help="keep the generated profile")
+    parser.add_argument("--profile", type=Path, help="read this kept profile, generate none")
+    parser.add_argument("--root", type=Path, help="a checkout whose advisor package to run")
     parser.add_argument(
         "--host-ops",
         type=int,
@@ -128,13 +135,20 @@ def main() -> None:
         help="kineto: CPU operators per kernel (8: the kernel density of real traces; 0: dense)",
     )
     args = parser.parse_args()
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    # generated in a process of its own: a child forked from this one, had it built the trace,
-    # would start with this one's gigabyte in its peak (ru_maxrss)
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        directory = pool.apply(_generate, (args.out, args.size_mb, args.export, args.host_ops))
-    output = directory / "ASCEND_PROFILER_OUTPUT" if args.export != "kineto" else directory
+    if args.profile is not None:
+        directory = args.profile
+    else:
+        if args.out.exists():
+            shutil.rmtree(args.out)
+        # generated in a process of its own: a child forked from this one, had it built the
+        # trace, would start with this one's gigabyte in its peak (ru_maxrss)
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            directory = pool.apply(_generate, (args.out, args.size_mb, args.export, args.host_ops))
+    output = directory / "ASCEND_PROFILER_OUTPUT"
+    output = output if output.is_dir() else directory
+    env = dict(os.environ)
+    if args.root is not None:
+        env["PYTHONPATH"] = str(args.root.resolve())
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -142,6 +156,7 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     tree_peak_kb = 0
     while True:
@@ -173,7 +188,7 @@ def main() -> None:
         f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)"
     )
     print(f"largest process     {single_peak_mb:10.1f} MiB (max RSS of one process)")
-    if not args.keep:
+    if not args.keep and args.profile is None:
         shutil.rmtree(args.out)
 
 

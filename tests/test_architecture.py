@@ -183,6 +183,14 @@ def test_check_of_one_config_converts_its_options_without_pydantic_or_rich():
     assert {m.split(".")[0] for m in loaded} & {"pydantic", "rich", "networkx", "msgspec"} == set()
 
 
+def test_checking_a_config_again_imports_no_validator():
+    # the verdict on a config's exact data is cached: jsonschema's import is most of `check`'s
+    # start-up (benchmarks/bench_startup.py)
+    argv = ("check", "-q", str(ROOT / "examples" / "fsdp2" / "config.yaml"))
+    _loaded_running(*argv)  # warms the cache
+    assert "jsonschema" not in {m.split(".")[0] for m in _loaded_running(*argv)}
+
+
 def test_check_needs_no_graph_and_no_profile_parsers():
     loaded = _loaded_after(
         "import advisor.cli.check_cmds, advisor.app.check, advisor.app.rulesets,"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.core import checked_data, validation
+from advisor.core import validation
+from advisor.core.cache import write_cached
 from advisor.core.checked_data import CACHE_ENV, cache_dir, load_checked
 from advisor.model import InputError
 
@@ -100,8 +101,8 @@ def test_a_corrupt_cache_entry_is_a_miss(tmp_path: Path, cache: Path) -> None:
 
 
 def test_data_json_cannot_hold_is_not_cached(cache: Path) -> None:
-    checked_data._write(cache / "validated" / "x.json", {1: "integer key"})
-    checked_data._write(cache / "validated" / "y.json", {"when": float("nan")})
+    write_cached(cache / "validated" / "x.json", {1: "integer key"})
+    write_cached(cache / "validated" / "y.json", {"when": float("nan")})
     assert _entries(cache) == []
 
 
@@ -136,3 +137,54 @@ def test_without_a_home_directory_nothing_is_cached(
     path.write_text(DEVICES)
     data, errors = load_checked(path, "devices.schema.json")
     assert errors == [] and data["devices"][0]["name"] == "Test NPU"
+
+
+FSDP2_SCHEMA = "config/mindspeed-fsdp2.schema.json"
+
+
+def _count_validators(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the validator runs of schema_violations (a cached verdict makes none)."""
+    calls: list[str] = []
+    real = validation._validator
+
+    def counting(schema_name: str) -> object:
+        calls.append(schema_name)
+        return real(schema_name)
+
+    monkeypatch.setattr(validation, "_validator", counting)
+    return calls
+
+
+def test_a_configs_verdict_is_validated_once_per_content(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_validators(monkeypatch)
+    wrong = {"parallel": {"fsdp_size": "eight", "tp_size": 2}}
+    first = validation.schema_violations(wrong, FSDP2_SCHEMA)
+    assert first and len(calls) == 1
+    again = validation.schema_violations(wrong, FSDP2_SCHEMA)
+    assert again == first and len(calls) == 1  # read back, not validated again
+    fixed = validation.schema_violations({"parallel": {"fsdp_size": 8}}, FSDP2_SCHEMA)
+    assert fixed == [] and len(calls) == 2  # other data: validated
+    assert validation.schema_violations({"parallel": {"fsdp_size": 8}}, FSDP2_SCHEMA) == []
+    assert len(calls) == 2  # "no violation" is a verdict too
+
+
+def test_a_verdict_json_cannot_hold_exactly_is_never_cached(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_validators(monkeypatch)
+    odd = {"parallel": {1: "integer key"}}  # JSON would make the key a string
+    for _ in range(2):
+        assert validation.schema_violations(odd, FSDP2_SCHEMA)
+    assert len(calls) == 2
+
+
+def test_a_tampered_verdict_is_a_miss(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = {"parallel": {"fsdp_size": "eight"}}
+    first = validation.schema_violations(wrong, FSDP2_SCHEMA)
+    for entry in (cache / "verdicts").glob("*.json"):
+        entry.write_text('{"not": "a verdict"}')
+    calls = _count_validators(monkeypatch)
+    assert validation.schema_violations(wrong, FSDP2_SCHEMA) == first
+    assert len(calls) == 1

@@ -1,23 +1,33 @@
-"""The one place where JSON Schema validation happens."""
+"""The one place where JSON Schema validation happens.
+
+jsonschema is imported only when something is validated: it takes longer to import than
+`advisor check` takes to check one config. The verdict on a user's config (its violations, or
+none) is kept in the tool's cache under the digest of the exact data, the schema's bytes and the
+tool's version, so checking the same config again reads the verdict back instead of importing
+the validator; any change to the config, the schema or the tool validates again.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
-
+from advisor.core.cache import cache_entry, read_cached, write_cached
 from advisor.core.resources import schemas_dir
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 
 @cache
 def _validator(schema_name: str) -> Validator:
     """A validator of the draft the schema declares (the SARIF schema is draft-04)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
     path = schemas_dir() / schema_name
     schema = json.loads(path.read_text(encoding="utf-8"))
     # the shipped schemas are checked against their meta-schemas by the tests, not at every run
@@ -32,6 +42,8 @@ def schema_errors(instance: Any, schema_name: str) -> list[str]:
     errors = list(validator.iter_errors(instance))
     if not errors:
         return []
+    from jsonschema.exceptions import best_match
+
     first = best_match(errors)
     ordered = [first] + [e for e in errors if e is not first]
     return [f"{e.json_path}: {e.message}" for e in ordered]
@@ -48,10 +60,33 @@ class SchemaViolation:
 
 
 def schema_violations(instance: Any, schema_name: str) -> list[SchemaViolation]:
+    """The instance's violations sorted by path; the verdict on the same data, schema and tool
+    version is read from the cache when it was kept there."""
+    entry = _verdict_entry(instance, schema_name)
+    cached = read_cached(entry) if entry is not None else None
+    if isinstance(cached, list):
+        return [
+            SchemaViolation(tuple(path), kind, text, value) for path, kind, text, value in cached
+        ]
     validator = _validator(schema_name)
-    return [
+    found = [
         SchemaViolation(tuple(e.absolute_path), str(e.validator), e.message, e.instance)
         for e in sorted(
             validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))
         )
     ]
+    if entry is not None:
+        write_cached(entry, [[list(v.path), v.validator, v.message, v.instance] for v in found])
+    return found
+
+
+def _verdict_entry(instance: Any, schema_name: str) -> Path | None:
+    """Where the verdict on this exact data is kept; None for data JSON cannot say exactly
+    (integer keys, tuples, dates...: validated every time)."""
+    try:
+        text = json.dumps(instance, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    if json.loads(text) != instance:
+        return None
+    return cache_entry("verdicts", schema_name, text.encode())
