@@ -4,6 +4,7 @@ fallback: NCCL runs all-to-all, send and recv all as ncclKernel_SendRecv."""
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,13 @@ from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.app.rulesets import load_graph
 from advisor.app.suggest import SuggestOptions, run_suggest
+from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.kineto import grouped as kineto_grouped
+from advisor.parsers.kineto import parallel as kineto_parallel
 from advisor.parsers.kineto import spill as kineto_spill
-from advisor.parsers.traces import budget
+from advisor.parsers.kineto.reader import read_kineto
+from advisor.parsers.kineto.stream import events_span
+from advisor.parsers.traces import budget, workers
 
 KINETO = Path(__file__).resolve().parents[2] / "shared" / "real" / "kineto"
 TORCHREC = [
@@ -35,10 +40,17 @@ def _span(cat: str, name: str, where: tuple[int, int], ts: float, dur: float, **
             "args": args}  # fmt: skip
 
 
-def _trace(tmp_path: Path, ranges: list[tuple[str, tuple[int, int], dict[str, Any]]]) -> Path:
+def _trace(
+    tmp_path: Path,
+    ranges: list[tuple[str, tuple[int, int], dict[str, Any]]],
+    filler: int = 0,
+    launches_first: bool = False,
+) -> Path:
     """Three steps, each a GEMM and a SendRecv kernel; the SendRecv's launch (same thread as
     the steps) is made under `ranges` (name, thread, arguments), each spanning the launch. The
-    kernels come before their launches in the file, as in the traces PyTorch writes."""
+    kernels come before their launches in the file, as in the traces PyTorch writes; `filler`
+    host operators between the host ranges and the kernels; `launches_first`: the launches
+    written before everything else."""
     host: list[dict] = []
     device: list[dict] = []
     launches: list[dict] = []
@@ -55,8 +67,11 @@ def _trace(tmp_path: Path, ranges: list[tuple[str, tuple[int, int], dict[str, An
         launches.append(_span("cuda_runtime", "cudaLaunchKernel", HOST, t0 + 150, 5, correlation=corr + 1))  # fmt: skip
         device.append(_span("kernel", "ampere_sgemm_128x64_nn", DEVICE, t0 + 200, 3_000, correlation=corr))  # fmt: skip
         device.append(_span("kernel", SENDRECV, DEVICE, t0 + 3_300, 2_000, correlation=corr + 1))
+    for i in range(filler):
+        host.append(_span("cpu_op", "aten::add", (1, 3), 1_000_000.0 + i, 0.5))
     path = tmp_path / "rank0.pt.trace.json"
-    data = {"schemaVersion": 1, "traceEvents": host + device + launches}
+    events = launches + host + device if launches_first else host + device + launches
+    data = {"schemaVersion": 1, "traceEvents": events}
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
@@ -86,6 +101,41 @@ def test_the_launching_range_names_the_collective(
     tmp_path: Path, ranges: list[tuple[str, tuple[int, int], dict[str, Any]]], kind: str
 ) -> None:
     assert set(_kinds(_trace(tmp_path, ranges))) == {kind}
+
+
+def test_a_range_written_after_its_launch_still_names_the_collective(tmp_path: Path) -> None:
+    path = _trace(tmp_path, [("nccl:all_to_all", HOST, {})], launches_first=True)
+    assert set(_kinds(path)) == {"alltoall"}
+
+
+def test_a_range_and_its_launch_read_by_different_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large plain trace is cut in byte ranges decoded by worker processes: the host ranges
+    fall in the first, the launches under them in the last; the join happens once all are
+    read, so the kind is the range's, as when the trace is read in one process."""
+    path = _trace(tmp_path, [("nccl:all_to_all", HOST, {})], filler=3_000)
+    sequential = read_kineto(path, default_taxonomy(), split=False)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    span = events_span(path)
+    assert span is not None
+    points = workers.split_points(path, span[0], span[1], 4)
+    data = path.read_bytes()
+    first_range, last_launch = data.index(b"nccl:all_to_all"), data.rindex(b"cudaLaunchKernel")
+    assert bisect_right(points, first_range) == 1 and bisect_right(points, last_launch) == 4
+    merged: list[object] = []
+    merge = kineto_parallel._merge
+
+    def counted(out: Any, part: Any) -> None:
+        merged.append(part)
+        merge(out, part)
+
+    monkeypatch.setattr(kineto_parallel, "_merge", counted)
+    parallel = read_kineto(path, default_taxonomy(), split=True)
+    assert len(merged) == 4  # read by four workers
+    assert parallel == sequential
+    assert set(_kinds(path)) == {"alltoall"}
 
 
 def test_all_to_all_is_not_a_pipeline(tmp_path: Path) -> None:

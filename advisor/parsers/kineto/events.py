@@ -31,7 +31,13 @@ from advisor.parsers.kineto.columns import (
     DeviceOps,
     Strings,
 )
-from advisor.parsers.kineto.launchers import Launchers, name_collectives
+from advisor.parsers.kineto.launchers import (
+    Launchers,
+    Spans,
+    join_launches,
+    join_spilled,
+    name_collectives,
+)
 from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
@@ -64,9 +70,10 @@ def _floats() -> array[float]:
 class KinetoEvents:
     ops: DeviceOps = field(default_factory=DeviceOps)
     strings: Strings = field(default_factory=Strings)
-    # host launches: correlation key and host time, in trace order
+    # host launches: correlation key, host time and thread (Strings id), in trace order
     launch_keys: array[int] = field(default_factory=lambda: array("q"))
     launch_ts: array[float] = field(default_factory=_floats)
+    launch_thread: array[int] = field(default_factory=lambda: array("i"))
     steps: list[HostWindow] = field(default_factory=list)
     sync_start: array[float] = field(default_factory=_floats)
     sync_end: array[float] = field(default_factory=_floats)
@@ -79,6 +86,10 @@ class KinetoEvents:
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
     kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    # the host ranges naming a collective, by thread; the correlation ids of collective
+    # kernels; once all is read, the collective each such kernel's launch was made under
+    collective_spans: dict[int, Spans] = field(default_factory=dict)
+    comm_keys: array[int] = field(default_factory=lambda: array("q"))
     launch_collectives: dict[int, int] = field(default_factory=dict)
     # correlation ids that are not plain non-negative integers, by their typed text
     odd_correlations: dict[str, int] = field(default_factory=dict)
@@ -100,7 +111,9 @@ class _Extractor:
         self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
         self.runtime_calls: dict[str, int] = {}
         self.streams: dict[tuple[Any, Any], int] = {}
-        self.launchers = Launchers(taxonomy, self.out.strings, self.out.launch_collectives)
+        self.launchers = Launchers(
+            taxonomy, self.out.strings, self.out.collective_spans, self._thread
+        )
 
     def block(self, events: list[Any], center: float, index: int) -> int:
         """The events of one decoded block into the columns; the index of its last event."""
@@ -173,13 +186,7 @@ class _Extractor:
         if kind == COMMUNICATION:
             self._collective(event, name_id, collective, key, start, end)
             return
-        pid, tid = event.pid, event.tid
-        try:
-            stream = self.streams.get((pid, tid))
-        except TypeError:  # a list as pid or tid: by its text, in _stream
-            stream = None
-        if stream is None:
-            stream = self._stream(pid, tid)
+        stream = self._thread(event.pid, event.tid)
         ops = self.out.ops
         sig = ops.signatures.ids.get((name_id, kind, stream, NO_GROUP, collective))
         if sig is None:
@@ -201,7 +208,7 @@ class _Extractor:
         if key != NO_CORRELATION:
             out.launch_keys.append(key)
             out.launch_ts.append(start)
-            self.launchers.launch(event, key, start)
+            out.launch_thread.append(self._thread(event.pid, event.tid))
         call = self.runtime_calls.get(name)
         if call is None:
             call = self.runtime_calls[name] = self._runtime_call(name)
@@ -270,6 +277,14 @@ class _Extractor:
             return strings.id(kernel), COMPUTE, strings.id("")
         return strings.id(kernel), COMMUNICATION, strings.id(collective_name(kernel))
 
+    def _thread(self, pid: Any, tid: Any) -> int:
+        """The Strings id of "pid:tid" (a device stream, or a host thread)."""
+        try:
+            stream = self.streams.get((pid, tid))
+        except TypeError:  # a list as pid or tid: by its text, in _stream
+            stream = None
+        return self._stream(pid, tid) if stream is None else stream
+
     def _stream(self, pid: Any, tid: Any) -> int:
         label = f"{None if pid is UNSET else pid}:{None if tid is UNSET else tid}"
         stream = self.out.strings.id(label)
@@ -298,6 +313,8 @@ class _Extractor:
             if args.group is not UNSET and args.group is not None:
                 group = self._group(args)
         stream = self._stream(event.pid, event.tid)
+        if key != NO_CORRELATION:
+            out.comm_keys.append(key)
         ops.start.append(start)
         ops.end.append(end)
         ops.signature.append(ops.signatures.id(name_id, COMMUNICATION, stream, group, collective))
@@ -339,6 +356,7 @@ def extract(
                 writer.flush_if_large()
     out = extractor.out
     if out.spilled:
+        join_spilled(out.collective_spans, out.comm_keys, out.spilled, out.launch_collectives)
         out.steps = distinct_steps(out.steps)
         return out
     return finish(out)
@@ -370,7 +388,7 @@ def _spilling(
         yield None
         return
     rows = SpilledRows(spill)
-    writer = SpillWriter(out.ops, out.launch_keys, out.launch_ts, rows)
+    writer = SpillWriter(out.ops, (out.launch_keys, out.launch_ts, out.launch_thread), rows)
     try:
         yield writer
         if rows.segments or always:
@@ -384,6 +402,9 @@ def _spilling(
 
 def finish(out: KinetoEvents) -> KinetoEvents:
     """Collectives by their host range's name, operations in time order, one window per step."""
+    launches = zip(out.launch_keys, out.launch_ts, out.launch_thread, strict=True)
+    join_launches(out.collective_spans, out.comm_keys, launches, out.launch_collectives)
+    out.launch_thread = array("i")
     name_collectives(out.ops, out.launch_collectives)
     out.ops.sort()
     out.steps = distinct_steps(out.steps)

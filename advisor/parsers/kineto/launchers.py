@@ -4,18 +4,27 @@ NCCL runs all-to-all, send and recv all as ncclKernel_SendRecv: the kernel's nam
 them apart, the host range around its launch can (nccl:all_to_all, c10d::alltoall_base_,
 record_param_comms with its "Collective name"; the patterns are taxonomy collective_launchers).
 A launch inside such a range on the same thread gives the kernel carrying its correlation id
-the range's name. Ranges come before launches in a trace file (PyTorch writes the host
-operations first, or all events by time), kernels before their launches: the ranges are kept
-while decoding, each launch looks its range up, and the kernels are renamed once all is read.
+the range's name.
+
+Where the three lie in the file does not matter: PyTorch writes the host operations first,
+kernels and launches later, so a large trace's byte ranges put a range and the launch under it
+in different worker processes. Decoding keeps the collective ranges of each thread (a few per
+step), each launch's thread beside its correlation id and time, and the correlation ids of the
+collective kernels; once every part is read (and merged), the launches of collective kernels
+are looked up in the ranges of their thread (`join_launches`, `join_spilled`) and the kernels
+renamed.
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.kineto.columns import COMMUNICATION, DeviceOps, Signatures, Strings
+from advisor.parsers.kineto.spill import SpilledRows, read_launch_threads, segments
 from advisor.parsers.kineto.stream import KinetoEvent
 
 # an annotation that names no collective (else the Strings id of the collective's name)
@@ -26,19 +35,24 @@ _NESTING = 4
 
 
 class Launchers:
-    """The collective ranges of each thread, and the launches made inside them, into `named`
-    (correlation key -> the collective's name, a Strings id)."""
+    """The collective ranges of each thread into `spans` (thread's Strings id -> its ranges,
+    each naming a collective by its Strings id)."""
 
-    def __init__(self, taxonomy: Taxonomy, strings: Strings, named: dict[int, int]) -> None:
+    def __init__(
+        self,
+        taxonomy: Taxonomy,
+        strings: Strings,
+        spans: dict[int, Spans],
+        thread_of: Callable[[Any, Any], int],
+    ) -> None:
         self.taxonomy = taxonomy
         self.strings = strings
-        self.named = named
+        self.spans = spans
+        self.thread_of = thread_of
         # annotation name -> the collective it names (Strings id) or NOT_LAUNCHER
         self.by_name: dict[str, int] = {}
         # ranges named by their "Collective name" argument (patterns without a group)
         self.by_argument: set[str] = set()
-        # launching thread (pid, tid) -> its collective ranges by start
-        self.spans: dict[tuple[Any, Any], _Spans] = {}
 
     def range(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
         """A host range: kept when it names a collective."""
@@ -50,27 +64,11 @@ class Launchers:
             collective = self._known(named) if isinstance(named, str) else NOT_LAUNCHER
         if collective == NOT_LAUNCHER:
             return
-        thread = (event.pid, event.tid)
-        try:
-            spans = self.spans.get(thread)
-        except TypeError:  # a list as pid or tid: no thread to match launches on
-            return
+        thread = self.thread_of(event.pid, event.tid)
+        spans = self.spans.get(thread)
         if spans is None:
-            spans = self.spans[thread] = _Spans()
+            spans = self.spans[thread] = Spans()
         spans.add(start, end, collective)
-
-    def launch(self, event: KinetoEvent, key: int, at: float) -> None:
-        """Remember the collective whose range, on the launching thread, holds the launch."""
-        if not self.spans:  # most traces: no collective, nothing to look up
-            return
-        try:
-            spans = self.spans.get((event.pid, event.tid))
-        except TypeError:
-            return
-        if spans is not None:
-            collective = spans.innermost(at)
-            if collective != NOT_LAUNCHER:
-                self.named[key] = collective
 
     def _by_pattern(self, name: str) -> int:
         for pattern in self.taxonomy.collective_launchers:
@@ -91,7 +89,7 @@ class Launchers:
         return self.strings.id(name)
 
 
-class _Spans:
+class Spans:
     """One thread's collective ranges, by start (ranges arrive mostly in start order)."""
 
     __slots__ = ("ends", "names", "starts")
@@ -119,6 +117,58 @@ class _Spans:
             if self.ends[j] >= at:
                 return self.names[j]
         return NOT_LAUNCHER
+
+    def renumbered(self, ids: Sequence[int]) -> Spans:
+        """The same ranges, their names in another Strings table (`ids`: ours -> theirs)."""
+        out = Spans()
+        out.starts, out.ends = list(self.starts), list(self.ends)
+        out.names = [ids[n] for n in self.names]
+        return out
+
+    def extend(self, other: Spans) -> None:
+        """Another part's ranges of the same thread, added in their order."""
+        for start, end, name in zip(other.starts, other.ends, other.names, strict=True):
+            self.add(start, end, name)
+
+
+def join_launches(
+    spans: dict[int, Spans],
+    wanted: Iterable[int],
+    launches: Iterable[tuple[int, float, int]],
+    named: dict[int, int],
+) -> None:
+    """Into `named` (correlation key -> collective's Strings id): each launch of a `wanted`
+    key (a collective kernel's) made inside a collective range of its thread. `launches`:
+    (key, time, thread) in file order; a key launched twice keeps its last launch that a range
+    holds."""
+    keys = set(wanted)
+    if not spans or not keys:  # most traces: no collective range, nothing to look up
+        return
+    for key, at, thread in launches:
+        if key in keys:
+            found = spans.get(thread)
+            if found is not None:
+                collective = found.innermost(at)
+                if collective != NOT_LAUNCHER:
+                    named[key] = collective
+
+
+def join_spilled(
+    spans: dict[int, Spans], wanted: Iterable[int], parts: list[SpilledRows], named: dict[int, int]
+) -> None:
+    """join_launches over the launches of the spill files, their threads in the merged
+    numbering."""
+    if not spans:
+        return
+    keys = set(wanted)
+    for rows, segment, handle in segments(parts):
+        if not segment.launches:
+            continue
+        launch_keys, times, threads = read_launch_threads(segment, handle)
+        ids = rows.string_ids
+        if ids is not None:
+            threads = array("i", (ids[t] for t in threads))
+        join_launches(spans, keys, zip(launch_keys, times, threads, strict=True), named)
 
 
 def name_collectives(ops: DeviceOps, named: dict[int, int], sigs: Signatures | None = None) -> None:

@@ -18,6 +18,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.kineto.columns import NO_GROUP
 from advisor.parsers.kineto.events import KinetoEvents, distinct_steps, extract_part
+from advisor.parsers.kineto.launchers import join_spilled
 from advisor.parsers.kineto.stream import KinetoStream, events_span
 from advisor.parsers.kineto.values import center_of
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
@@ -72,6 +73,7 @@ def extract_in_parallel(
     for part in parts:
         if part is not None:
             _merge(out, part)
+    join_spilled(out.collective_spans, out.comm_keys, out.spilled, out.launch_collectives)
     out.steps = distinct_steps(out.steps)
     return out, header
 
@@ -96,10 +98,16 @@ def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
     )
     for rows in part.spilled:
         rows.signature_ids = signature
-    # a part joins only the launches made under ranges it read itself: a range and a launch
-    # read by different workers leave the kernel its own name
-    for launch, collective in part.launch_collectives.items():
-        out.launch_collectives[launch] = ids[collective]
+        rows.string_ids = ids
+    # the launches are joined to the ranges once every part is merged (a range and the
+    # launch under it are often read by different workers)
+    for thread, spans in part.collective_spans.items():
+        mine = out.collective_spans.get(ids[thread])
+        if mine is None:
+            out.collective_spans[ids[thread]] = spans.renumbered(ids)
+        else:
+            mine.extend(spans.renumbered(ids))
+    out.comm_keys.extend(part.comm_keys)
     out.spilled.extend(part.spilled)
     out.steps.extend(part.steps)
     for theirs_name in (

@@ -24,11 +24,12 @@ from advisor.parsers.traces.spill import Layout
 from advisor.parsers.traces.spill import SpillWriter as SpillFile
 
 OP_COLUMNS = (("start", "d"), ("end", "d"), ("signature", "i"), ("correlation", "q"))
-LAUNCH_KEY, LAUNCH_AT = "launch_key", "launch_at"  # a launch's correlation id and time
+# a launch's correlation id, time and thread (Strings id of "pid:tid")
+LAUNCH_KEY, LAUNCH_AT, LAUNCH_THREAD = "launch_key", "launch_at", "launch_thread"
 # one operation start in this many is kept in a segment's sample
 SAMPLE_EVERY = 2048
 _OP_ROW_BYTES = 28
-_LAUNCH_ROW_BYTES = 16
+_LAUNCH_ROW_BYTES = 20
 EMPTY_RANGE = (float("inf"), float("-inf"))
 
 
@@ -51,12 +52,14 @@ class Segment:
 
 @dataclass
 class SpilledRows:
-    """One decoding process's spill file: its segments, and how its signature ids map to the
-    merged table (filled when the parts are merged; identity for the one process)."""
+    """One decoding process's spill file: its segments, and how its signature ids and string
+    ids map to the merged tables (filled when the parts are merged; identity for the one
+    process)."""
 
     path: Path
     segments: list[Segment] = field(default_factory=list)
     signature_ids: array[int] | None = None
+    string_ids: array[int] | None = None
 
     @property
     def identity(self) -> bool:
@@ -73,8 +76,14 @@ class SpillWriter:
     """Writes an extractor's operation and launch columns to `rows.path` when they pass
     FLUSH_BYTES (and at `flush`), emptying them."""
 
-    def __init__(self, ops: DeviceOps, keys: array[int], times: array[float], rows: SpilledRows):
-        self.ops, self.keys, self.times, self.rows = ops, keys, times, rows
+    def __init__(
+        self,
+        ops: DeviceOps,
+        launches: tuple[array[int], array[float], array[int]],
+        rows: SpilledRows,
+    ):
+        self.ops, self.rows = ops, rows
+        self.keys, self.times, self.threads = launches
         self.file = SpillFile(rows.path)
 
     def close(self) -> None:
@@ -100,7 +109,14 @@ class SpillWriter:
         sample = sorted(ops.start[SAMPLE_EVERY // 2 :: SAMPLE_EVERY])
         ops_count, launches = len(ops), len(keys)
         columns = [(name, getattr(ops, name)) for name, _ in OP_COLUMNS]
-        layout = self.file.write([*columns, (LAUNCH_KEY, keys), (LAUNCH_AT, self.times)])
+        layout = self.file.write(
+            [
+                *columns,
+                (LAUNCH_KEY, keys),
+                (LAUNCH_AT, self.times),
+                (LAUNCH_THREAD, self.threads),
+            ]
+        )
         self.rows.segments.append(
             Segment(layout, ops_count, launches, first, latest, last, low, high, sample)
         )
@@ -125,6 +141,18 @@ def read_correlation(segment: Segment, handle: Any) -> array[int]:
 
 def read_launches(segment: Segment, handle: Any) -> tuple[array[int], array[float]]:
     return segment.layout.read(handle, LAUNCH_KEY), segment.layout.read(handle, LAUNCH_AT)
+
+
+def read_launch_threads(
+    segment: Segment, handle: Any
+) -> tuple[array[int], array[float], array[int]]:
+    """A segment's launches with the thread of each (the segment's own string ids)."""
+    layout = segment.layout
+    return (
+        layout.read(handle, LAUNCH_KEY),
+        layout.read(handle, LAUNCH_AT),
+        layout.read(handle, LAUNCH_THREAD),
+    )
 
 
 def segments(parts: list[SpilledRows]) -> Iterator[tuple[SpilledRows, Segment, Any]]:
