@@ -16,9 +16,7 @@ from advisor.app.pipeline import profile_facts
 from advisor.app.rulesets import load_graph
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.parsers.kineto import grouped as kineto_grouped
 from advisor.parsers.kineto import parallel as kineto_parallel
-from advisor.parsers.kineto import spill as kineto_spill
 from advisor.parsers.kineto.reader import read_kineto
 from advisor.parsers.kineto.stream import events_span
 from advisor.parsers.traces import budget, workers
@@ -153,8 +151,7 @@ def test_spilled_rows_take_their_launching_range_name(
 ) -> None:
     """Rows written out while decoding, read back at once (1000) or in groups of two."""
     monkeypatch.setattr(budget, "FLUSH_BYTES", 64)
-    monkeypatch.setattr(kineto_spill, "SAMPLE_EVERY", 1)
-    monkeypatch.setattr(kineto_grouped, "SAMPLE_EVERY", 1)
+    monkeypatch.setattr(budget, "SAMPLE_EVERY", 1)
     monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
     path = _trace(tmp_path, [("nccl:all_to_all", HOST, {})])
     assert set(_kinds(path)) == {"alltoall"}

@@ -17,11 +17,10 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto import events as kineto_events
 from advisor.parsers.kineto import grouped as kineto_grouped
-from advisor.parsers.kineto import sorted_rows as kineto_sorted
 from advisor.parsers.kineto import spill as kineto_spill
 from advisor.parsers.kineto.reader import read_kineto
 from advisor.parsers.profile_data import RankProfile
-from advisor.parsers.traces import budget, workers
+from advisor.parsers.traces import budget, ordered, workers
 from tests.synth.kineto_file import kineto_trace
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
@@ -40,13 +39,12 @@ def _tiny_groups(monkeypatch: pytest.MonkeyPatch) -> Passes:
     """Groups of ~60 operations, launch tables of ~80, a spill segment every ~150 rows;
     counts what the reduction did."""
     monkeypatch.setattr(budget, "FLUSH_BYTES", 4096)
-    monkeypatch.setattr(kineto_spill, "SAMPLE_EVERY", 8)
-    monkeypatch.setattr(kineto_grouped, "SAMPLE_EVERY", 8)
+    monkeypatch.setattr(budget, "SAMPLE_EVERY", 8)
     monkeypatch.setattr(budget, "GROUP_ROWS", 60)
     monkeypatch.setattr(kineto_grouped, "LAUNCH_ROWS", 80)
     passes = Passes()
     reduce, load = kineto_grouped.reduce_in_groups, kineto_grouped._Tables._load
-    cuts, windows = kineto_grouped._cuts, kineto_grouped._window_groups
+    cuts, windows = kineto_grouped._cuts, kineto_grouped.window_groups
 
     def counted_reduce(*args: Any) -> None:
         passes.grouped += 1
@@ -71,12 +69,12 @@ def _tiny_groups(monkeypatch: pytest.MonkeyPatch) -> Passes:
             passes.pieces += 1
             yield piece
 
-    pieces = kineto_sorted.OverlapReader.pieces
-    monkeypatch.setattr(kineto_sorted.OverlapReader, "pieces", counted_pieces)
+    pieces = ordered.OverlapReader.pieces
+    monkeypatch.setattr(ordered.OverlapReader, "pieces", counted_pieces)
     monkeypatch.setattr(kineto_grouped, "reduce_in_groups", counted_reduce)
     monkeypatch.setattr(kineto_grouped._Tables, "_load", counted_load)
     monkeypatch.setattr(kineto_grouped, "_cuts", counted_cuts)
-    monkeypatch.setattr(kineto_grouped, "_window_groups", counted_windows)
+    monkeypatch.setattr(kineto_grouped, "window_groups", counted_windows)
     return passes
 
 

@@ -1,34 +1,27 @@
 """The step model of a PyTorch trace too large to hold its operations at once, in groups.
 
-Decoding left the operation and launch rows in spill files (kineto_spill). Up to GROUP_ROWS
-operations they are read back and reduced at once (`read_back`); above, three passes over the
-files, each holding one group of rows at a time:
+Decoding left the operation and launch rows in spill files (kineto/spill.py). Up to GROUP_ROWS
+operations they are read back and reduced at once (`read_back`); above, the trace engine's
+grouped reduction (parsers/traces/ordered.py) with one pass of Kineto's own before it:
 
 1. launches joined to operations by correlation id, a range of ids at a time (LAUNCH_ROWS
    launches in one table), each operation's launch time written to a file beside its segment;
-2. in groups of about GROUP_ROWS operations by start time (cut from the segments' samples of
-   their starts), sorted, each operation's step assigned (carrying the last step of each
-   stream from group to group), the per-step kernel tables and window bounds added up, and
-   the sorted group written out: the groups follow one another, so the file is the trace in
-   time order;
-3. the device windows in groups of about GROUP_ROWS operations, each measured from the
-   operations that overlap its time range, reading that file once (kineto_sorted).
+2. the engine's start-time groups (cut from the segments' samples of their starts): each
+   group sorted by (start, end), each operation's step assigned (carrying the last step of
+   each stream from group to group), the per-step kernel tables and window bounds added up,
+   and the group appended to the ordered file;
+3. the engine's window groups over the device windows, each measured from the operations
+   that overlap it; a window holding more operations than a group (a long step, a trace
+   without ProfilerStep markers) a piece at a time, its sums resumed (kineto/window.py).
 
-Exact as the whole-trace reduction: rows are read in file order and sorted stably, groups of
-pass 2 split the operations by start time so their sorted groups follow one another as the
-whole sorted trace, and every window measure looks only at the operations that overlap the
-window. Memory is bounded by the group: a window holding more operations (a long step, a trace
-without ProfilerStep markers) is measured a piece at a time, its sums resumed (kineto_window);
-only a run of operations with no gap between them (one kernel spanning all the others) is held
-whole.
+Exact as the whole-trace reduction: rows are read in file order and sorted stably, and every
+window measure looks only at the operations that overlap the window.
 """
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
-from collections.abc import Iterator
-from itertools import pairwise
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +45,7 @@ from advisor.parsers.kineto.columns import (
 )
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.kineto.launchers import name_collectives
-from advisor.parsers.kineto.sorted_rows import OverlapReader, SortedWriter
 from advisor.parsers.kineto.spill import (
-    SAMPLE_EVERY,
     SpilledRows,
     read_correlation,
     read_launches,
@@ -73,8 +64,16 @@ from advisor.parsers.kineto.window import (
     measure_windows,
 )
 from advisor.parsers.profile_data import RankProfile
-from advisor.parsers.traces import budget
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
+from advisor.parsers.traces.ordered import (
+    OrderedWriter,
+    OverlapReader,
+    Rows,
+    measure_in_groups,
+    start_cuts,
+    time_ranges,
+    window_groups,
+)
 
 # operations held at a time (~150 bytes each while a group is measured)
 # launches in one lookup table (at most 32 bytes each: LaunchIndex)
@@ -228,19 +227,9 @@ class _Tables:
 
 
 def _cuts(parts: list[SpilledRows]) -> list[float]:
-    """Start times cutting the operations into groups of about GROUP_ROWS (each sample
-    stands for SAMPLE_EVERY operations)."""
-    samples = sorted(t for rows in parts for s in rows.segments for t in s.sample)
-    every = max(1, budget.GROUP_ROWS // SAMPLE_EVERY)
-    cuts: list[float] = []
-    for t in samples[every::every]:
-        if not cuts or t > cuts[-1]:
-            cuts.append(t)
-    return cuts
-
-
-def _ranges(cuts: list[float]) -> Iterator[tuple[float, float]]:
-    yield from pairwise([-INF, *cuts, INF])
+    """Start times cutting the operations into groups of about GROUP_ROWS, from the
+    segments' samples."""
+    return start_cuts(t for rows in parts for s in rows.segments for t in s.sample)
 
 
 def reduce_in_groups(
@@ -261,12 +250,12 @@ def reduce_in_groups(
     kernel_rows, has_comm = 0, False
     first, last_end, latest = INF, -INF, -INF
     cuts = _cuts(parts)
-    ordered = SortedWriter(scratch / "sorted")
-    for lo, hi in _ranges(cuts):  # pass 2
+    ordered = OrderedWriter(scratch / "sorted")
+    for lo, hi in time_ranges(cuts):  # pass 2
         ops, launch_at = source.read(lo, hi)
         if not len(ops):
             continue
-        ordered.append(ops, launch_at)
+        ordered.append(Rows(ops.start, ops.end, ops.signature, launch_at))
         kinds = ops.kinds()
         if events.steps:
             steps_of = assign_steps(
@@ -293,42 +282,32 @@ def reduce_in_groups(
     whole = Whole(linked, has_comm)
     host = HostCalls.of(events)
     measured = Measured([], [], [])
-    groups = _window_groups(windows, cuts)
-    reader = OverlapReader(ordered, sigs)
-    later = INF
-    starting = []  # the earliest window start of each group and the groups after it
-    for group in reversed(groups):
-        later = min(later, *(w.start for w in group))
-        starting.append(later)
-    starting.reverse()
-    for k, group in enumerate(groups):  # pass 3
-        after = starting[k + 1] if k + 1 < len(groups) else INF
-        hi = max(w.end for w in group)
-        if len(group) == 1 and reader.can_split(hi, after):
-            # one window (a long step, or a trace without steps): a piece at a time
-            sums = WindowSums(group[0])
-            for ops, launch_at in reader.pieces(starting[k], hi, after, budget.GROUP_ROWS):
-                sums.add(ops, launch_at, lanes_of(ops, kind_of), whole)
-            sums.finish(host, per_step, whole, measured)
-            continue
-        ops, launch_at = reader.group(starting[k], hi, after)
+
+    def measure(group: list[DeviceWindow], rows: Rows) -> None:
+        ops = _ops(rows, sigs)
         lanes = lanes_of(ops, kind_of)
-        measure_windows(group, ops, launch_at, lanes, host, per_step, whole, measured)
-        del ops, launch_at, lanes
+        measure_windows(group, ops, rows.launch_at, lanes, host, per_step, whole, measured)
+
+    def resumable(window: DeviceWindow) -> Callable[[Iterable[Rows]], None]:
+        def measure_pieces(pieces: Iterable[Rows]) -> None:
+            sums = WindowSums(window)
+            for rows in pieces:
+                ops = _ops(rows, sigs)
+                sums.add(ops, rows.launch_at, lanes_of(ops, kind_of), whole)
+            sums.finish(host, per_step, whole, measured)
+
+        return measure_pieces
+
+    reader = OverlapReader(ordered)
+    measure_in_groups(window_groups(windows, cuts), reader, measure, resumable)  # pass 3
     reader.close()
     ordered.path.unlink()
     finish_rank(rank, path, events.events, measured, per_step, kernel_rows, has_comm, whole)
 
 
-def _window_groups(windows: list[DeviceWindow], cuts: list[float]) -> list[list[DeviceWindow]]:
-    """Consecutive windows, a new group where a window starts past the next cut (a group of
-    pass 2 holds about GROUP_ROWS operations)."""
-    groups: list[list[DeviceWindow]] = []
-    current = -1
-    for w in windows:
-        at = bisect_left(cuts, w.start)
-        if not groups or at != current:
-            groups.append([])
-            current = at
-        groups[-1].append(w)
-    return groups
+def _ops(rows: Rows, signatures: Signatures) -> DeviceOps:
+    """Rows of the ordered file as device operations (their tag is the signature)."""
+    ops = DeviceOps()
+    ops.signatures = signatures
+    ops.start, ops.end, ops.signature = rows.start, rows.end, rows.tag
+    return ops

@@ -20,14 +20,13 @@ from typing import Any
 
 from advisor.parsers.kineto.columns import NO_CORRELATION, DeviceOps
 from advisor.parsers.traces import budget
+from advisor.parsers.traces.ordered import sample_of
 from advisor.parsers.traces.spill import Layout
 from advisor.parsers.traces.spill import SpillWriter as SpillFile
 
 OP_COLUMNS = (("start", "d"), ("end", "d"), ("signature", "i"), ("correlation", "q"))
 # a launch's correlation id, time and thread (Strings id of "pid:tid")
 LAUNCH_KEY, LAUNCH_AT, LAUNCH_THREAD = "launch_key", "launch_at", "launch_thread"
-# one operation start in this many is kept in a segment's sample
-SAMPLE_EVERY = 2048
 _OP_ROW_BYTES = 28
 _LAUNCH_ROW_BYTES = 20
 EMPTY_RANGE = (float("inf"), float("-inf"))
@@ -45,8 +44,8 @@ class Segment:
     last_end: float  # the latest operation end (-inf: none)
     low_key: int  # the smallest correlation key of operations or launches (-1: none)
     high_key: int
-    # the start of every SAMPLE_EVERY-th operation, sorted: each stands for SAMPLE_EVERY rows
-    # when the reduction cuts the trace into groups of about equal counts without reading them
+    # the start of every SAMPLE_EVERY-th operation, sorted (traces.ordered.sample_of): each
+    # stands for SAMPLE_EVERY rows when the reduction cuts the trace into groups
     sample: list[float]
 
 
@@ -106,7 +105,7 @@ class SpillWriter:
         )
         first, last = (min(ops.start), max(ops.end)) if len(ops) else EMPTY_RANGE
         latest = max(ops.start) if len(ops) else first
-        sample = sorted(ops.start[SAMPLE_EVERY // 2 :: SAMPLE_EVERY])
+        sample = sorted(sample_of(ops.start))
         ops_count, launches = len(ops), len(keys)
         columns = [(name, getattr(ops, name)) for name, _ in OP_COLUMNS]
         layout = self.file.write(

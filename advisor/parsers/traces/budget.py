@@ -11,3 +11,5 @@ from __future__ import annotations
 FLUSH_BYTES = 16 * 1024 * 1024
 # device operations measured at a time (~150 bytes each with their flows or launches)
 GROUP_ROWS = 1_000_000
+# a sample of the rows' start times, one in this many, plans the groups without reading them
+SAMPLE_EVERY = 2048
