@@ -11,7 +11,7 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_view import parallel as trace_parallel
 from advisor.parsers.trace_view.decode import read_trace
-from advisor.parsers.traces import budget, workers
+from advisor.parsers.traces import budget, ordered, workers
 from tests.synth import PRESETS, write_profile
 
 
@@ -188,6 +188,7 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
     monkeypatch.setattr(budget, "FLUSH_BYTES", 1)
     monkeypatch.setattr(trace_parallel, "RANGE_BLOCK_BYTES", 16 * 1024)
     monkeypatch.setattr(budget, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(budget, "SAMPLE_EVERY", 1)  # many groups of each pass
     used = []
     real = trace_grouped.reduce_in_groups
 
@@ -196,11 +197,21 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
         return real(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(trace_parallel, "reduce_in_groups", spy)
+    window_groups: list[object] = []
+    group = ordered.OverlapReader.group
+
+    def counted(self: ordered.OverlapReader, *args: float) -> ordered.Rows:
+        window_groups.append(args)
+        return group(self, *args)
+
+    monkeypatch.setattr(ordered.OverlapReader, "group", counted)
     grouped = trace_parallel.start_trace(trace, default_taxonomy())()
     sequential = read_trace(trace, default_taxonomy())
     assert grouped == sequential
     assert sequential.steps and any(step.kernel_count for step in sequential.steps)
     assert used if group_rows < 10_000 else not used
+    # tiny groups: the windows measured a few at a time (one window a group at group_rows 1)
+    assert len(window_groups) >= (len(sequential.steps) if group_rows == 1 else 2 if used else 0)
 
 
 @pytest.mark.parametrize("group_rows", [1, 10_000])

@@ -1,24 +1,28 @@
-"""The step reduction of a trace too large to hold its kernels at once, in groups of windows.
+"""The step reduction of a trace_view.json too large to hold its kernels at once, in groups.
 
-The worker processes leave each byte range's rows in a spill file (`trace_parallel`). When the
-device kernels number more than GROUP_ROWS, the parent does not read them all back: it keeps the
-small data (steps, host calls, overlap lanes), then for one group of consecutive step windows at
-a time reads, from the spill files, only the kernels that start in the group's time range, the
-launch-flow finishes at those times and the starts of those flows, and measures the group's
-windows with the same functions as the whole-trace reduction. Memory is then bounded by the
-group, not the trace; each group costs one more pass over the spill files.
+The worker processes leave each byte range's rows in a spill file (trace_view/parallel.py).
+When the device kernels number more than GROUP_ROWS, the parent does not read them all back:
+it keeps the small data (steps, process names) and reduces through the trace engine's grouped
+reduction (parsers/traces/ordered.py):
 
-Exact as the whole-trace reduction: the kernels keep their device-lane and file order before the
-stable sort; a flow's launch is the last start of its id in file order and, of flows ending at
-one time, the last one counts — both rules only look at the flows that end at the group's
-kernels' starts. Used only when the best flow category is known to pair (the trace's first
-HostToDevice pair was seen), so the category every window uses is that one.
+1. the engine's start-time groups, cut from a sample of the kernels' starts: for each, the
+   device lanes' kernels starting in it (lane after lane, each in file order, then sorted by
+   start stably, as the whole trace is), the best flow category's finishes at those times and
+   the starts of those flows give each kernel's launch time; the group goes to the ordered
+   file;
+2. the engine's window groups over the ProfilerStep windows: each group's host calls, overlap
+   lanes and collectives read from the spill files for its time range, and its windows measured
+   with the same function as the whole-trace reduction, from the kernels that overlap them.
+
+Exact as the whole-trace reduction: a flow's launch is the last start of its id in file order
+and, of flows ending at one time, the last one counts — both rules only look at the flows that
+end at the group's kernels' starts. Used only when the best flow category is known to pair (the
+trace's first HostToDevice pair was seen), so the category every window uses is that one.
 """
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,11 +30,22 @@ from typing import Any
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE
 from advisor.parsers.traces import budget, spill
 from advisor.parsers.traces.intervals import Intervals
+from advisor.parsers.traces.ordered import (
+    OrderedWriter,
+    OverlapReader,
+    Rows,
+    measure_in_groups,
+    sample_of,
+    start_cuts,
+    time_ranges,
+    window_groups,
+)
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import (
     FlowTable,
     RawTrace,
     StepContext,
+    StepWindow,
     TraceData,
     TraceStep,
     device_pids,
@@ -102,19 +117,56 @@ def reduce_in_groups(
     kinds = sorted({str(k[1]) for k in keys if k[0] == "collective"})
     exposure = bool(kinds) and ("overlap", "Computing", 0) in keys
     ctx = step_context(raw)
-    numbers = sorted(ctx.windows, key=lambda n: (ctx.windows[n].start, n))
-    steps: dict[int, TraceStep] = {}
-    for group in _plan(ctx, numbers, spills, raw, rows):
-        local = _context(ctx, group, spills, lanes, kinds, exposure)
-        steps.update(_measure(local, group, spills, raw, rows > 0))
-    ordered = [steps[number] for number in sorted(steps)]
+    devices = device_pids(raw, DEVICE_LANE)
+    cuts = start_cuts(_sample(spills, set(devices))) if rows > budget.GROUP_ROWS else []
+    ordered = OrderedWriter(spills[0].with_name("ordered"))
+    try:
+        for lo, hi in time_ranges(cuts):
+            ordered.append(_kernels(spills, devices, lo, hi))
+        ordered.close()
+        steps: dict[int, TraceStep] = {}
+
+        def measure(group: list[StepWindow], kernels: Rows) -> None:
+            local = _context(ctx, group, spills, lanes, kinds, exposure)
+            linked = kernels.launch_at if rows > 0 else None  # as the whole trace's
+            for w in group:
+                steps[w.number] = window_step(local, w.number, kernels.start, kernels.end, linked)
+
+        windows = sorted(ctx.windows.values(), key=lambda w: (w.start, w.number))
+        reader = OverlapReader(ordered)
+        try:
+            measure_in_groups(window_groups(windows, cuts), reader, measure)
+        finally:
+            reader.close()
+    finally:
+        ordered.close()
+        ordered.path.unlink(missing_ok=True)
+    ordered_steps = [steps[number] for number in sorted(steps)]
     ctx.overlap = {lane: ctx.overlap.get(lane, Intervals()) for lane in lanes}
-    return trace_data(path, raw, ctx, ordered, BEST, rows > 0)
+    return trace_data(path, raw, ctx, ordered_steps, BEST, rows > 0)
+
+
+def _sample(spills: list[Path], devices: set[object]) -> Iterator[float]:
+    """Every SAMPLE_EVERY-th kernel start of the device lanes, segment by segment."""
+    for found in segments(spills, lambda key: key[0] == "starts" and key[1] in devices):
+        for starts in found.values():
+            yield from sample_of(starts)
+
+
+def _kernels(spills: list[Path], devices: list[int | str], lo: float, hi: float) -> Rows:
+    """The kernels starting in [lo, hi), sorted by start as the whole trace's are, with their
+    launch times."""
+    starts_all, ends_all, flows = _kernels_and_finishes(spills, devices, lo, hi)
+    _flow_starts(spills, flows)
+    kernel_starts, kernel_ends = sorted_by_start(starts_all, ends_all)
+    del starts_all, ends_all
+    launch_at, _ = flows.launch_times(kernel_starts)
+    return Rows(kernel_starts, kernel_ends, array("i", bytes(4 * len(kernel_starts))), launch_at)
 
 
 def _context(
     whole: StepContext,
-    group: list[int],
+    group: list[StepWindow],
     spills: list[Path],
     lanes: list[str],
     kinds: list[str],
@@ -123,8 +175,8 @@ def _context(
     """The step context of a group's time range: every interval that reaches into it and
     every call in it (measures within a window depend on nothing else); every lane and kind
     of the trace present, empty or not."""
-    lo = min(whole.windows[n].start for n in group)
-    hi = max(whole.windows[n].end for n in group)
+    lo = min(w.start for w in group)
+    hi = max(w.end for w in group)
     timed = PlainTrace(steps=list(whole.windows.values()))
     for name in lanes:
         timed.overlap[name] = [array("d"), array("d")]
@@ -175,47 +227,6 @@ def _keep(
         if start < hi and end > lo:
             out_starts.append(start)
             out_ends.append(end)
-
-
-def _plan(
-    ctx: StepContext, numbers: list[int], spills: list[Path], raw: RawTrace, rows: int
-) -> list[list[int]]:
-    """Consecutive windows (in time order) whose kernels number about GROUP_ROWS together,
-    from a count of the kernel starts per window."""
-    if rows <= budget.GROUP_ROWS:
-        return [numbers]
-    los = [ctx.windows[n].start for n in numbers]
-    counts = [0] * len(numbers)
-    devices = set(device_pids(raw, DEVICE_LANE))
-    for found in segments(spills, lambda key: key[0] == "starts" and key[1] in devices):
-        for starts in found.values():
-            for start in starts:
-                i = bisect_right(los, start) - 1
-                if i >= 0:
-                    counts[i] += 1
-    groups: list[list[int]] = [[]]
-    held = 0
-    for number, count in zip(numbers, counts, strict=True):
-        if groups[-1] and held + count > budget.GROUP_ROWS:
-            groups.append([])
-            held = 0
-        groups[-1].append(number)
-        held += count
-    return groups
-
-
-def _measure(
-    ctx: StepContext, group: list[int], spills: list[Path], raw: RawTrace, any_rows: bool
-) -> dict[int, TraceStep]:
-    lo = min(ctx.windows[n].start for n in group)
-    hi = max(ctx.windows[n].end for n in group)
-    devices = device_pids(raw, DEVICE_LANE)
-    starts_all, ends_all, flows = _kernels_and_finishes(spills, devices, lo, hi)
-    _flow_starts(spills, flows)
-    kernel_starts, kernel_ends = sorted_by_start(starts_all, ends_all)
-    launch_at, _ = flows.launch_times(kernel_starts)
-    linked = launch_at if any_rows else None  # as the whole trace's: kernels anywhere
-    return {n: window_step(ctx, n, kernel_starts, kernel_ends, linked) for n in group}
 
 
 def _kernels_and_finishes(
