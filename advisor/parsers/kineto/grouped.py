@@ -56,10 +56,10 @@ from advisor.parsers.kineto.spill import (
 from advisor.parsers.kineto.steps import StepOps, add_step_ops, collective_kinds, finish_rank
 from advisor.parsers.kineto.window import (
     DeviceWindow,
-    HostCalls,
     Measured,
     Whole,
     WindowSums,
+    host_calls,
     lanes_of,
     measure_windows,
 )
@@ -280,7 +280,7 @@ def reduce_in_groups(
     else:
         windows = stepless(rank, path, first, last_end, latest)
     whole = Whole(linked, has_comm)
-    host = HostCalls.of(events)
+    host = host_calls(events)
     measured = Measured([], [], [])
 
     def measure(group: list[DeviceWindow], rows: Rows) -> None:

@@ -21,9 +21,9 @@ from advisor.parsers.kineto.columns import (
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.kineto.window import (
     DeviceWindow,
-    HostCalls,
     Measured,
     Whole,
+    host_calls,
     lanes_of,
     measure_windows,
 )
@@ -52,7 +52,7 @@ def fill_rank(
     per_step: dict[int, StepOps] = {}
     add_step_ops(per_step, ops, events.strings.values, steps_of, numbers, kind_of, taxonomy)
     measured = Measured([], [], [])
-    measure_windows(windows, ops, launch_at, lanes, HostCalls.of(events), per_step, whole, measured)
+    measure_windows(windows, ops, launch_at, lanes, host_calls(events), per_step, whole, measured)
     kinds = ops.kinds()
     kernel_rows = len(kinds) - kinds.count(MEMORY)
     finish_rank(

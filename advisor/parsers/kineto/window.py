@@ -19,15 +19,15 @@ from typing import Protocol
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.profile_data import CommStep, StepRow
+from advisor.parsers.traces.host_calls import HostCalls
 from advisor.parsers.traces.idle_gaps import IdleSweep
 from advisor.parsers.traces.intervals import (
     Intervals,
     clipped_sum,
-    merge_unsorted,
     merged_intervals,
     overlap_sum,
 )
-from advisor.parsers.traces.steps import TraceStep, preparation
+from advisor.parsers.traces.steps import TraceStep
 
 
 class StepTotals(Protocol):
@@ -96,27 +96,14 @@ def _union_into(lane: Intervals, starts: Iterable[float], ends: Iterable[float])
             lane_ends.append(end)
 
 
-@dataclass
-class HostCalls:
-    """The host-side calls the steps count and the preparation measures."""
-
-    sync: Intervals
-    malloc: Intervals
-    loader: Intervals
-    sync_starts: list[float]
-    malloc_starts: list[float]
-    free_starts: list[float]
-
-    @classmethod
-    def of(cls, events: KinetoEvents) -> HostCalls:
-        return cls(
-            merge_unsorted(events.sync_start, events.sync_end),
-            merge_unsorted(events.malloc_start, events.malloc_end),
-            merge_unsorted(events.loader_start, events.loader_end),
-            sorted(events.sync_start),
-            sorted(events.malloc_start),
-            sorted(events.free),
-        )
+def host_calls(events: KinetoEvents) -> HostCalls:
+    """The trace's host calls the steps count and the preparation measures."""
+    return HostCalls.of(
+        (events.sync_start, events.sync_end),
+        (events.malloc_start, events.malloc_end),
+        events.free,
+        (events.loader_start, events.loader_end),
+    )
 
 
 @dataclass
@@ -198,7 +185,7 @@ class WindowSums:
             )
         )
         gaps = self.idle.gaps() if whole.linked else None
-        prep = preparation(lo, first, host.loader, host.malloc, host.sync)
+        calls = host.measures(lo, hi, first)
         step_ops = per_step.get(w.number)
         by_kind = None
         if whole.has_collectives:
@@ -211,16 +198,16 @@ class WindowSums:
                 overlap_us={},
                 kernel_count=step_ops.count if step_ops else 0,
                 launch_gap_us=gaps.host if gaps else None,
-                sync_calls=_count(host.sync_starts, lo, hi),
-                malloc_calls=_count(host.malloc_starts, lo, hi),
-                free_calls=_count(host.free_starts, lo, hi),
-                dataloader_us=clipped_sum(host.loader, lo, hi),
+                sync_calls=calls.sync_calls,
+                malloc_calls=calls.malloc_calls,
+                free_calls=calls.free_calls,
+                dataloader_us=calls.dataloader_us,
                 idle_dependency_us=gaps.dependency if gaps else None,
                 idle_unlinked_us=gaps.unlinked if gaps else None,
                 first_task_us=first - lo,
-                preparing_loader_us=prep[0],
-                preparing_allocator_us=prep[1],
-                preparing_sync_us=prep[2],
+                preparing_loader_us=calls.preparing_loader_us,
+                preparing_allocator_us=calls.preparing_allocator_us,
+                preparing_sync_us=calls.preparing_sync_us,
                 comm_exposed_by_kind_us=by_kind,
             )
         )
@@ -243,7 +230,3 @@ def measure_windows(
         sums = WindowSums(w)
         sums.add(ops, launch_at, lanes, whole)
         sums.finish(host, per_step, whole, out)
-
-
-def _count(times: list[float], lo: float, hi: float) -> int:
-    return bisect_left(times, hi) - bisect_left(times, lo)

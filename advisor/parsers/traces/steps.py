@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.traces.host_calls import HostCalls
 from advisor.parsers.traces.idle_gaps import idle_gaps
 from advisor.parsers.traces.intervals import (
     Intervals,
@@ -18,9 +19,7 @@ from advisor.parsers.traces.intervals import (
     exposed_by_kind,
     merge_unsorted,
     merged_intervals,
-    overlap_sum,
     sorted_intervals,
-    union,
 )
 
 NAN = float("nan")
@@ -177,10 +176,6 @@ class FlowTable:
         self.start_ids, self.start_ts, self.finish_ids, self.finish_ts = state
 
 
-def count_in(times: list[float], lo: float, hi: float) -> int:
-    return bisect_left(times, hi) - bisect_left(times, lo)
-
-
 def _launch_times(
     raw: RawTrace, kernel_starts: Sequence[float], flows: tuple[str, ...]
 ) -> tuple[str | None, array[float] | None]:
@@ -213,18 +208,6 @@ def sorted_by_start(starts: array[float], ends: array[float]) -> tuple[array[flo
     return permuted(starts, order), permuted(ends, order)
 
 
-def preparation(
-    lo: float, first: float, loader: Intervals, allocator: Intervals, sync: Intervals
-) -> tuple[float, float, float]:
-    """Host time before the first device task in disjoint parts: data loading, then allocator
-    calls outside it, then synchronisation outside both."""
-    load = clipped_sum(loader, lo, first)
-    alloc = clipped_sum(allocator, lo, first) - overlap_sum(allocator, loader, lo, first)
-    both = union(loader, allocator)
-    wait = clipped_sum(sync, lo, first) - overlap_sum(sync, both, lo, first)
-    return load, max(0.0, alloc), max(0.0, wait)
-
-
 def device_pids(raw: RawTrace, device: str) -> list[int | str]:
     return [pid for pid, name in raw.process_names.items() if name == device]
 
@@ -236,12 +219,7 @@ class StepContext:
 
     windows: dict[int, StepWindow]
     overlap: dict[str, Intervals]
-    sync: list[float]
-    malloc: list[float]
-    free: list[float]
-    sync_iv: Intervals
-    malloc_iv: Intervals
-    loader: Intervals
+    host: HostCalls
     collectives: dict[str, Intervals]
     computing: Intervals
     # collectives and a Computing lane both present in the trace: exposure is measured
@@ -262,12 +240,12 @@ def step_context(raw: RawTrace) -> StepContext:
     return StepContext(
         windows=windows,
         overlap=overlap,
-        sync=sorted(raw.sync),
-        malloc=sorted(raw.malloc),
-        free=sorted(raw.free),
-        sync_iv=merge_unsorted(raw.sync, raw.sync_end),
-        malloc_iv=merge_unsorted(raw.malloc, raw.malloc_end),
-        loader=merge_unsorted(raw.loader_start, raw.loader_end),
+        host=HostCalls.of(
+            (raw.sync, raw.sync_end),
+            (raw.malloc, raw.malloc_end),
+            raw.free,
+            (raw.loader_start, raw.loader_end),
+        ),
         collectives=collectives,
         computing=computing,
         exposure=bool(collectives and computing),
@@ -290,23 +268,23 @@ def window_step(
         else None
     )
     first = first_start(kernel_starts, w.start, w.end)
-    prep = preparation(w.start, first or w.end, ctx.loader, ctx.malloc_iv, ctx.sync_iv)
+    host = ctx.host.measures(w.start, w.end, first or w.end)
     return TraceStep(
         number=number,
         duration_us=w.end - w.start,
         overlap_us={name: clipped_sum(iv, w.start, w.end) for name, iv in ctx.overlap.items()},
         kernel_count=bisect_left(kernel_starts, w.end) - bisect_left(kernel_starts, w.start),
         launch_gap_us=gaps.host if gaps else None,
-        sync_calls=count_in(ctx.sync, w.start, w.end),
-        malloc_calls=count_in(ctx.malloc, w.start, w.end),
-        free_calls=count_in(ctx.free, w.start, w.end),
-        dataloader_us=clipped_sum(ctx.loader, w.start, w.end),
+        sync_calls=host.sync_calls,
+        malloc_calls=host.malloc_calls,
+        free_calls=host.free_calls,
+        dataloader_us=host.dataloader_us,
         idle_dependency_us=gaps.dependency if gaps else None,
         idle_unlinked_us=gaps.unlinked if gaps else None,
         first_task_us=None if first is None else first - w.start,
-        preparing_loader_us=prep[0],
-        preparing_allocator_us=prep[1],
-        preparing_sync_us=prep[2],
+        preparing_loader_us=host.preparing_loader_us,
+        preparing_allocator_us=host.preparing_allocator_us,
+        preparing_sync_us=host.preparing_sync_us,
         comm_exposed_by_kind_us=exposed_by_kind(ctx.collectives, ctx.computing, w.start, w.end)
         if ctx.exposure
         else None,

@@ -1,0 +1,90 @@
+"""The host calls a step window counts and measures, whatever the format: synchronisations,
+device memory allocations and frees, data loading, and the host time before the window's first
+device task split between them."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from advisor.parsers.traces.intervals import (
+    Intervals,
+    clipped_sum,
+    merge_unsorted,
+    overlap_sum,
+    union,
+)
+
+
+@dataclass(frozen=True)
+class HostMeasures:
+    """One window's host calls (times in microseconds)."""
+
+    sync_calls: int
+    malloc_calls: int
+    free_calls: int
+    dataloader_us: float
+    # host time before the first device task, in disjoint parts
+    preparing_loader_us: float
+    preparing_allocator_us: float
+    preparing_sync_us: float
+
+
+@dataclass
+class HostCalls:
+    """The trace's host calls: their intervals merged, their starts sorted."""
+
+    sync: Intervals
+    malloc: Intervals
+    loader: Intervals
+    sync_starts: list[float]
+    malloc_starts: list[float]
+    free_starts: list[float]
+
+    @classmethod
+    def of(
+        cls,
+        sync: tuple[Sequence[float], Sequence[float]],
+        malloc: tuple[Sequence[float], Sequence[float]],
+        free: Sequence[float],
+        loader: tuple[Sequence[float], Sequence[float]],
+    ) -> HostCalls:
+        """From the calls' (starts, ends) and the frees' starts, in any order."""
+        return cls(
+            merge_unsorted(*sync),
+            merge_unsorted(*malloc),
+            merge_unsorted(*loader),
+            sorted(sync[0]),
+            sorted(malloc[0]),
+            sorted(free),
+        )
+
+    def measures(self, lo: float, hi: float, first: float) -> HostMeasures:
+        """The calls of the window [lo, hi) whose first device task starts at `first`."""
+        load, alloc, wait = preparation(lo, first, self.loader, self.malloc, self.sync)
+        return HostMeasures(
+            sync_calls=_count(self.sync_starts, lo, hi),
+            malloc_calls=_count(self.malloc_starts, lo, hi),
+            free_calls=_count(self.free_starts, lo, hi),
+            dataloader_us=clipped_sum(self.loader, lo, hi),
+            preparing_loader_us=load,
+            preparing_allocator_us=alloc,
+            preparing_sync_us=wait,
+        )
+
+
+def preparation(
+    lo: float, first: float, loader: Intervals, allocator: Intervals, sync: Intervals
+) -> tuple[float, float, float]:
+    """Host time before the first device task in disjoint parts: data loading, then allocator
+    calls outside it, then synchronisation outside both."""
+    load = clipped_sum(loader, lo, first)
+    alloc = clipped_sum(allocator, lo, first) - overlap_sum(allocator, loader, lo, first)
+    both = union(loader, allocator)
+    wait = clipped_sum(sync, lo, first) - overlap_sum(sync, both, lo, first)
+    return load, max(0.0, alloc), max(0.0, wait)
+
+
+def _count(times: list[float], lo: float, hi: float) -> int:
+    return bisect_left(times, hi) - bisect_left(times, lo)
