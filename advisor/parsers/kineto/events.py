@@ -7,7 +7,7 @@ same columns. An event whose timestamp or duration is not a finite non-negative 
 dropped and counted; the caller reports how many.
 
 A trace holds millions of kernels and launches: each is kept as one row of flat arrays (28
-bytes a kernel, 16 a launch; see kineto_columns), strings by their index, never as an object.
+bytes a kernel, 20 a launch; see columns.py), strings by their index, never as an object.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
+from advisor.parsers.kineto.collectives import (
+    Launchers,
+    Spans,
+    join_launches,
+    join_spilled,
+    name_collectives,
+)
 from advisor.parsers.kineto.columns import (
     COMMUNICATION,
     COMPUTE,
@@ -31,13 +38,7 @@ from advisor.parsers.kineto.columns import (
     DeviceOps,
     Strings,
 )
-from advisor.parsers.kineto.launchers import (
-    Launchers,
-    Spans,
-    join_launches,
-    join_spilled,
-    name_collectives,
-)
+from advisor.parsers.kineto.device_steps import HostWindow, distinct_steps
 from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
@@ -55,14 +56,7 @@ _INTERNED_CORRELATION = 1 << 62
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
 
 
-@dataclass
-class HostWindow:
-    number: int
-    start: float
-    end: float
-
-
-def _floats() -> array[float]:
+def _floats() -> array[float]:  # a column of times
     return array("d")
 
 
@@ -97,7 +91,7 @@ class KinetoEvents:
     spilled: list[SpilledRows] = field(default_factory=list)
 
 
-class _Extractor:
+class Extractor:
     """Reduces events into KinetoEvents; per-name decisions are made once and remembered."""
 
     def __init__(self, taxonomy: Taxonomy, path: Path, bad: BadValues) -> None:
@@ -341,13 +335,13 @@ def extract(
     bad: BadValues | None = None,
     spill: Path | None = None,
 ) -> KinetoEvents:
-    """The events the facts need, from the trace's event blocks (kineto_stream). With `spill`,
+    """The events the facts need, from the trace's event blocks (stream.py). With `spill`,
     the operation and launch rows go to that file once they pass FLUSH_BYTES (then all of
     them: `spilled`), and the operations are left for the reduction to order."""
-    extractor = _Extractor(taxonomy, path, bad or BadValues())
+    extractor = Extractor(taxonomy, path, bad or BadValues())
     center: float | None = None
     index = -1
-    with _spilling(extractor.out, spill) as writer:
+    with spilling(extractor.out, spill) as writer:
         for block in blocks:
             if center is None:
                 center = center_of(block)
@@ -362,24 +356,8 @@ def extract(
     return finish(out)
 
 
-def extract_part(
-    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, center: float, spill: Path
-) -> KinetoEvents:
-    """One byte range's events (a worker's share), its rows written to `spill`; rejected
-    events are only counted (the caller reads the trace again in order when there are any, for
-    the exact message)."""
-    extractor = _Extractor(taxonomy, path, BadValues(skip=True))
-    index = -1
-    with _spilling(extractor.out, spill, always=True) as writer:
-        for block in blocks:
-            index = extractor.block(block, center, index)
-            if writer is not None:
-                writer.flush_if_large()
-    return extractor.out
-
-
 @contextlib.contextmanager
-def _spilling(
+def spilling(
     out: KinetoEvents, spill: Path | None, always: bool = False
 ) -> Iterator[SpillWriter | None]:
     """A spill writer on `out`'s rows; at the end the rest is written too if any was (or
@@ -409,13 +387,3 @@ def finish(out: KinetoEvents) -> KinetoEvents:
     out.ops.sort()
     out.steps = distinct_steps(out.steps)
     return out
-
-
-def distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
-    """One window per step number (nested or repeated markers: the widest), in time order."""
-    best: dict[int, HostWindow] = {}
-    for w in windows:
-        known = best.get(w.number)
-        if known is None or w.end - w.start > known.end - known.start:
-            best[w.number] = w
-    return sorted(best.values(), key=lambda w: w.start)

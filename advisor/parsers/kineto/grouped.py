@@ -27,14 +27,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.kineto.assign import (
-    STEPLESS_NUMBER,
-    StepBounds,
-    assign_steps,
-    kept_steps,
-    launch_times_in_place,
-    stepless,
-)
+from advisor.parsers.kineto.collectives import collective_kinds, name_collectives
 from advisor.parsers.kineto.columns import (
     COMMUNICATION,
     MEMORY,
@@ -43,8 +36,17 @@ from advisor.parsers.kineto.columns import (
     LaunchIndex,
     Signatures,
 )
+from advisor.parsers.kineto.device_steps import (
+    STEPLESS_NUMBER,
+    DeviceWindow,
+    StepBounds,
+    assign_steps,
+    kept_steps,
+    launch_times_in_place,
+    stepless,
+)
 from advisor.parsers.kineto.events import KinetoEvents
-from advisor.parsers.kineto.launchers import name_collectives
+from advisor.parsers.kineto.kernel_tables import StepOps, add_step_ops, finish_rank
 from advisor.parsers.kineto.spill import (
     SpilledRows,
     read_correlation,
@@ -53,9 +55,7 @@ from advisor.parsers.kineto.spill import (
     remove,
     segments,
 )
-from advisor.parsers.kineto.steps import StepOps, add_step_ops, collective_kinds, finish_rank
 from advisor.parsers.kineto.window import (
-    DeviceWindow,
     Measured,
     Whole,
     WindowSums,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from array import array
+from collections.abc import Iterable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,30 @@ from typing import Any
 from advisor.core import limits
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers.bounds import BadValues
+from advisor.parsers.kineto.collectives import join_spilled
 from advisor.parsers.kineto.columns import NO_GROUP
-from advisor.parsers.kineto.events import KinetoEvents, distinct_steps, extract_part
-from advisor.parsers.kineto.launchers import join_spilled
+from advisor.parsers.kineto.device_steps import distinct_steps
+from advisor.parsers.kineto.events import Extractor, KinetoEvents, spilling
 from advisor.parsers.kineto.stream import KinetoStream, events_span
 from advisor.parsers.kineto.values import center_of
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
+
+
+def extract_part(
+    blocks: Iterable[list[Any]], taxonomy: Taxonomy, path: Path, center: float, spill: Path
+) -> KinetoEvents:
+    """One byte range's events (a worker's share), its rows written to `spill`; rejected
+    events are only counted (the caller reads the trace again in order when there are any, for
+    the exact message)."""
+    extractor = Extractor(taxonomy, path, BadValues(skip=True))
+    index = -1
+    with spilling(extractor.out, spill, always=True) as writer:
+        for block in blocks:
+            index = extractor.block(block, center, index)
+            if writer is not None:
+                writer.flush_if_large()
+    return extractor.out
 
 
 def _read_range(job: tuple[Path, int, int, float, Taxonomy, Path]) -> KinetoEvents | None:

@@ -15,34 +15,21 @@ Without ProfilerStep markers the whole trace is one window (`stepless`): no per-
 from __future__ import annotations
 
 import tempfile
-from array import array
 from pathlib import Path
 from typing import Any
 
 from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto import grouped as kineto_grouped
-from advisor.parsers.kineto.assign import (
-    STEPLESS_NUMBER,
-    StepBounds,
-    assign_steps,
-    kept_steps,
-    launch_times_in_place,
-    stepless,
-)
-from advisor.parsers.kineto.columns import LaunchIndex
-from advisor.parsers.kineto.events import KinetoEvents, extract
+from advisor.parsers.kineto import step_model
+from advisor.parsers.kineto.events import extract
 from advisor.parsers.kineto.parallel import extract_in_parallel
-from advisor.parsers.kineto.steps import fill_rank
 from advisor.parsers.kineto.stream import KinetoStream
 from advisor.parsers.kineto.values import short_name
 from advisor.parsers.profile_data import (
     ProcessGroup,
     RankProfile,
 )
-from advisor.parsers.traces import budget
 
 MIB = 1024 * 1024
 __all__ = ["read_kineto", "short_name"]
@@ -88,39 +75,8 @@ def _read(
     rank.dropped.update(bad.by_name())
     for key, (name, ranks) in events.kernel_groups.items():
         rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
-    spilled = sum(rows.ops for rows in events.spilled)
-    if spilled > budget.GROUP_ROWS and scratch:
-        kineto_grouped.reduce_in_groups(rank, path, events, taxonomy, scratch)
-        return rank
-    if events.spilled:
-        kineto_grouped.read_back(events)
-    _reduce(rank, path, events, taxonomy)
+    step_model.reduce(rank, path, events, taxonomy, scratch)
     return rank
-
-
-def _reduce(rank: RankProfile, path: Path, events: KinetoEvents, taxonomy: Taxonomy) -> None:
-    """The step model from every operation at once."""
-    ops = events.ops
-    if not len(ops):
-        raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
-    launches = LaunchIndex(events.launch_keys, events.launch_ts)
-    events.launch_keys, events.launch_ts = array("q"), array("d")
-    launch_at = launch_times_in_place(ops.correlation, launches)
-    ops.correlation = array("q")
-    del launches
-    if events.steps:
-        steps_of = assign_steps(
-            ops.start, ops.signature, ops.signatures.stream, launch_at, events.steps, {}
-        )
-        numbers = [w.number for w in events.steps]
-        bounds = StepBounds.of(events.steps)
-        bounds.add(ops.start, ops.end, ops.kinds(), steps_of)
-        kept = kept_steps(rank, events.steps, bounds.launched())
-        windows = bounds.device_windows(events.steps, kept)
-    else:
-        windows = stepless(rank, path, ops.start[0], ops.end[-1], max(ops.end))
-        steps_of, numbers = array("i", [0]) * len(ops), [STEPLESS_NUMBER]
-    fill_rank(rank, path, events, windows, steps_of, numbers, launch_at, taxonomy)
 
 
 def _rank_header(path: Path, data: dict[str, Any]) -> RankProfile:

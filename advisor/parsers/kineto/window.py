@@ -17,6 +17,7 @@ from itertools import compress
 from typing import Protocol
 
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
+from advisor.parsers.kineto.device_steps import DeviceWindow
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.profile_data import CommStep, StepRow
 from advisor.parsers.traces.host_calls import HostCalls
@@ -31,17 +32,10 @@ from advisor.parsers.traces.steps import TraceStep
 
 
 class StepTotals(Protocol):
-    """What the measures read of a step's kernel table (kineto_steps.StepOps)."""
+    """What the measures read of a step's kernel table (kernel_tables.StepOps)."""
 
     count: int
     comm: CommStep
-
-
-@dataclass(frozen=True)
-class DeviceWindow:
-    number: int
-    start: float
-    end: float
 
 
 @dataclass

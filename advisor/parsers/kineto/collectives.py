@@ -189,3 +189,11 @@ def name_collectives(ops: DeviceOps, named: dict[int, int], sigs: Signatures | N
                 signature[i] = sigs.id(
                     sigs.name[sig], COMMUNICATION, sigs.stream[sig], sigs.group[sig], collective
                 )
+
+
+def collective_kinds(sigs: Signatures, strings: list[str], taxonomy: Taxonomy) -> dict[int, str]:
+    """The collective kind of each collective name the signatures use."""
+    return {
+        c: taxonomy.comm_kind(strings[c])
+        for c in {sigs.collective[s] for s in range(len(sigs)) if sigs.kind[s] == COMMUNICATION}
+    }

@@ -1,11 +1,8 @@
-"""The step model of a PyTorch profiler trace from its device-operation columns: per device
-window, compute, exposed and overlapped communication, memory operations, idle time by cause,
-the host preparation before the first kernel, and the kernels and collectives of each step.
-"""
+"""The kernels and collectives of each step of a PyTorch trace (by the step that launched
+them), and the rank's tables filled from them and from the windows' measures."""
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,48 +13,11 @@ from advisor.parsers.kineto.columns import (
     MEMORY,
     NO_GROUP,
     DeviceOps,
-    Signatures,
 )
-from advisor.parsers.kineto.events import KinetoEvents
-from advisor.parsers.kineto.window import (
-    DeviceWindow,
-    Measured,
-    Whole,
-    host_calls,
-    lanes_of,
-    measure_windows,
-)
+from advisor.parsers.kineto.device_steps import NO_STEP
+from advisor.parsers.kineto.window import Measured, Whole
 from advisor.parsers.profile_data import CommStep, KernelGroup, KernelTable, RankProfile
 from advisor.parsers.traces.steps import TraceData
-
-NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
-
-
-def fill_rank(
-    rank: RankProfile,
-    path: Path,
-    events: KinetoEvents,
-    windows: list[DeviceWindow],
-    steps_of: array[int],
-    numbers: list[int],
-    launch_at: Sequence[float],
-    taxonomy: Taxonomy,
-) -> None:
-    """The rank's steps from all its operations at once (`numbers`: the step number of each
-    index `steps_of` holds)."""
-    ops = events.ops
-    kind_of = collective_kinds(ops.signatures, events.strings.values, taxonomy)
-    lanes = lanes_of(ops, kind_of)
-    whole = Whole(any(t == t for t in launch_at), bool(lanes.collectives))
-    per_step: dict[int, StepOps] = {}
-    add_step_ops(per_step, ops, events.strings.values, steps_of, numbers, kind_of, taxonomy)
-    measured = Measured([], [], [])
-    measure_windows(windows, ops, launch_at, lanes, host_calls(events), per_step, whole, measured)
-    kinds = ops.kinds()
-    kernel_rows = len(kinds) - kinds.count(MEMORY)
-    finish_rank(
-        rank, path, events.events, measured, per_step, kernel_rows, len(lanes.comm) > 0, whole
-    )
 
 
 def finish_rank(
@@ -83,14 +43,6 @@ def finish_rank(
         True,
         ["GPU"],
     )
-
-
-def collective_kinds(sigs: Signatures, strings: list[str], taxonomy: Taxonomy) -> dict[int, str]:
-    """The collective kind of each collective name the signatures use."""
-    return {
-        c: taxonomy.comm_kind(strings[c])
-        for c in {sigs.collective[s] for s in range(len(sigs)) if sigs.kind[s] == COMMUNICATION}
-    }
 
 
 @dataclass

@@ -6,7 +6,7 @@ host window launched it (runtime call and operation share a `correlation` id), a
 device starts when the host has started it and the device has finished the earlier steps' work.
 
 Both functions here take the operations a slice at a time, in time order, so the whole trace or
-one group of it after another (kineto_grouped) gives the same result.
+one group of it after another (grouped.py) gives the same result.
 """
 
 from __future__ import annotations
@@ -19,12 +19,38 @@ from pathlib import Path
 
 from advisor.model import InputError
 from advisor.parsers.kineto.columns import MEMORY, NAN, NO_CORRELATION, LaunchIndex
-from advisor.parsers.kineto.events import HostWindow
-from advisor.parsers.kineto.steps import NO_STEP
-from advisor.parsers.kineto.window import DeviceWindow
 from advisor.parsers.profile_data import RankProfile
 
 STEPLESS_NUMBER = 0
+NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
+
+
+@dataclass
+class HostWindow:
+    """A ProfilerStep range on the host."""
+
+    number: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class DeviceWindow:
+    """A step's time on the device."""
+
+    number: int
+    start: float
+    end: float
+
+
+def distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
+    """One window per step number (nested or repeated markers: the widest), in time order."""
+    best: dict[int, HostWindow] = {}
+    for w in windows:
+        known = best.get(w.number)
+        if known is None or w.end - w.start > known.end - known.start:
+            best[w.number] = w
+    return sorted(best.values(), key=lambda w: w.start)
 
 
 def launch_times_in_place(correlation: array[int], launches: LaunchIndex) -> memoryview[float]:
