@@ -85,8 +85,7 @@ class DeviceOps:
 
     def kinds(self) -> bytearray:
         """Each operation's kind (a byte each)."""
-        kind = self.signatures.kind
-        return bytearray(kind[s] for s in self.signature)
+        return bytearray(map(self.signatures.kind.__getitem__, self.signature))
 
     def sort(self) -> None:
         """Order every column by (start, end), stable."""

@@ -12,13 +12,13 @@ one group of it after another (grouped.py) gives the same result.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.model import InputError
-from advisor.parsers.kineto.columns import MEMORY, NAN, NO_CORRELATION, LaunchIndex
+from advisor.parsers.kineto.columns import MEMORY, NAN, LaunchIndex
 from advisor.parsers.profile_data import RankProfile
 
 STEPLESS_NUMBER = 0
@@ -58,21 +58,26 @@ def launch_times_in_place(correlation: array[int], launches: LaunchIndex) -> mem
     key (both 8 bytes a row, each key read before its row is written): the keys are not needed
     once the launches are found. Lookups written out: this runs once per kernel."""
     launch_at: memoryview[float] = memoryview(correlation).cast("B").cast("d")
-    table, base, get = launches.table, launches.base, launches.get
-    size = len(table) if table is not None else 0
+    table, base = launches.table, launches.base
+    if table is not None:
+        size = len(table)
+        for i in range(len(correlation)):
+            offset = correlation[i] - base  # NO_CORRELATION (-1) is below every key
+            launch_at[i] = table[offset] if 0 <= offset < size else NAN
+        return launch_at
+    # keys sorted: operations come mostly in key order, so the next key is tried first
+    keys, times = launches.keys, launches.times
+    found, cursor = len(keys), -1
     for i in range(len(correlation)):
         key = correlation[i]
-        launch = NAN
-        if key != NO_CORRELATION:
-            if table is not None:
-                offset = key - base
-                if 0 <= offset < size:
-                    launch = table[offset]
-            else:
-                found = get(key)
-                if found is not None:
-                    launch = found
-        launch_at[i] = launch
+        j = cursor + 1
+        if not (j < found and keys[j] == key):
+            j = bisect_left(keys, key)
+            if j >= found or keys[j] != key:
+                launch_at[i] = NAN
+                continue
+        cursor = j
+        launch_at[i] = times[j]
     return launch_at
 
 

@@ -64,7 +64,7 @@ def nearly_sorted_order(
 
 def permuted(values: array[Any], order: Sequence[int]) -> array[Any]:
     """A new array of the values in `order`."""
-    return array(values.typecode, (values[i] for i in order))
+    return array(values.typecode, map(values.__getitem__, order))
 
 
 def last_per_key(keys: array[Any], values: array[float]) -> tuple[array[Any], array[float]]:
