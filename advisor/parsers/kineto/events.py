@@ -13,7 +13,6 @@ bytes a kernel, 20 a launch; see columns.py), strings by their index, never as a
 from __future__ import annotations
 
 import contextlib
-import re
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from advisor.parsers.kineto.values import (
     MAX_SPAN_US,
     center_of,
     collective_name,
+    process_group,
     short_name,
     timeline_span,
     typed_event,
@@ -54,10 +54,7 @@ from advisor.parsers.kineto.values import (
 _INTERNED_CORRELATION = 1 << 62
 # runtime calls the host-side measures count, as stored per call name
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
-
-
-def _floats() -> array[float]:  # a column of times
-    return array("d")
+_COLLECTIVE = -1  # an operation whose signature its arguments decide (a collective's)
 
 
 @dataclass
@@ -66,16 +63,16 @@ class KinetoEvents:
     strings: Strings = field(default_factory=Strings)
     # host launches: correlation key, host time and thread (Strings id), in trace order
     launch_keys: array[int] = field(default_factory=lambda: array("q"))
-    launch_ts: array[float] = field(default_factory=_floats)
+    launch_ts: array[float] = field(default_factory=lambda: array("d"))
     launch_thread: array[int] = field(default_factory=lambda: array("i"))
     steps: list[HostWindow] = field(default_factory=list)
-    sync_start: array[float] = field(default_factory=_floats)
-    sync_end: array[float] = field(default_factory=_floats)
-    malloc_start: array[float] = field(default_factory=_floats)
-    malloc_end: array[float] = field(default_factory=_floats)
-    free: array[float] = field(default_factory=_floats)
-    loader_start: array[float] = field(default_factory=_floats)
-    loader_end: array[float] = field(default_factory=_floats)
+    sync_start: array[float] = field(default_factory=lambda: array("d"))
+    sync_end: array[float] = field(default_factory=lambda: array("d"))
+    malloc_start: array[float] = field(default_factory=lambda: array("d"))
+    malloc_end: array[float] = field(default_factory=lambda: array("d"))
+    free: array[float] = field(default_factory=lambda: array("d"))
+    loader_start: array[float] = field(default_factory=lambda: array("d"))
+    loader_end: array[float] = field(default_factory=lambda: array("d"))
     events: int = 0
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
@@ -105,6 +102,8 @@ class Extractor:
         self.kernels: dict[str, dict[str, tuple[int, int, int]]] = {"kernel": {}, "memory": {}}
         self.runtime_calls: dict[str, int] = {}
         self.streams: dict[tuple[Any, Any], int] = {}
+        # (name, pid, tid, role) -> the operation's signature, or _COLLECTIVE
+        self.op_signatures: dict[tuple[str, Any, Any, str], int] = {}
         self.launchers = Launchers(
             taxonomy, self.out.strings, self.out.collective_spans, self._thread
         )
@@ -173,22 +172,34 @@ class Extractor:
         key = (
             corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
         )
+        try:  # most operations: a (kernel, stream) seen before
+            sig = self.op_signatures[(name, event.pid, event.tid, role)]
+        except (KeyError, TypeError):
+            sig = self._signature(event, role, name)
+        if sig == _COLLECTIVE:
+            name_id, _, collective = self.kernels[role][name]
+            self._collective(event, name_id, collective, key, start, end)
+            return
+        ops = self.out.ops
+        ops.start.append(start)
+        ops.end.append(end)
+        ops.signature.append(sig)
+        ops.correlation.append(key)
+
+    def _signature(self, event: KinetoEvent, role: str, name: str) -> int:
+        """An operation's signature (or _COLLECTIVE: its arguments decide), remembered."""
         info = self.kernels[role].get(name)
         if info is None:
             info = self.kernels[role][name] = self._kernel(name, role)
         name_id, kind, collective = info
         if kind == COMMUNICATION:
-            self._collective(event, name_id, collective, key, start, end)
-            return
-        stream = self._thread(event.pid, event.tid)
-        ops = self.out.ops
-        sig = ops.signatures.ids.get((name_id, kind, stream, NO_GROUP, collective))
-        if sig is None:
-            sig = ops.signatures.id(name_id, kind, stream, NO_GROUP, collective)
-        ops.start.append(start)
-        ops.end.append(end)
-        ops.signature.append(sig)
-        ops.correlation.append(key)
+            sig = _COLLECTIVE
+        else:
+            stream = self._thread(event.pid, event.tid)
+            sig = self.out.ops.signatures.id(name_id, kind, stream, NO_GROUP, collective)
+        with contextlib.suppress(TypeError):  # unhashable pid or tid: looked up each time
+            self.op_signatures[(name, event.pid, event.tid, role)] = sig
+        return sig
 
     def _runtime(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
         """A runtime call: a launch by its correlation id, and the host calls the step model
@@ -202,7 +213,11 @@ class Extractor:
         if key != NO_CORRELATION:
             out.launch_keys.append(key)
             out.launch_ts.append(start)
-            out.launch_thread.append(self._thread(event.pid, event.tid))
+            try:
+                thread = self.streams[(event.pid, event.tid)]
+            except (KeyError, TypeError):
+                thread = self._thread(event.pid, event.tid)
+            out.launch_thread.append(thread)
         call = self.runtime_calls.get(name)
         if call is None:
             call = self.runtime_calls[name] = self._runtime_call(name)
@@ -315,17 +330,10 @@ class Extractor:
         ops.correlation.append(key)
 
     def _group(self, args: KinetoArgs) -> int:
-        out = self.out
         key = str(args.group)
-        if key not in out.kernel_groups:
-            raw_ranks = "" if args.group_ranks is UNSET else args.group_ranks
-            ranks = [int(r) for r in re.findall(r"-?\d+", str(raw_ranks))]
-            if ranks:
-                description = args.group_description
-                if description is UNSET or not description:
-                    description = key
-                out.kernel_groups[key] = (str(description), ranks)
-        return out.strings.id(key)
+        if key not in self.out.kernel_groups and (found := process_group(args, key)):
+            self.out.kernel_groups[key] = found
+        return self.out.strings.id(key)
 
 
 def extract(

@@ -90,3 +90,14 @@ def typed_event(event: dict[str, Any]) -> KinetoEvent:
         )
     values = {k: event[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur") if k in event}
     return KinetoEvent(**values, args=args)
+
+
+def process_group(args: KinetoArgs, key: str) -> tuple[str, list[int]] | None:
+    """A collective's process group from its arguments: (description, ranks); None when they
+    name no rank."""
+    raw_ranks = "" if args.group_ranks is UNSET else args.group_ranks
+    ranks = [int(r) for r in re.findall(r"-?\d+", str(raw_ranks))]
+    if not ranks:
+        return None
+    description = args.group_description
+    return str(key if description is UNSET or not description else description), ranks
