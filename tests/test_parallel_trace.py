@@ -11,7 +11,7 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_view import parallel as trace_parallel
 from advisor.parsers.trace_view.decode import read_trace
-from advisor.parsers.traces import budget, ordered, workers
+from advisor.parsers.traces import budget, workers
 from tests.synth import PRESETS, write_profile
 
 
@@ -197,21 +197,21 @@ def test_windows_measured_in_groups_equal_the_whole_trace(
         return real(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(trace_parallel, "reduce_in_groups", spy)
-    window_groups: list[object] = []
-    group = ordered.OverlapReader.group
+    window_groups: list[int] = []
+    measure = trace_grouped.measure_in_groups
 
-    def counted(self: ordered.OverlapReader, *args: float) -> ordered.Rows:
-        window_groups.append(args)
-        return group(self, *args)
+    def counted(groups: list[list[object]], *args: object) -> object:
+        window_groups.append(len(groups))
+        return measure(groups, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ordered.OverlapReader, "group", counted)
+    monkeypatch.setattr(trace_grouped, "measure_in_groups", counted)
     grouped = trace_parallel.start_trace(trace, default_taxonomy())()
     sequential = read_trace(trace, default_taxonomy())
     assert grouped == sequential
     assert sequential.steps and any(step.kernel_count for step in sequential.steps)
     assert used if group_rows < 10_000 else not used
     # tiny groups: the windows measured a few at a time (one window a group at group_rows 1)
-    assert len(window_groups) >= (len(sequential.steps) if group_rows == 1 else 2 if used else 0)
+    assert sum(window_groups) >= (len(sequential.steps) if group_rows == 1 else 2 if used else 0)
 
 
 @pytest.mark.parametrize("group_rows", [1, 10_000])

@@ -3,6 +3,7 @@ every row that overlaps it, in start order, however small the groups."""
 
 from __future__ import annotations
 
+import os
 import random
 from array import array
 from collections.abc import Iterable
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.parsers.traces import budget, ordered
+from advisor.parsers.traces import budget, ordered, workers
 
 Row = tuple[float, float, int]
 
@@ -69,50 +70,64 @@ def _overlapping(rows: Iterable[Row], w: Window) -> list[Row]:
     return [r for r in rows if r[0] < w.end and r[1] > w.start]
 
 
+Measured = tuple[list[tuple[int, list[Row]]], list[bool]]  # windows' rows, cuts between rows
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("pieces", [False, True])
+@pytest.mark.parametrize("processes", [1, 3])
 def test_every_window_gets_every_row_that_overlaps_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, pieces: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, pieces: bool, processes: int
 ) -> None:
     monkeypatch.setattr(budget, "GROUP_ROWS", 7)
     monkeypatch.setattr(budget, "SAMPLE_EVERY", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: processes)
     rows = _rows(seed, 600)
     windows = _windows(rows, seed)
     writer, cuts = _written(tmp_path, rows)
     assert len(cuts) > 20
     groups = ordered.window_groups(windows, cuts)
     assert len(groups) > 5
-    seen: dict[int, list[Row]] = {}
-    cut_rows: list[bool] = []
-    resumed: list[int] = []
 
-    def measure(group: list[Window], got: ordered.Rows) -> None:
+    def measure(group: list[Window], got: ordered.Rows) -> Measured:
         assert list(got.start) == sorted(got.start)
         held = list(zip(got.start, got.end, got.tag, strict=True))
         assert all(t == s - 1.0 for s, t in zip(got.start, got.launch_at, strict=True))
-        for w in group:
-            seen[w.number] = _overlapping(held, w)
+        return [(w.number, _overlapping(held, w)) for w in group], []
 
     def resumable(w: Window):  # type: ignore[no-untyped-def]
-        resumed.append(w.number)
-
-        def measure_pieces(parts: Iterable[ordered.Rows]) -> None:
+        def measure_pieces(parts: Iterable[ordered.Rows]) -> Measured:
             held: list[Row] = []
+            cuts_clean: list[bool] = []
             top = float("-inf")
             for part in parts:
                 if len(part) and held:  # a cut where every row before has ended
-                    cut_rows.append(part.start[0] > top)
+                    cuts_clean.append(part.start[0] > top)
                 held.extend(zip(part.start, part.end, part.tag, strict=True))
                 top = max([top, *part.end])
-            seen[w.number] = _overlapping(held, w)
+            return [(w.number, _overlapping(held, w))], [True, *cuts_clean]
 
         return measure_pieces
 
-    reader = ordered.OverlapReader(writer)
-    ordered.measure_in_groups(groups, reader, measure, resumable if pieces else None)
-    reader.close()
-    assert sorted(seen) == [w.number for w in windows]
+    results = ordered.measure_in_groups(groups, writer, measure, resumable if pieces else None)
+    seen = dict(pair for found, _ in results for pair in found)
+    cut_flags = [flag for _, flags in results for flag in flags]
+    assert list(seen) == [w.number for w in windows]  # in order
     for w in windows:
         assert seen[w.number] == _overlapping(rows, w), f"window {w.number}"
-    assert all(cut_rows)
-    assert bool(resumed) == pieces  # long windows a piece at a time when the measure can
+    assert all(cut_flags)
+    assert bool(cut_flags) == pieces  # long windows a piece at a time when the measure can
+
+
+def test_workers_measure_runs_of_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(budget, "GROUP_ROWS", 7)
+    monkeypatch.setattr(budget, "SAMPLE_EVERY", 1)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
+    rows = _rows(0, 300)
+    writer, cuts = _written(tmp_path, rows)
+    groups = ordered.window_groups(_windows(rows, 0), cuts)
+    firsts = ordered.measure_in_groups(groups, writer, lambda group, got: (os.getpid(), group[0]))
+    assert [first for _, first in firsts] == [group[0] for group in groups]  # in group order
+    assert os.getpid() not in {pid for pid, _ in firsts}  # measured in worker processes

@@ -10,9 +10,10 @@ grouped reduction (parsers/traces/ordered.py) with one pass of Kineto's own befo
    group sorted by (start, end), each operation's step assigned (carrying the last step of
    each stream from group to group), the per-step kernel tables and window bounds added up,
    and the group appended to the ordered file;
-3. the engine's window groups over the device windows, each measured from the operations
-   that overlap it; a window holding more operations than a group (a long step, a trace
-   without ProfilerStep markers) a piece at a time, its sums resumed (kineto/window.py).
+3. the engine's window groups over the device windows (in worker processes when the file is
+   large), each measured from the operations that overlap it; a window holding more operations
+   than a group (a long step, a trace without ProfilerStep markers) a piece at a time, its sums
+   resumed (kineto/window.py).
 
 Exact as the whole-trace reduction: rows are read in file order and sorted stably, and every
 window measure looks only at the operations that overlap the window.
@@ -67,7 +68,6 @@ from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
 from advisor.parsers.traces.ordered import (
     OrderedWriter,
-    OverlapReader,
     Rows,
     measure_in_groups,
     start_cuts,
@@ -281,26 +281,31 @@ def reduce_in_groups(
         windows = stepless(rank, path, first, last_end, latest)
     whole = Whole(linked, has_comm)
     host = host_calls(events)
-    measured = Measured([], [], [])
 
-    def measure(group: list[DeviceWindow], rows: Rows) -> None:
+    def measure(group: list[DeviceWindow], rows: Rows) -> Measured:
         ops = _ops(rows, sigs)
         lanes = lanes_of(ops, kind_of)
-        measure_windows(group, ops, rows.launch_at, lanes, host, per_step, whole, measured)
+        out = Measured([], [], [])
+        measure_windows(group, ops, rows.launch_at, lanes, host, per_step, whole, out)
+        return out
 
-    def resumable(window: DeviceWindow) -> Callable[[Iterable[Rows]], None]:
-        def measure_pieces(pieces: Iterable[Rows]) -> None:
+    def resumable(window: DeviceWindow) -> Callable[[Iterable[Rows]], Measured]:
+        def measure_pieces(pieces: Iterable[Rows]) -> Measured:
             sums = WindowSums(window)
             for rows in pieces:
                 ops = _ops(rows, sigs)
                 sums.add(ops, rows.launch_at, lanes_of(ops, kind_of), whole)
-            sums.finish(host, per_step, whole, measured)
+            out = Measured([], [], [])
+            sums.finish(host, per_step, whole, out)
+            return out
 
         return measure_pieces
 
-    reader = OverlapReader(ordered)
-    measure_in_groups(window_groups(windows, cuts), reader, measure, resumable)  # pass 3
-    reader.close()
+    measured = Measured([], [], [])
+    for part in measure_in_groups(window_groups(windows, cuts), ordered, measure, resumable):
+        measured.rows.extend(part.rows)  # pass 3
+        measured.steps.extend(part.steps)
+        measured.comm.extend(part.comm)
     ordered.path.unlink()
     finish_rank(rank, path, events.events, measured, per_step, kernel_rows, has_comm, whole)
 

@@ -32,7 +32,6 @@ from advisor.parsers.traces import budget, spill
 from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.ordered import (
     OrderedWriter,
-    OverlapReader,
     Rows,
     measure_in_groups,
     sample_of,
@@ -124,20 +123,19 @@ def reduce_in_groups(
         for lo, hi in time_ranges(cuts):
             ordered.append(_kernels(spills, devices, lo, hi))
         ordered.close()
-        steps: dict[int, TraceStep] = {}
 
-        def measure(group: list[StepWindow], kernels: Rows) -> None:
+        def measure(group: list[StepWindow], kernels: Rows) -> dict[int, TraceStep]:
             local = _context(ctx, group, spills, lanes, kinds, exposure)
             linked = kernels.launch_at if rows > 0 else None  # as the whole trace's
-            for w in group:
-                steps[w.number] = window_step(local, w.number, kernels.start, kernels.end, linked)
+            return {
+                w.number: window_step(local, w.number, kernels.start, kernels.end, linked)
+                for w in group
+            }
 
         windows = sorted(ctx.windows.values(), key=lambda w: (w.start, w.number))
-        reader = OverlapReader(ordered)
-        try:
-            measure_in_groups(window_groups(windows, cuts), reader, measure)
-        finally:
-            reader.close()
+        steps: dict[int, TraceStep] = {}
+        for part in measure_in_groups(window_groups(windows, cuts), ordered, measure):
+            steps.update(part)
     finally:
         ordered.close()
         ordered.path.unlink(missing_ok=True)

@@ -10,7 +10,8 @@ GROUP_ROWS rows, whatever the format:
 2. window groups: the step windows, in start order, are cut where a window starts past the next
    cut (`window_groups`) and measured a group at a time from the rows the `OverlapReader` hands
    out: those that start in the group's time range, and the earlier ones still running. Rows a
-   later group may need are kept; none is read twice, none sorted again.
+   later group may need are kept; none is read twice, none sorted again. A large file's window
+   groups are measured by worker processes, a run of consecutive groups each.
 
 Exact as the whole-trace reduction when the format sorts each group as it sorts the whole
 trace (stably: rows of equal keys keep their file order) and every measure of a window looks
@@ -27,12 +28,13 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from advisor.parsers.traces import budget
+from advisor.parsers.traces import budget, workers
 
 COLUMNS = (("start", "d"), ("end", "d"), ("tag", "i"), ("launch_at", "d"))
 INF = float("inf")
@@ -136,6 +138,13 @@ class OverlapReader:
         yield held
         self.held = held.from_time(later)
 
+    def skip_to(self, t: float) -> None:
+        """Read the file up to `t`, keeping only the rows a measure from `t` on may need (a
+        reader starting in the middle of the file: as if the groups before had been read)."""
+        while self._take_some(t, budget.GROUP_ROWS):
+            self.held = self.held.from_time(t)
+        self.held = self.held.from_time(t)
+
     def can_split(self, hi: float, later: float) -> bool:
         held = self.held.start
         return later >= hi and (not held or held[-1] < hi)
@@ -236,26 +245,96 @@ def window_groups(windows: Sequence[W], cuts: list[float]) -> list[list[W]]:
     return groups
 
 
+R = TypeVar("R")
+
+
+@dataclass
+class _Task(Generic[W, R]):
+    """What measure_in_groups does, as worker processes inherit it."""
+
+    groups: list[list[W]]
+    starting: list[float]  # the earliest window start of each group and the groups after it
+    writer: OrderedWriter
+    measure: Callable[[list[W], Rows], R]
+    resumable: Callable[[W], Callable[[Iterable[Rows]], R]] | None
+
+
+# the task of the measure_in_groups call under way, for the worker processes it forks (a
+# closure over the format's state cannot be pickled; forked, it need not be)
+_TASK: _Task[Any, Any] | None = None
+
+
 def measure_in_groups(
     groups: list[list[W]],
-    reader: OverlapReader,
-    measure: Callable[[list[W], Rows], None],
-    resumable: Callable[[W], Callable[[Iterable[Rows]], None]] | None = None,
-) -> None:
-    """Each window group measured from the rows that overlap it (`measure(group, rows)`), in
-    order. With `resumable`, a group of one window is measured a piece at a time where the
-    file allows it (`resumable(window)(pieces)`)."""
+    writer: OrderedWriter,
+    measure: Callable[[list[W], Rows], R],
+    resumable: Callable[[W], Callable[[Iterable[Rows]], R]] | None = None,
+) -> list[R]:
+    """Each window group measured from the rows of the ordered file that overlap it
+    (`measure(group, rows)`), the results in group order. With `resumable`, a group of one
+    window is measured a piece at a time where the file allows it (`resumable(window)(pieces)`).
+
+    A large file's groups are measured by worker processes, each a run of consecutive groups
+    from its own reader of the file (forked: they inherit the format's state); each group is
+    handed the same rows as in one pass, so the results are the same."""
     later = INF
-    starting = []  # the earliest window start of each group and the groups after it
+    starting = []
     for group in reversed(groups):
         later = min(later, *(w.start for w in group))
         starting.append(later)
     starting.reverse()
-    for k, group in enumerate(groups):
-        after = starting[k + 1] if k + 1 < len(groups) else INF
-        hi = max(w.end for w in group)
-        if resumable is not None and len(group) == 1 and reader.can_split(hi, after):
-            # one window (a long step, or a trace without steps): a piece at a time
-            resumable(group[0])(reader.pieces(starting[k], hi, after, budget.GROUP_ROWS))
-            continue
-        measure(group, reader.group(starting[k], hi, after))
+    task = _Task(groups, starting, writer, measure, resumable)
+    runs = _runs(len(groups), writer.path)
+    if len(runs) < 2:
+        return _measure_run(task, (0, len(groups)))
+    global _TASK
+    _TASK = task
+    try:
+        parts = workers.start_parts("measuring windows", _measure_part, runs)()
+    except (OSError, BrokenProcessPool):
+        return _measure_run(task, (0, len(groups)))
+    finally:
+        _TASK = None
+    return [result for part in parts for result in part]
+
+
+def _runs(count: int, path: Path) -> list[tuple[int, int]]:
+    """Consecutive runs of the groups, one per worker process ([one run]: measured here)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    parts = min(count, workers.worker_count(size))
+    if parts < 2 or workers.pool_context().get_start_method() != "fork":
+        return [(0, count)]
+    bounds = [count * k // parts for k in range(parts + 1)]
+    return list(pairwise(bounds))
+
+
+def _measure_part(run: tuple[int, int]) -> list[Any]:
+    """A worker's run of groups, from the task it inherited."""
+    assert _TASK is not None, "measure_in_groups' workers are forked with their task"
+    return _measure_run(_TASK, run)
+
+
+def _measure_run(task: _Task[W, R], run: tuple[int, int]) -> list[R]:
+    groups, starting = task.groups, task.starting
+    first, stop = run
+    reader = OverlapReader(task.writer)
+    try:
+        if first:
+            reader.skip_to(starting[first])
+        out: list[R] = []
+        for k in range(first, stop):
+            group = groups[k]
+            after = starting[k + 1] if k + 1 < len(groups) else INF
+            hi = max(w.end for w in group)
+            if task.resumable is not None and len(group) == 1 and reader.can_split(hi, after):
+                # one window (a long step, or a trace without steps): a piece at a time
+                pieces = reader.pieces(starting[k], hi, after, budget.GROUP_ROWS)
+                out.append(task.resumable(group[0])(pieces))
+                continue
+            out.append(task.measure(group, reader.group(starting[k], hi, after)))
+        return out
+    finally:
+        reader.close()
