@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from advisor.parsers.kineto.device_steps import (
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.kineto.kernel_tables import StepOps, add_step_ops, finish_rank
 from advisor.parsers.kineto.spill import (
+    Segment,
     SpilledRows,
     read_correlation,
     read_launches,
@@ -65,6 +67,7 @@ from advisor.parsers.kineto.window import (
     measure_windows,
 )
 from advisor.parsers.profile_data import RankProfile
+from advisor.parsers.traces import workers
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
 from advisor.parsers.traces.ordered import (
     OrderedWriter,
@@ -157,38 +160,82 @@ class _Rows:
 
 
 def _join(parts: list[SpilledRows], out: Path) -> bool:
-    """Pass 1: each operation's launch time (NaN: none), segment after segment into `out`;
-    whether any operation has one."""
-    spilled = [(rows, s) for rows in parts for s in rows.segments]
-    total = sum(s.launches for _, s in spilled)
-    with_launches = [s for _, s in spilled if s.launches]
+    """Pass 1: each operation's launch time (NaN: none), each segment's at its place in
+    `out`; whether any operation has one. A large trace's segments are joined by worker
+    processes, a run of consecutive segments each (mostly a range of ids of its own)."""
+    spilled = [s for rows in parts for s in rows.segments]
+    total = sum(s.launches for s in spilled)
+    with_launches = [s for s in spilled if s.launches]
     low = min((s.low_key for s in with_launches), default=0)
     high = max((s.high_key for s in with_launches), default=0)
     # ids are spread about evenly: a range holding about LAUNCH_ROWS launches per table
     width = high - low + 1
     if total > LAUNCH_ROWS:
         width = max(1, (high - low + 1) * LAUNCH_ROWS // total)
-    tables = _Tables(parts, low, width)
-    linked = False
+    sizes = [s.ops for s in spilled]
+    offsets = list(accumulate(sizes, initial=0))
     with out.open("wb") as handle:
-        for _, segment, source in segments(parts):
-            keys = read_correlation(segment, source)
-            first = max(0, (max(segment.low_key, low) - low) // width)
-            last = (min(segment.high_key, high) - low) // width
-            if first == last:  # every key in one table's range: looked up in place
-                launch_at: Any = launch_times_in_place(keys, tables.get(first))
-            else:
-                launch_at = array("d", [NAN]) * segment.ops
-                for bucket in range(first, last + 1):
-                    table, floor = tables.get(bucket), low + bucket * width
-                    for i, key in enumerate(keys):
-                        if floor <= key < floor + width:
-                            found = table.get(key)
-                            if found is not None:
-                                launch_at[i] = found
-            linked = linked or any(t == t for t in launch_at)
-            handle.write(launch_at)
-    return linked
+        handle.truncate(offsets[-1] * 8)
+
+    def join_run(run: tuple[int, int]) -> bool:
+        first_k, stop_k = run
+        tables = _Tables(parts, low, width)
+        linked = False
+        with out.open("r+b") as handle:
+            for k, (_, segment, source) in enumerate(segments(parts)):
+                if not first_k <= k < stop_k or not segment.ops:
+                    continue
+                launch_at = _segment_launches(segment, source, tables, low, high, width)
+                linked = linked or any(t == t for t in launch_at)
+                handle.seek(offsets[k] * 8)
+                handle.write(launch_at)
+        return linked
+
+    runs = _runs(sizes, sum(_size(rows.path) for rows in parts))
+    found = workers.in_forked_workers("joining launches", join_run, runs) if len(runs) > 1 else None
+    return any(found) if found is not None else join_run((0, len(sizes)))
+
+
+def _segment_launches(
+    segment: Segment, source: Any, tables: _Tables, low: int, high: int, width: int
+) -> Any:
+    """One segment's operations' launch times, from the tables of the ids they hold."""
+    keys = read_correlation(segment, source)
+    first = max(0, (max(segment.low_key, low) - low) // width)
+    last = (min(segment.high_key, high) - low) // width
+    if first == last:  # every key in one table's range: looked up in place
+        return launch_times_in_place(keys, tables.get(first))
+    launch_at = array("d", [NAN]) * segment.ops
+    for bucket in range(first, last + 1):
+        table, floor = tables.get(bucket), low + bucket * width
+        for i, key in enumerate(keys):
+            if floor <= key < floor + width:
+                found = table.get(key)
+                if found is not None:
+                    launch_at[i] = found
+    return launch_at
+
+
+def _runs(sizes: list[int], spilled_bytes: int) -> list[tuple[int, int]]:
+    """Runs of consecutive segments of about equal operation counts, one per worker process
+    ([one run]: joined here)."""
+    count = min(len(sizes), workers.worker_count(spilled_bytes))
+    if count < 2:
+        return [(0, len(sizes))]
+    total = sum(sizes)
+    bounds, held = [0], 0
+    for k, size in enumerate(sizes):
+        held += size
+        if held >= total * len(bounds) / count and len(bounds) < count and k + 1 < len(sizes):
+            bounds.append(k + 1)
+    return list(pairwise([*bounds, len(sizes)]))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 class _Tables:

@@ -248,22 +248,6 @@ def window_groups(windows: Sequence[W], cuts: list[float]) -> list[list[W]]:
 R = TypeVar("R")
 
 
-@dataclass
-class _Task(Generic[W, R]):
-    """What measure_in_groups does, as worker processes inherit it."""
-
-    groups: list[list[W]]
-    starting: list[float]  # the earliest window start of each group and the groups after it
-    writer: OrderedWriter
-    measure: Callable[[list[W], Rows], R]
-    resumable: Callable[[W], Callable[[Iterable[Rows]], R]] | None
-
-
-# the task of the measure_in_groups call under way, for the worker processes it forks (a
-# closure over the format's state cannot be pickled; forked, it need not be)
-_TASK: _Task[Any, Any] | None = None
-
-
 def measure_in_groups(
     groups: list[list[W]],
     writer: OrderedWriter,
@@ -285,16 +269,14 @@ def measure_in_groups(
     starting.reverse()
     task = _Task(groups, starting, writer, measure, resumable)
     runs = _runs(len(groups), writer.path)
-    if len(runs) < 2:
-        return _measure_run(task, (0, len(groups)))
-    global _TASK
-    _TASK = task
-    try:
-        parts = workers.start_parts("measuring windows", _measure_part, runs)()
-    except (OSError, BrokenProcessPool):
-        return _measure_run(task, (0, len(groups)))
-    finally:
-        _TASK = None
+    parts = None
+    if len(runs) > 1:
+        try:
+            parts = workers.in_forked_workers("measuring windows", task.run, runs)
+        except (OSError, BrokenProcessPool):
+            parts = None
+    if parts is None:
+        return task.run((0, len(groups)))
     return [result for part in parts for result in part]
 
 
@@ -305,16 +287,23 @@ def _runs(count: int, path: Path) -> list[tuple[int, int]]:
     except OSError:
         size = 0
     parts = min(count, workers.worker_count(size))
-    if parts < 2 or workers.pool_context().get_start_method() != "fork":
-        return [(0, count)]
-    bounds = [count * k // parts for k in range(parts + 1)]
+    bounds = [count * k // parts for k in range(parts + 1)] if parts > 1 else [0, count]
     return list(pairwise(bounds))
 
 
-def _measure_part(run: tuple[int, int]) -> list[Any]:
-    """A worker's run of groups, from the task it inherited."""
-    assert _TASK is not None, "measure_in_groups' workers are forked with their task"
-    return _measure_run(_TASK, run)
+@dataclass
+class _Task(Generic[W, R]):
+    """The work of measure_in_groups, a run of groups at a time."""
+
+    groups: list[list[W]]
+    starting: list[float]  # the earliest window start of each group and the groups after it
+    writer: OrderedWriter
+    measure: Callable[[list[W], Rows], R]
+    resumable: Callable[[W], Callable[[Iterable[Rows]], R]] | None
+
+    def run(self, run: tuple[int, int]) -> list[R]:
+        """The groups [first, stop), from a reader of their own."""
+        return _measure_run(self, run)
 
 
 def _measure_run(task: _Task[W, R], run: tuple[int, int]) -> list[R]:

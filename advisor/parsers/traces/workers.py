@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from advisor.inputs import progress
 from advisor.parsers.traces.blocks import EVENT_BOUNDARY
@@ -25,6 +25,10 @@ BOUNDARY_WINDOW = 1 << 20
 
 Job = TypeVar("Job")
 Part = TypeVar("Part")
+
+# the work of the in_forked_workers call under way: forked workers inherit it (a closure over
+# the caller's state cannot be pickled; forked, it need not be)
+_FORKED: Callable[[Any], Any] | None = None
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
@@ -77,3 +81,24 @@ def start_parts(
             futures.clear()  # the parts are held by the caller only
 
     return collect
+
+
+def in_forked_workers(
+    label: str, work: Callable[[Job], Part], jobs: Sequence[Job]
+) -> list[Part] | None:
+    """`work(job)` of each job in a worker process of its own, the results in the jobs' order;
+    the workers are forked, so `work` may be a closure over anything the caller holds. None
+    where the platform cannot fork (the caller does the work itself)."""
+    if pool_context().get_start_method() != "fork":
+        return None
+    global _FORKED
+    _FORKED = work
+    try:
+        return start_parts(label, _run_forked, jobs)()
+    finally:
+        _FORKED = None
+
+
+def _run_forked(job: Any) -> Any:
+    assert _FORKED is not None, "in_forked_workers' workers are forked with their work"
+    return _FORKED(job)
