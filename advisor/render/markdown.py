@@ -63,7 +63,7 @@ def diagnosis_markdown(diagnosis: Diagnosis) -> str:
     lines += ["| # | bottleneck | severity | cost | evidence |", "|---|---|---|---|---|"]
     for i, b in enumerate(diagnosis.bottlenecks, start=1):
         evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
-        lines.append(f"| {i} | `{b.id}` | {b.severity} | {b.cost_ratio:.1%} | {evidence} |")
+        lines.append(f"| {i} | `{b.id}` | {b.severity} | {words.cost_share(b)} | {evidence} |")
     if diagnosis.symptoms:
         lines += ["", "<details><summary>symptoms</summary>", ""]
         lines += [f"- **{s.level}** `{s.id}`: {_cell(s.message)}" for s in diagnosis.symptoms]

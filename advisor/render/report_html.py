@@ -142,7 +142,7 @@ def _bottlenecks(diagnosis: Diagnosis, facts: FactSet) -> str:
             f"<tr><td>{i}</td><td><code>{escape(b.id.removeprefix('bottleneck.'))}</code></td>"
             f'<td><span class="pill {escape(b.severity)}">{escape(b.severity)}</span></td>'
             f'<td class="num" data-v="{b.cost_ratio}"><span class="meter">'
-            f'<i style="width:{width:.1f}%"></i></span>{b.cost_ratio:.1%}</td>'
+            f'<i style="width:{width:.1f}%"></i></span>{escape(words.cost_share(b))}</td>'
             f'<td class="num">{ceiling}</td><td>{escape(evidence)}</td>'
             f'<td title="{escape(message)}">{escape(_first_sentence(message))}</td></tr>'
         )

@@ -160,10 +160,17 @@ def lead_sentence(b: Bottleneck) -> str:
             f"{other} ({other_cost:.1%})"
         )
     elif b.lead is Lead.more_severe:
-        why = f"its evidence is the most severe ({b.severity}) at equal cost"
+        why = f"its evidence is the most severe ({b.evidence_level or b.severity}) at equal cost"
     else:
         return ""
     return f" Leads: {why}."
+
+
+def cost_share(b: Bottleneck) -> str:
+    """The bottleneck's cost as the lists show it: never a bare 0.0% beside a grade."""
+    if b.cost_ratio <= 0:
+        return "no step time"
+    return f"{b.cost_ratio:.1%}" if b.cost_ratio >= 0.0005 else "<0.1%"
 
 
 def bottleneck_message(b: Bottleneck) -> str:
