@@ -307,3 +307,40 @@ def test_large_cluster_gets_a_heat_map_and_the_outliers():
     assert 'stroke="#000"' in page  # the slowest rank outlined
     rows = re.findall(r'<tr(?: class="slow")?><td data-v="(\d+)"', page)
     assert len(rows) == 32 and "97" in rows  # the ranks furthest from the median, 97 first of all
+
+
+def _header(page: str) -> str:
+    match = re.search(r"<header>.*?</header>", page, re.S)
+    assert match is not None
+    return match.group(0)
+
+
+def test_the_headline_follows_a_revert_verdict(tmp_path):
+    page = _report(
+        tmp_path,
+        str(EXAMPLES / "profiles" / "host-bound"),
+        str(CONFIG),
+        "--baseline",
+        str(EXAMPLES / "profiles" / "healthy"),
+    )
+    header = _header(page)
+    assert 'class="headline revert">Against the baseline: REVERT' in header
+    assert "Next change:" not in header  # the next change waits for the revert
+    assert "revert the change this run tried" in header
+
+
+def test_a_run_judged_revert_is_not_greeted_as_healthy():
+    from advisor.app.report import ReportData
+    from advisor.engine.compare import compare
+    from advisor.engine.diagnose import Diagnosis
+    from advisor.inputs.taxonomy import default_taxonomy
+    from advisor.render.report_html import report_html
+
+    slower = profile_facts(EXAMPLES / "profiles" / "host-bound")
+    comparison = compare(
+        profile_facts(EXAMPLES / "profiles" / "healthy"), slower, default_taxonomy()
+    )
+    assert comparison.verdict.value == "revert"
+    header = _header(report_html(ReportData("x", slower, Diagnosis(), comparison=comparison)))
+    assert "looks healthy" not in header and 'class="headline ok"' not in header
+    assert "REVERT" in header

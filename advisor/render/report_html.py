@@ -14,6 +14,7 @@ from typing import Protocol
 
 from advisor import __version__
 from advisor.engine.compare import Comparison
+from advisor.engine.compare_notes import Verdict
 from advisor.engine.diagnose import Diagnosis, Symptom
 from advisor.facts.catalogue import is_known, spec_for
 from advisor.facts.units import format_value
@@ -75,11 +76,27 @@ def _first_sentence(text: str) -> str:
     return text[: match.start() + 1] if match else text
 
 
-def _headline(diagnosis: Diagnosis, suggestion: Suggestion | None) -> str:
+def _verdict_line(comparison: Comparison) -> str:
+    verdict = escape(comparison.verdict.value)
+    return (
+        f'<p class="headline {verdict}">Against the baseline: {verdict.upper()} — '
+        f"{escape(note_text(comparison.reason))}</p>"
+    )
+
+
+def _headline(
+    diagnosis: Diagnosis, suggestion: Suggestion | None, comparison: Comparison | None = None
+) -> str:
+    """What the page says first. With a baseline, compare's verdict leads: a run compare judged
+    worse is never greeted as healthy, and the next change waits for the revert."""
+    revert = comparison is not None and comparison.verdict is Verdict.revert
+    lines = [_verdict_line(comparison)] if comparison is not None else []
     main = diagnosis.main
     if main is None:
-        text = "No bottleneck above its threshold: the profile looks healthy."
-        cls = "ok"
+        text = "No bottleneck above its threshold" + (
+            "." if revert else ": the profile looks healthy."
+        )
+        cls = "note" if revert else "ok"
     else:
         cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "a risk"
         text = (
@@ -87,9 +104,15 @@ def _headline(diagnosis: Diagnosis, suggestion: Suggestion | None) -> str:
             f"{_first_sentence(words.bottleneck_message(main))}"
         )
         cls = main.severity
-    lines = [f'<p class="headline {escape(cls)}">{escape(text)}</p>']
+    lines.append(f'<p class="headline {escape(cls)}">{escape(text)}</p>')
     rec = suggestion.recommendation if suggestion else None
-    if rec is not None:
+    if revert and not (rec is not None and rec.undo):
+        lines.append(
+            '<p class="next">Next: revert the change this run tried (compare judged it worse '
+            'than the baseline), then profile again; the <a href="#change">change below</a> '
+            "was read from this run, not from the reverted config.</p>"
+        )
+    elif rec is not None:
         lines.append(
             f'<p class="next">Next change: <a href="#change">{escape(words.title(rec))}</a> '
             f"<code>{escape(rec.feature)}</code></p>"
@@ -369,7 +392,7 @@ def report_html(data: ReportView) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>advisor report — {escape(data.title)}</title><style>{STYLE}</style></head>"
         f'<body><header><h1>advisor report</h1><p class="sub">{escape(data.title)} · '
-        f"{escape(str(subtitle))}</p>{_headline(data.diagnosis, data.suggestion)}"
+        f"{escape(str(subtitle))}</p>{_headline(data.diagnosis, data.suggestion, data.comparison)}"
         f"{_tiles(facts)}{warnings}</header><main>{''.join(s for s in sections if s)}</main>"
         f"<footer>advisor {escape(__version__)} · inputs: {escape(inputs)}</footer>"
         f"<script>{SCRIPT}</script></body></html>\n"
