@@ -141,6 +141,34 @@ def test_cluster_report_marks_the_slow_rank(tmp_path):
     assert 'class="sortable heat"' in page
 
 
+def _busy_by_rank(page: str) -> dict[str, float]:
+    """The busy column of the rank table (the third cell of each row)."""
+    rows = re.findall(r'<tr(?: class="slow")?><td data-v="(\d+)">.*?</tr>', page)
+    busy = {}
+    for rank in rows:
+        row = re.search(rf'<td data-v="{rank}">.*?</tr>', page)
+        assert row is not None
+        cells = re.findall(r'<td class="num" data-v="([0-9.e+-]+)"', row.group(0))
+        busy[rank] = float(cells[1])
+    return busy
+
+
+def test_the_straggler_badge_sits_on_the_busiest_rank_it_is_shown_with(tmp_path):
+    page = _report(tmp_path, str(EXAMPLES / "profiles" / "slow-rank"))
+    assert "<th>busy (step - exposed comm)</th>" in page
+    busy = _busy_by_rank(page)
+    badged = re.findall(r'<td data-v="(\d+)">\d+ <span class="pill error"[^>]*>straggler', page)
+    assert badged == [max(busy, key=busy.__getitem__)]
+
+
+@pytest.mark.skipif(not (REAL / "ascend-ddp-2rank-text").is_dir(), reason="needs ../shared/real")
+def test_no_straggler_badge_within_normal_jitter(tmp_path):
+    # rank 1 is 3% busier than rank 0 and finishes its step 2 ms sooner: nobody's straggler
+    page = _report(tmp_path, str(REAL / "ascend-ddp-2rank-text"))
+    assert "straggler" not in page and "slowest" not in page
+    assert len(_busy_by_rank(page)) == 2
+
+
 def test_comparison_and_ledger_history(tmp_path):
     work = tmp_path / "job"
     shutil.copytree(EXAMPLES / "fsdp2", work)
@@ -289,7 +317,7 @@ def test_bundled_example_report_is_current(tmp_path):
 
 
 def test_large_cluster_gets_a_heat_map_and_the_outliers():
-    from advisor.engine.diagnose import Diagnosis
+    from advisor.engine.diagnose import Diagnosis, Symptom
     from advisor.model import Fact, FactSet, rank_scope
     from advisor.render.report_html import report_html
 
@@ -301,7 +329,10 @@ def test_large_cluster_gets_a_heat_map_and_the_outliers():
 
     from advisor.app.report import ReportData
 
-    page = report_html(ReportData("big", facts, Diagnosis()))
+    slow = Symptom(
+        "symptom.slow-rank", "error", "ranks.busy_spread_ratio", 0.3, 0.2, 0.05, 0.25, ""
+    )
+    page = report_html(ReportData("big", facts, Diagnosis(symptoms=[slow])))
     _well_formed(page)
     assert page.count("<rect") >= 200  # one square per rank
     assert 'stroke="#000"' in page  # the slowest rank outlined

@@ -370,7 +370,7 @@ def report_html(data: ReportView) -> str:
             "removing it entirely could recover.",
         ),
     ]
-    ranks = rank_section(facts)
+    ranks = rank_section(facts, any(s.id == "symptom.slow-rank" for s in data.diagnosis.symptoms))
     if ranks:
         sections.append(
             _section(
