@@ -14,7 +14,9 @@ from advisor.app.rulesets import load_graph
 from advisor.dialects.base import JobConfig, plain_config
 from advisor.edit.patch import unified_diff
 from advisor.edit.writer import write_patch
+from advisor.engine.candidates import missing_names
 from advisor.engine.changes import is_applied
+from advisor.engine.conditions import Truth, evaluate
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
@@ -141,6 +143,26 @@ def _unrecorded_notes(
     ]
 
 
+def _unchecked_notes(graph: RuleGraph, job: Job, rec: Recommendation | None) -> list[str]:
+    """Say which of the proposed change's exclusions the profile could not check (a CANN or
+    torch_npu version, the device it does not record): unknown is not "no", so the user checks."""
+    rule = graph.ruleset.feature(rec.feature) if rec is not None and not rec.undo else None
+    if rule is None:
+        return []
+    notes = []
+    for conflict in rule.conflicts:
+        if conflict.condition is None:
+            continue
+        outcome = evaluate(conflict.condition, job.context)
+        if outcome.truth is Truth.UNKNOWN:
+            needs = ", ".join(missing_names(outcome))
+            notes.append(
+                f"not checked for {rule.id}: {conflict.reason} (the profile does not record "
+                f"{needs}); check it before applying the change"
+            )
+    return notes
+
+
 def _skipped_main_notes(
     graph: RuleGraph, diagnosis: Diagnosis, job: Job, rec: Recommendation | None
 ) -> list[str]:
@@ -243,6 +265,7 @@ def run_suggest(
     notes += _env_notes(suggestion, loaded)
     notes += _unrecorded_notes(graph, diagnosis, loaded, suggestion)
     notes += _skipped_main_notes(graph, diagnosis, loaded, suggestion.recommendation)
+    notes += _unchecked_notes(graph, loaded, suggestion.recommendation)
     run = SuggestRun(loaded.facts, diagnosis, suggestion, ledger, notes)
     config_hash = file_hash(config.path)  # the config the suggestion was made for
     if options.write and not _write(run, ledger if options.records else None):
