@@ -309,6 +309,27 @@ def test_p11_swap_optimizer_needs_fused_adamw_and_swaps_12_bytes(tmp_path: Path)
     assert "12 bytes per parameter" in (feature("feature.mg-swap-optimizer").effect.memory or "")
 
 
+@pytest.mark.parametrize(
+    ("flags", "accepted"),
+    [
+        ("--swap-optimizer", False),
+        ("--use-distributed-optimizer --swap-optimizer", True),
+        # MindSpeed's Muon feature turns on the layer-wise distributed optimizer for dist_muon,
+        # which swap_optimizer_feature.validate_args accepts in place of the distributed one
+        ("--optimizer dist_muon --swap-optimizer", True),
+        ("--optimizer muon --swap-optimizer", False),
+        ("--optimizer muon --use-distributed-optimizer --swap-optimizer", True),
+    ],
+)
+def test_swap_optimizer_needs_a_distributed_optimizer_as_mindspeed_validates(
+    tmp_path: Path, flags: str, accepted: bool
+):
+    found = check_megatron(tmp_path, flags)
+    assert ("policy.mg-swap-optimizer-needs" not in found) is accepted
+    config = megatron_config(tmp_path, flags.replace(" --swap-optimizer", ""))
+    assert (unmet("feature.mg-swap-optimizer", ctx(config)) == []) is accepted
+
+
 def test_p12_chunk_loss_in_sft_is_ignored_not_an_error(tmp_path: Path):
     path = tmp_path / "config.yaml"
     path.write_text(
