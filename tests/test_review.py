@@ -253,7 +253,7 @@ def test_suggest_says_when_the_profile_is_of_another_platform(tmp_path: Path):
     assert "pytorch trace on cuda" in note and "Ascend NPUs" in note
 
 
-def test_suggest_on_the_main_bottleneck_adds_no_note(tmp_path: Path):
+def test_suggest_on_the_main_bottleneck_adds_no_skip_note_but_names_the_platform(tmp_path: Path):
     from advisor.app.job import JobOptions
     from advisor.app.suggest import SuggestOptions, run_suggest
     from tests.synth.kineto_file import kineto_trace
@@ -269,6 +269,10 @@ def test_suggest_on_the_main_bottleneck_adds_no_note(tmp_path: Path):
     rec = run.suggestion.recommendation
     assert rec is not None and rec.bottleneck == "bottleneck.host-dispatch"
     assert not [n for n in run.notes if "main bottleneck" in n]
+    # the advice is on the main bottleneck, but the profile is still a GPU trace
+    [other] = [n for n in run.notes if "Ascend NPUs" in n]
+    assert other.startswith("the profile is a pytorch trace on cuda while a ")
+    assert other.endswith("check it is this job's profile")
 
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "profiles"

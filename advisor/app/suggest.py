@@ -163,18 +163,37 @@ def _unchecked_notes(graph: RuleGraph, job: Job, rec: Recommendation | None) -> 
     return notes
 
 
+def _other_platform(job: Job) -> str | None:
+    """How the profile's platform differs from the config's (None when it does not): every
+    dialect advisor reads is an Ascend one (MindSpeed-LLM, MindSpore Transformers)."""
+    from advisor.dialects.registry import LABELS
+
+    ctx = job.context
+    platform = ctx.facts.get("profile.platform")
+    if not isinstance(platform, str) or platform == "ascend":
+        return None
+    label = LABELS.get(str(ctx.dialect), str(ctx.dialect))
+    framework = ctx.facts.get("profile.framework") or "profiler"
+    return (
+        f"the profile is a {framework} trace on {platform} while a {label} runs on Ascend NPUs: "
+        "check it is this job's profile"
+    )
+
+
 def _skipped_main_notes(
     graph: RuleGraph, diagnosis: Diagnosis, job: Job, rec: Recommendation | None
 ) -> list[str]:
     """Say why the advice is about a later bottleneck: advisor knows no change for the main one
-    in this dialect on this platform, and a profile from another platform than the config's
-    (a PyTorch GPU trace with an Ascend config) may not be this job's."""
+    in this dialect on this platform; and that a profile from another platform than the
+    config's (a PyTorch GPU trace with an Ascend config) may not be this job's, whichever
+    bottleneck the advice addresses."""
     from advisor.dialects.registry import LABELS
 
     main = diagnosis.main
     bottleneck = rec.bottleneck if rec is not None else None
+    elsewhere = _other_platform(job)
     if main is None or bottleneck is None or bottleneck == main.id:
-        return []
+        return [elsewhere] if elsewhere else []
     ctx = job.context
     platform = ctx.facts.get("profile.platform")
     label = LABELS.get(str(ctx.dialect), str(ctx.dialect))
@@ -183,8 +202,6 @@ def _skipped_main_notes(
         for _, rule in graph.features_for(main.id)
         if rule.runs_for(ctx.dialect) and rule.runs_on(platform)
     ]
-    # every dialect advisor reads is an Ascend one (MindSpeed-LLM, MindSpore Transformers)
-    elsewhere = isinstance(platform, str) and platform != "ascend"
     if usable and not elsewhere:
         return []  # its changes were weighed: the suggestion lists why each was passed over
     on = f" on {platform}" if isinstance(platform, str) else ""
@@ -195,13 +212,7 @@ def _skipped_main_notes(
         else f"advisor knows no change to a {label} for the main bottleneck ({main.id}){on}"
     )
     note = f"{why}: the advice addresses the next one ({bottleneck})"
-    if elsewhere:
-        framework = ctx.facts.get("profile.framework") or "profiler"
-        note += (
-            f"; the profile is a {framework} trace on {platform} while a {label} runs on "
-            "Ascend NPUs: check it is this job's profile"
-        )
-    return [note]
+    return [f"{note}; {elsewhere}" if elsewhere else note]
 
 
 def _open_ledger(
