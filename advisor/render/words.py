@@ -350,7 +350,6 @@ _VERBS = {
     Direction.decrease: "should decrease",
     Direction.increase: "should increase",
     Direction.unchanged: "should not change",
-    Direction.watch: "watch it",
 }
 
 
@@ -360,4 +359,6 @@ def verify_line(check: VerifyCheck) -> str:
     now = ""
     if check.current is not None and check.unit is not None:
         now = f" (now {format_value(check.current, check.unit, compact=True)})"
+    if check.direction is Direction.watch:  # no expected direction: the fact names the watch
+        return f"watch {check.fact}{now}"
     return f"{check.fact} {_VERBS[check.direction]}{now}"
