@@ -26,7 +26,8 @@ def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
         lines += [
             f"### advisor — {words.head(s)}: {words.title(rec)}",
             "",
-            f"`{rec.feature}` · {words.change_line(rec)}",
+            f"`{rec.feature}` · "
+            + (words.change_line(rec) if rec.patch else "advice: no config key to change"),
         ]
         lines += ["", f"**Why.** {words.why(s, rec)}"]
         if rec.evidence:
