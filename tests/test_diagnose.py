@@ -159,6 +159,14 @@ def test_a_bottleneck_is_graded_on_the_time_it_costs():
     )
     assert comm.cost_ratio == pytest.approx(0.25 - 0.12 - 0.10)
     assert (comm.severity, comm.evidence_level) == ("warning", "error")
+    # small kernels are 65% of device compute (an error-level measure), but the device computes
+    # 1% of the step: they cost 0.6% of it, graded a warning beside that number
+    facts = {"ops.small_vector_ops_share": 0.65, "step.compute_ratio": 0.01}
+    compute = next(
+        b for b in diagnose(GRAPH, Context(facts=facts)).bottlenecks if b.id == "bottleneck.compute"
+    )
+    assert compute.cost_ratio == pytest.approx((0.65 - 0.05) * 0.01)
+    assert (compute.severity, compute.evidence_level) == ("warning", "error")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

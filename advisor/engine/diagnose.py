@@ -34,8 +34,8 @@ class Symptom:
     fine: float
     cost_ratio: float
     message: str  # the rule's message template, filled with the values
-    # the level of the part that costs step time (the measure less what another bottleneck
-    # explains), graded on the same cut points; None when it costs none
+    # the level of the step time it costs (its fine threshold plus its cost, graded on its own
+    # cut points: what a bottleneck's grade beside its cost derives from); None when it costs none
     cost_level: str | None = None
 
 
@@ -138,7 +138,11 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
         if cost > 0:
-            cost_level = _grade(rule, costed)[0] or LEVELS[0]
+            # graded on the cost itself, a share of the step: as if the measure were that far
+            # past its fine threshold (the part another bottleneck explains or that falls
+            # outside the step's scale is not this symptom's to grade)
+            shown = fine + cost if rule.compare.upward else fine - cost
+            cost_level = _grade(rule, shown)[0] or LEVELS[0]
     unit = spec_for(fact).unit
     message = render(
         rule.message,
