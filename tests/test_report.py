@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -375,3 +376,26 @@ def test_a_run_judged_revert_is_not_greeted_as_healthy():
     header = _header(report_html(ReportData("x", slower, Diagnosis(), comparison=comparison)))
     assert "looks healthy" not in header and 'class="headline ok"' not in header
     assert "REVERT" in header
+
+
+def test_symptom_measures_are_shown_in_their_units(tmp_path):
+    page = _report(tmp_path, str(EXAMPLES / "profiles" / "comm-bound"))
+    row = re.search(r"<code>exposed-communication-high</code></td>(.*?)</tr>", page, re.S)
+    assert row is not None
+    measured, threshold = re.findall(r'<td class="num"[^>]*>([^<]*)</td>', row.group(1))
+    assert measured.endswith("%") and threshold == "20.0%"
+
+
+def test_advice_without_a_key_is_named_once_in_the_change_section(tmp_path):
+    from advisor.app.report import ReportData
+    from advisor.render.report_html import report_html
+    from tests.test_suggest import make_job, suggest
+
+    run = suggest(*make_job(tmp_path, "unfused-attention", model_id=""))
+    rec = run.suggestion.recommendation
+    assert rec is not None and rec.patch is None
+    page = report_html(ReportData("x", run.facts, run.diagnosis, run.suggestion, run.notes))
+    change = re.search(r'<section id="change">.*?</section>', page, re.S)
+    assert change is not None
+    assert change.group(0).count(escape(rec.title)) == 1
+    assert "advice: no config key to change" in change.group(0)

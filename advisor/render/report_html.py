@@ -188,13 +188,21 @@ def _ceiling(evidence: Sequence[str], symptoms: dict[str, Symptom], step: float 
     return f"{worst.value * step:.2f} ms ({worst.value:.1%})"
 
 
+def _measure(fact: str, value: float) -> str:
+    """A symptom's measure in its fact's unit, as the text output shows it (62.3%, not 0.623)."""
+    return (
+        format_value(value, spec_for(fact).unit, compact=True) if is_known(fact) else f"{value:.4g}"
+    )
+
+
 def _symptoms(diagnosis: Diagnosis) -> str:
     if not diagnosis.symptoms and not diagnosis.unknown:
         return ""
     rows = [
         f'<tr><td><span class="pill {escape(s.level)}">{escape(s.level)}</span></td>'
         f"<td><code>{escape(s.id.removeprefix('symptom.'))}</code></td>"
-        f'<td class="num">{s.value:.4g}</td><td class="num">{s.threshold:.4g}</td>'
+        f'<td class="num" data-v="{s.value}">{escape(_measure(s.fact, s.value))}</td>'
+        f'<td class="num" data-v="{s.threshold}">{escape(_measure(s.fact, s.threshold))}</td>'
         f"<td>{escape(s.message)}</td></tr>"
         for s in diagnosis.symptoms
     ]
@@ -243,7 +251,7 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
         parts.append(f"<p>{escape(words.summary(suggestion))}</p>")
     else:
         parts.append(f"<h3>{words.head(suggestion)}: {escape(words.title(rec))}</h3>")
-        change = words.change_line(rec)
+        change = words.change_line(rec) if rec.patch else "advice: no config key to change"
         parts.append(f"<p><code>{escape(rec.feature)}</code> · {escape(change)}</p>")
         dl = [("Why", words.why(suggestion, rec)), ("Advice", rec.advice)]
         if rec.evidence:
