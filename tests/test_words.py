@@ -36,3 +36,13 @@ def test_a_watched_fact_reads_as_an_instruction():
     assert words.verify_line(check) == "watch memory.reserved_peak_bytes (now 2.00 GiB)"
     down = VerifyCheck("step.time_ms", Direction.decrease, 6.0, "ms")
     assert words.verify_line(down).startswith("step.time_ms should decrease (now 6")
+
+
+def test_no_collection_hint_repeats_the_needs_it_follows():
+    """The text reads `needs FACT: HINT`: a hint that starts with `needs` says it twice."""
+    from advisor.facts.catalogue import catalogue, collect_hint
+
+    for fact_id in catalogue().specs:
+        for platform in ("ascend", "cuda"):
+            hint = collect_hint(fact_id, platform)
+            assert not hint.lower().startswith("needs"), (fact_id, hint)
