@@ -338,3 +338,39 @@ def test_diff_paths_outside_the_working_folder_have_no_dotdot(
     # below the working folder: relative, as git apply takes it
     inside = unified_diff([FileChange(str(tmp_path / "work" / "c.yaml"), "a: 1\n", "a: 2\n")])
     assert "--- a/c.yaml\n+++ b/c.yaml\n" in inside
+
+
+@pytest.mark.parametrize(
+    ("framework", "config", "named"),
+    [
+        ("pytorch", "mindformers", "torch_npu, which does not run a MindSpore Transformers"),
+        ("mindspore", "fsdp2", "mindspore, which does not run a MindSpeed-LLM FSDP2"),
+        ("mindspore", "mindformers", None),
+        ("pytorch", "fsdp2", None),
+    ],
+)
+def test_suggest_names_a_profile_of_another_framework(
+    tmp_path: Path, framework: str, config: str, named: str | None
+):
+    from advisor.app.job import JobOptions
+    from advisor.app.suggest import SuggestOptions, run_suggest
+    from tests.synth.scenario import PRESETS
+    from tests.synth.writer import write_profile
+
+    scenario = PRESETS["comm-bound"].with_(framework=framework, steps=4, layers=2)
+    write_profile(tmp_path / "prof", scenario)
+    source = (
+        EXAMPLE / "config.yaml"
+        if config == "fsdp2"
+        else EXAMPLE.parent / "mindformers" / "config.yaml"
+    )
+    shutil.copy(source, tmp_path / "config.yaml")
+    run = run_suggest(
+        JobOptions(profile=tmp_path / "prof", config=tmp_path / "config.yaml"),
+        options=SuggestOptions(use_ledger=False),
+    )
+    notes = [n for n in run.notes if "this job's profile" in n]
+    if named is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and f"the profile was recorded by {named}" in notes[0]

@@ -164,20 +164,26 @@ def _unchecked_notes(graph: RuleGraph, job: Job, rec: Recommendation | None) -> 
 
 
 def _other_platform(job: Job) -> str | None:
-    """How the profile's platform differs from the config's (None when it does not): every
-    dialect advisor reads is an Ascend one (MindSpeed-LLM, MindSpore Transformers)."""
-    from advisor.dialects.registry import LABELS
+    """How the profile differs from the config's job (None when it does not): its platform
+    (every dialect advisor reads is an Ascend one: MindSpeed-LLM, MindSpore Transformers) or
+    its framework (a torch_npu profile with a MindSpore Transformers config)."""
+    from advisor.dialects.registry import LABELS, registry
 
     ctx = job.context
     platform = ctx.facts.get("profile.platform")
-    if not isinstance(platform, str) or platform == "ascend":
-        return None
     label = LABELS.get(str(ctx.dialect), str(ctx.dialect))
-    framework = ctx.facts.get("profile.framework") or "profiler"
-    return (
-        f"the profile is a {framework} trace on {platform} while a {label} runs on Ascend NPUs: "
-        "check it is this job's profile"
-    )
+    framework = ctx.facts.get("profile.framework")
+    if isinstance(platform, str) and platform != "ascend":
+        return (
+            f"the profile is a {framework or 'profiler'} trace on {platform} while a {label} "
+            "runs on Ascend NPUs: check it is this job's profile"
+        )
+    if registry().runs_framework(str(ctx.dialect), framework) is False:
+        return (
+            f"the profile was recorded by {framework}, which does not run a {label}: check it "
+            "is this job's profile"
+        )
+    return None
 
 
 def _skipped_main_notes(
