@@ -330,6 +330,9 @@ class Bottleneck:
     message: str
     title: str = ""
     notes: str = ""
+    # the highest level of its evidence on the evidence's own measures (ranks bottlenecks of
+    # equal cost); `severity` grades the cost: the evidence that costs step time
+    evidence_level: str = ""
     lead: Lead | None = None  # set on the first bottleneck only
     runner_up: tuple[str, float] | None = None  # (id, cost_ratio) of the second, for costs-more
 

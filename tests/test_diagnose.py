@@ -15,9 +15,17 @@ from advisor.cli import app
 from advisor.core.validation import schema_errors
 from advisor.core.yamlio import load_data
 from advisor.engine.conditions import Context
-from advisor.engine.diagnose import CollectBy, Symptom, Unknown, diagnose, evaluate_symptom
+from advisor.engine.diagnose import (
+    CollectBy,
+    Diagnosis,
+    Symptom,
+    Unknown,
+    diagnose,
+    evaluate_symptom,
+)
 from advisor.engine.rule_model import SymptomRule
 from advisor.model import Lead
+from advisor.render.diagnosis import diagnosis_text
 
 CASES = Path(__file__).parent / "cases"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
@@ -122,6 +130,43 @@ def test_send_recv_time_is_the_pipelines_not_the_collectives():
     assert costs["bottleneck.communication"] == pytest.approx(0.43 - 0.10 - 0.24)
     assert costs["bottleneck.pipeline"] == pytest.approx(0.24 - 0.03)
     assert result.main is not None and result.main.id == "bottleneck.pipeline"
+
+
+def test_a_bottleneck_is_graded_on_the_time_it_costs():
+    # idle 40% is an error-level measure, but the host explains none of it: the bottleneck
+    # costs no step time and is not graded an error beside "no step time"
+    facts = {"step.free_ratio": 0.40, "host.dispatch_bound_ratio": 0.01, "step.compute_ratio": 0.5}
+    host = next(
+        b
+        for b in diagnose(GRAPH, Context(facts=facts)).bottlenecks
+        if b.id == "bottleneck.host-dispatch"
+    )
+    assert (host.severity, host.evidence_level) == ("note", "error")
+    assert "  note " in diagnosis_text(Diagnosis(bottlenecks=[host, host]))
+    assert "no step time" in diagnosis_text(Diagnosis(bottlenecks=[host, host]))
+    # exposed 25% is an error-level measure (>= 20%); 12% of it is send/recv the pipeline
+    # explains: the 13% communication costs grades a warning
+    facts = {
+        "step.comm_exposed_ratio": 0.25,
+        "comm.p2p_ratio": 0.12,
+        "step.compute_ratio": 0.5,
+        "job.pipeline_parallel": True,
+    }
+    comm = next(
+        b
+        for b in diagnose(GRAPH, Context(facts=facts)).bottlenecks
+        if b.id == "bottleneck.communication"
+    )
+    assert comm.cost_ratio == pytest.approx(0.25 - 0.12 - 0.10)
+    assert (comm.severity, comm.evidence_level) == ("warning", "error")
+    # small kernels are 65% of device compute (an error-level measure), but the device computes
+    # 1% of the step: they cost 0.6% of it, graded a warning beside that number
+    facts = {"ops.small_vector_ops_share": 0.65, "step.compute_ratio": 0.01}
+    compute = next(
+        b for b in diagnose(GRAPH, Context(facts=facts)).bottlenecks if b.id == "bottleneck.compute"
+    )
+    assert compute.cost_ratio == pytest.approx((0.65 - 0.05) * 0.01)
+    assert (compute.severity, compute.evidence_level) == ("warning", "error")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -4,42 +4,37 @@ Every input file the profile readers take is mutated by the families of tests/fu
 (cut, empty, garbage, other encodings, BOM/CRLF, columns dropped, renamed or named twice, NaN,
 infinities, huge and negative values, deep nesting, wrong types, broken events). Each case must
 end with sane facts or the one-line input error, with and without --skip-bad-files. The corpus
-is fixed (derandomized), so CI runs the same cases every time; a longer run:
+is fixed (derandomized) under the ci profile, so CI runs the same cases every time; the nightly
+profile draws new ones (tests/conftest.py):
 
-    ADVISOR_FUZZ_EXAMPLES=5000 python -m pytest tests/test_fuzz.py
+    ADVISOR_HYPOTHESIS_PROFILE=nightly python -m pytest tests/test_fuzz.py
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.edit.launch_text import LaunchTextEditor
 from advisor.model import InputError
 from advisor.parsers.ascend.files import STEP_COLUMNS
 from advisor.shell.launch import parse_launch
+from tests.conftest import fuzz_settings
 from tests.fuzz.harness import run_case
 from tests.fuzz.mutations import DATABASE, KINETO, TEXT, YAML_DOC, families
 from tests.synth import PRESETS, write_profile
 from tests.synth.kineto_file import write_kineto
 
-EXAMPLES = int(os.environ.get("ADVISOR_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    # never a hang: a case over 20 s fails (a generous bound for slow CI machines)
-    deadline=timedelta(seconds=20),
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+# the profile (ci or nightly, tests/conftest.py) decides the corpus; never a hang: a case
+# past the profile's deadline fails
+FUZZ = fuzz_settings(ci_examples=150)
 ASCEND_FILES = (
     "ASCEND_PROFILER_OUTPUT/step_trace_time.csv",
     "ASCEND_PROFILER_OUTPUT/kernel_details.csv",

@@ -1,33 +1,30 @@
 """Fuzz families of the loop's own files and options: ledger tails, YAML edge cases, watch
 options and log rewrites. Every case ends in a readable ledger with no record lost, or one line
 naming the file (exit 2) — never an internal error, a hang or a lost record. The corpus is fixed
-(derandomized) so CI runs the same cases; a longer run:
+(derandomized) under the ci profile so CI runs the same cases; the nightly profile draws new
+ones (tests/conftest.py):
 
-    ADVISOR_FUZZ_EXAMPLES=2000 python -m pytest tests/test_fuzz_loop.py
+    ADVISOR_HYPOTHESIS_PROFILE=nightly python -m pytest tests/test_fuzz_loop.py
 """
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import timedelta
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.app.watch import follow
 from advisor.inputs.ledger import Ledger
 from advisor.model import InputError
 from tests.cli_run import run_cli
+from tests.conftest import fuzz_settings
 
-EXAMPLES = int(os.environ.get("ADVISOR_FUZZ_EXAMPLES", "40"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=timedelta(seconds=20),
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+# the profile (ci or nightly, tests/conftest.py) decides the corpus; never a hang: a case
+# past the profile's deadline fails
+FUZZ = fuzz_settings(ci_examples=40)
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = {"schema": "advisor/ledger@1", "event": "proposed", "feature": "feature.task-queue-level2"}
 

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -139,6 +140,34 @@ def test_cluster_report_marks_the_slow_rank(tmp_path):
     slowest = facts.value("ranks.slowest")
     assert re.search(rf'<tr class="slow"><td data-v="{slowest}">{slowest} <span', page)
     assert 'class="sortable heat"' in page
+
+
+def _busy_by_rank(page: str) -> dict[str, float]:
+    """The busy column of the rank table (the third cell of each row)."""
+    rows = re.findall(r'<tr(?: class="slow")?><td data-v="(\d+)">.*?</tr>', page)
+    busy = {}
+    for rank in rows:
+        row = re.search(rf'<td data-v="{rank}">.*?</tr>', page)
+        assert row is not None
+        cells = re.findall(r'<td class="num" data-v="([0-9.e+-]+)"', row.group(0))
+        busy[rank] = float(cells[1])
+    return busy
+
+
+def test_the_straggler_badge_sits_on_the_busiest_rank_it_is_shown_with(tmp_path):
+    page = _report(tmp_path, str(EXAMPLES / "profiles" / "slow-rank"))
+    assert "<th>busy (step - exposed comm)</th>" in page
+    busy = _busy_by_rank(page)
+    badged = re.findall(r'<td data-v="(\d+)">\d+ <span class="pill error"[^>]*>straggler', page)
+    assert badged == [max(busy, key=busy.__getitem__)]
+
+
+@pytest.mark.skipif(not (REAL / "ascend-ddp-2rank-text").is_dir(), reason="needs ../shared/real")
+def test_no_straggler_badge_within_normal_jitter(tmp_path):
+    # rank 1 is 3% busier than rank 0 and finishes its step 2 ms sooner: nobody's straggler
+    page = _report(tmp_path, str(REAL / "ascend-ddp-2rank-text"))
+    assert "straggler" not in page and "slowest" not in page
+    assert len(_busy_by_rank(page)) == 2
 
 
 def test_comparison_and_ledger_history(tmp_path):
@@ -289,7 +318,7 @@ def test_bundled_example_report_is_current(tmp_path):
 
 
 def test_large_cluster_gets_a_heat_map_and_the_outliers():
-    from advisor.engine.diagnose import Diagnosis
+    from advisor.engine.diagnose import Diagnosis, Symptom
     from advisor.model import Fact, FactSet, rank_scope
     from advisor.render.report_html import report_html
 
@@ -301,9 +330,72 @@ def test_large_cluster_gets_a_heat_map_and_the_outliers():
 
     from advisor.app.report import ReportData
 
-    page = report_html(ReportData("big", facts, Diagnosis()))
+    slow = Symptom(
+        "symptom.slow-rank", "error", "ranks.busy_spread_ratio", 0.3, 0.2, 0.05, 0.25, ""
+    )
+    page = report_html(ReportData("big", facts, Diagnosis(symptoms=[slow])))
     _well_formed(page)
     assert page.count("<rect") >= 200  # one square per rank
     assert 'stroke="#000"' in page  # the slowest rank outlined
     rows = re.findall(r'<tr(?: class="slow")?><td data-v="(\d+)"', page)
     assert len(rows) == 32 and "97" in rows  # the ranks furthest from the median, 97 first of all
+
+
+def _header(page: str) -> str:
+    match = re.search(r"<header>.*?</header>", page, re.S)
+    assert match is not None
+    return match.group(0)
+
+
+def test_the_headline_follows_a_revert_verdict(tmp_path):
+    page = _report(
+        tmp_path,
+        str(EXAMPLES / "profiles" / "host-bound"),
+        str(CONFIG),
+        "--baseline",
+        str(EXAMPLES / "profiles" / "healthy"),
+    )
+    header = _header(page)
+    assert 'class="headline revert">Against the baseline: REVERT' in header
+    assert "Next change:" not in header  # the next change waits for the revert
+    assert "revert the change this run tried" in header
+
+
+def test_a_run_judged_revert_is_not_greeted_as_healthy():
+    from advisor.app.report import ReportData
+    from advisor.engine.compare import compare
+    from advisor.engine.diagnose import Diagnosis
+    from advisor.inputs.taxonomy import default_taxonomy
+    from advisor.render.report_html import report_html
+
+    slower = profile_facts(EXAMPLES / "profiles" / "host-bound")
+    comparison = compare(
+        profile_facts(EXAMPLES / "profiles" / "healthy"), slower, default_taxonomy()
+    )
+    assert comparison.verdict.value == "revert"
+    header = _header(report_html(ReportData("x", slower, Diagnosis(), comparison=comparison)))
+    assert "looks healthy" not in header and 'class="headline ok"' not in header
+    assert "REVERT" in header
+
+
+def test_symptom_measures_are_shown_in_their_units(tmp_path):
+    page = _report(tmp_path, str(EXAMPLES / "profiles" / "comm-bound"))
+    row = re.search(r"<code>exposed-communication-high</code></td>(.*?)</tr>", page, re.S)
+    assert row is not None
+    measured, threshold = re.findall(r'<td class="num"[^>]*>([^<]*)</td>', row.group(1))
+    assert measured.endswith("%") and threshold == "20.0%"
+
+
+def test_advice_without_a_key_is_named_once_in_the_change_section(tmp_path):
+    from advisor.app.report import ReportData
+    from advisor.render.report_html import report_html
+    from tests.test_suggest import make_job, suggest
+
+    run = suggest(*make_job(tmp_path, "unfused-attention", model_id=""))
+    rec = run.suggestion.recommendation
+    assert rec is not None and rec.patch is None
+    page = report_html(ReportData("x", run.facts, run.diagnosis, run.suggestion, run.notes))
+    change = re.search(r'<section id="change">.*?</section>', page, re.S)
+    assert change is not None
+    assert change.group(0).count(escape(rec.title)) == 1
+    assert "advice: no config key to change" in change.group(0)

@@ -253,7 +253,7 @@ def test_suggest_says_when_the_profile_is_of_another_platform(tmp_path: Path):
     assert "pytorch trace on cuda" in note and "Ascend NPUs" in note
 
 
-def test_suggest_on_the_main_bottleneck_adds_no_note(tmp_path: Path):
+def test_suggest_on_the_main_bottleneck_adds_no_skip_note_but_names_the_platform(tmp_path: Path):
     from advisor.app.job import JobOptions
     from advisor.app.suggest import SuggestOptions, run_suggest
     from tests.synth.kineto_file import kineto_trace
@@ -269,6 +269,10 @@ def test_suggest_on_the_main_bottleneck_adds_no_note(tmp_path: Path):
     rec = run.suggestion.recommendation
     assert rec is not None and rec.bottleneck == "bottleneck.host-dispatch"
     assert not [n for n in run.notes if "main bottleneck" in n]
+    # the advice is on the main bottleneck, but the profile is still a GPU trace
+    [other] = [n for n in run.notes if "Ascend NPUs" in n]
+    assert other.startswith("the profile is a pytorch trace on cuda while a ")
+    assert other.endswith("check it is this job's profile")
 
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
@@ -334,3 +338,39 @@ def test_diff_paths_outside_the_working_folder_have_no_dotdot(
     # below the working folder: relative, as git apply takes it
     inside = unified_diff([FileChange(str(tmp_path / "work" / "c.yaml"), "a: 1\n", "a: 2\n")])
     assert "--- a/c.yaml\n+++ b/c.yaml\n" in inside
+
+
+@pytest.mark.parametrize(
+    ("framework", "config", "named"),
+    [
+        ("pytorch", "mindformers", "torch_npu, which does not run a MindSpore Transformers"),
+        ("mindspore", "fsdp2", "mindspore, which does not run a MindSpeed-LLM FSDP2"),
+        ("mindspore", "mindformers", None),
+        ("pytorch", "fsdp2", None),
+    ],
+)
+def test_suggest_names_a_profile_of_another_framework(
+    tmp_path: Path, framework: str, config: str, named: str | None
+):
+    from advisor.app.job import JobOptions
+    from advisor.app.suggest import SuggestOptions, run_suggest
+    from tests.synth.scenario import PRESETS
+    from tests.synth.writer import write_profile
+
+    scenario = PRESETS["comm-bound"].with_(framework=framework, steps=4, layers=2)
+    write_profile(tmp_path / "prof", scenario)
+    source = (
+        EXAMPLE / "config.yaml"
+        if config == "fsdp2"
+        else EXAMPLE.parent / "mindformers" / "config.yaml"
+    )
+    shutil.copy(source, tmp_path / "config.yaml")
+    run = run_suggest(
+        JobOptions(profile=tmp_path / "prof", config=tmp_path / "config.yaml"),
+        options=SuggestOptions(use_ledger=False),
+    )
+    notes = [n for n in run.notes if "this job's profile" in n]
+    if named is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and f"the profile was recorded by {named}" in notes[0]

@@ -26,6 +26,8 @@ from advisor.model import (
     TrustCheck,
     TrustWarning,
 )
+from advisor.render.markdown import suggestion_markdown
+from advisor.render.suggestion import suggestion_text
 from advisor.render.words import verify_line
 from tests.synth import PRESETS, write_profile
 from tests.synth.scenario import UPSTREAM_ENV
@@ -206,6 +208,11 @@ def test_unfused_attention_without_model_id_gives_advice_not_a_patch(tmp_path: P
     assert "no optimization.* fused-operator switch is read" in rec.advice
     reasons = {r.feature: r.code for r in run.suggestion.rejected}
     assert reasons["feature.flash-attention"] is RejectCode.prerequisite_false
+    # advice is named by its title once, in text and in markdown
+    text = suggestion_text(run.suggestion, run.notes)
+    assert text.count(rec.title) == 1 and "(advice: no config key to change)" in text
+    markdown = suggestion_markdown(run.suggestion, run.notes)
+    assert markdown.count(rec.title) == 1 and "advice: no config key to change" in markdown
 
 
 def test_flash_attention_switch_on_unsupported_model_is_rejected_with_the_reason(tmp_path: Path):

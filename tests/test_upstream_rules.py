@@ -5,6 +5,7 @@ statement that the number is advisor's own choice)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from advisor.core.yamlio import load_data
 from advisor.dialects.registry import load_document
 from advisor.engine.conditions import Context, Truth, evaluate, version_key
 from advisor.engine.rule_model import FeatureRule, PolicyRule, SymptomRule
+from advisor.render.suggestion import suggestion_json, suggestion_text
 from advisor.render.words import rejection
 from tests.test_check import megatron_script
 from tests.test_megatron_suggest import profile, script
@@ -307,6 +309,27 @@ def test_p11_swap_optimizer_needs_fused_adamw_and_swaps_12_bytes(tmp_path: Path)
     assert "12 bytes per parameter" in (feature("feature.mg-swap-optimizer").effect.memory or "")
 
 
+@pytest.mark.parametrize(
+    ("flags", "accepted"),
+    [
+        ("--swap-optimizer", False),
+        ("--use-distributed-optimizer --swap-optimizer", True),
+        # MindSpeed's Muon feature turns on the layer-wise distributed optimizer for dist_muon,
+        # which swap_optimizer_feature.validate_args accepts in place of the distributed one
+        ("--optimizer dist_muon --swap-optimizer", True),
+        ("--optimizer muon --swap-optimizer", False),
+        ("--optimizer muon --use-distributed-optimizer --swap-optimizer", True),
+    ],
+)
+def test_swap_optimizer_needs_a_distributed_optimizer_as_mindspeed_validates(
+    tmp_path: Path, flags: str, accepted: bool
+):
+    found = check_megatron(tmp_path, flags)
+    assert ("policy.mg-swap-optimizer-needs" not in found) is accepted
+    config = megatron_config(tmp_path, flags.replace(" --swap-optimizer", ""))
+    assert (unmet("feature.mg-swap-optimizer", ctx(config)) == []) is accepted
+
+
 def test_p12_chunk_loss_in_sft_is_ignored_not_an_error(tmp_path: Path):
     path = tmp_path / "config.yaml"
     path.write_text(
@@ -402,6 +425,38 @@ def test_a_version_gate_is_silent_when_the_profile_has_no_version(tmp_path: Path
     assert conflicting("feature.mg-ascend-mc2", ctx(dense)) == []
     # the requirement is still said: in the risk the user reads
     assert "CANN 8.0.RC2" in feature("feature.mg-ascend-mc2").effect.risk
+
+
+def _without_cann_version(prof: Path) -> Path:
+    for info in prof.rglob("profiler_info_*.json"):
+        data = json.loads(info.read_text())
+        del data["cann_version"]
+        info.write_text(json.dumps(data))
+    return prof
+
+
+def test_a_version_gate_the_profile_cannot_check_is_a_note(tmp_path: Path):
+    prof = _without_cann_version(profile(tmp_path, "tp-allreduce"))
+    run = megatron_suggest(prof, script(tmp_path, "--sequence-parallel", tp=2))
+    assert run.suggestion.recommendation is not None
+    assert run.suggestion.recommendation.feature == "feature.mg-ascend-mc2"
+    [version] = [n for n in run.notes if "profile.cann_version" in n]
+    assert version.startswith(
+        "not checked for feature.mg-ascend-mc2: MC2 needs CANN 8.0.RC2 or later"
+    )
+    # a note in the structured output, not risk text
+    payload = json.loads(suggestion_json(run.suggestion, run.notes))
+    assert version in payload["notes"]
+    assert "profile.cann_version" not in payload["recommendation"]["risk"]
+    assert f"note: {version}" in suggestion_text(run.suggestion, run.notes)
+
+
+def test_a_recorded_version_leaves_no_note(tmp_path: Path):
+    run = megatron_suggest(
+        profile(tmp_path, "tp-allreduce"), script(tmp_path, "--sequence-parallel", tp=2)
+    )
+    assert run.facts.value("profile.cann_version") == "8.2.RC1"
+    assert not [n for n in run.notes if "cann_version" in n]
 
 
 # ---------------------------------------------------------------- references

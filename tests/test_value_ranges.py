@@ -4,8 +4,10 @@ row and the column, and no fact is derived from it (no share above 1, no negativ
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from advisor.model import InputError
 from advisor.parsers.bounds import step_model_breach
 from tests.fuzz.harness import insane
 from tests.synth import PRESETS, write_profile
+from tests.synth.db_file import write_profile_db
 from tests.synth.kineto_file import kineto_trace
 from tests.test_bad_input import assert_one_line_error, run
 
@@ -165,3 +168,55 @@ def test_a_damaged_gzip_trace_names_its_file(tmp_path: Path):
     path = tmp_path / "rank0.pt.trace.json.gz"
     path.write_bytes(bytes(packed))
     assert_one_line_error(run("facts", str(path)), str(path), "gzip")
+
+
+def _set_kernel_cell(profile: Path, line: int, column: str, value: str) -> None:
+    path = next(profile.rglob("kernel_details.csv"))
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    rows[line - 1][rows[0].index(column)] = value
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+
+
+@pytest.mark.parametrize("value", ["1.7", "-0.2", "nan", "inf", "abc"])
+def test_a_pmu_ratio_outside_its_range_is_left_out_with_a_warning(tmp_path: Path, value: str):
+    scenario = PRESETS["mte2-bound"].with_(steps=4, layers=2)
+    profile = write_profile(tmp_path / "prof", scenario).directory
+    _set_kernel_cell(profile, 3, "aiv_mte2_ratio", value)
+    facts = profile_facts(profile)
+    [warning] = [w for w in facts.warnings if "aiv_mte2_ratio" in w]
+    assert "kernel_details.csv" in warning and "row 3, aiv_mte2_ratio" in warning
+    assert repr(value) in warning and "not a ratio in [0, 1]" in warning
+    share = facts.value("ops.mte2_bound_share")
+    assert isinstance(share, float) and 0.0 <= share <= 1.0
+    # the kernel itself still counts: only its pipe data is left out, no row is dropped
+    fact = facts.get("ops.mte2_bound_share")
+    assert fact is not None and "of kernel_details.csv dropped" not in fact.note
+
+
+def test_a_pmu_cell_that_is_not_available_is_no_warning(tmp_path: Path):
+    scenario = PRESETS["mte2-bound"].with_(steps=4, layers=2)
+    profile = write_profile(tmp_path / "prof", scenario).directory
+    _set_kernel_cell(profile, 3, "aiv_mte2_ratio", "N/A")
+    assert not [w for w in profile_facts(profile).warnings if "kernel_details.csv" in w]
+
+
+def test_a_database_pmu_ratio_outside_its_range_is_left_out_with_a_warning(tmp_path: Path):
+    written = write_profile_db(tmp_path, PRESETS["mte2-bound"].with_(steps=4, layers=2))
+    path = next(written.directory.rglob("ascend_pytorch_profiler_*.db"))
+    with sqlite3.connect(path) as conn:
+        [(metric,)] = conn.execute("SELECT id FROM STRING_IDS WHERE value = 'aiv_mte2_ratio'")
+        [(task,)] = conn.execute(
+            "SELECT MIN(globalTaskId) FROM TASK_PMU_INFO WHERE name = ? AND value > 0", (metric,)
+        )
+        conn.execute(
+            "UPDATE TASK_PMU_INFO SET value = 1.7 WHERE globalTaskId = ? AND name = ?",
+            (task, metric),
+        )
+    facts = profile_facts(tmp_path)
+    [warning] = [w for w in facts.warnings if "TASK_PMU_INFO" in w]
+    assert path.name in warning
+    assert f"globalTaskId {task}, aiv_mte2_ratio: 1.7 is not a ratio in [0, 1]" in warning
+    share = facts.value("ops.mte2_bound_share")
+    assert isinstance(share, float) and 0.0 <= share <= 1.0

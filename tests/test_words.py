@@ -27,3 +27,22 @@ def test_words_come_from_the_values():
         Collection(CollectBy.config, "parallel.tp"),
     )
     assert words.how_to_collect(Unknown("symptom.x", ["parallel.tp"], ways)).count("tp") == 1
+
+
+def test_a_watched_fact_reads_as_an_instruction():
+    from advisor.model import Direction, VerifyCheck
+
+    check = VerifyCheck("memory.reserved_peak_bytes", Direction.watch, 2.0 * 2**30, "bytes")
+    assert words.verify_line(check) == "watch memory.reserved_peak_bytes (now 2.00 GiB)"
+    down = VerifyCheck("step.time_ms", Direction.decrease, 6.0, "ms")
+    assert words.verify_line(down).startswith("step.time_ms should decrease (now 6")
+
+
+def test_no_collection_hint_repeats_the_needs_it_follows():
+    """The text reads `needs FACT: HINT`: a hint that starts with `needs` says it twice."""
+    from advisor.facts.catalogue import catalogue, collect_hint
+
+    for fact_id in catalogue().specs:
+        for platform in ("ascend", "cuda"):
+            hint = collect_hint(fact_id, platform)
+            assert not hint.lower().startswith("needs"), (fact_id, hint)

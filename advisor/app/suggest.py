@@ -14,7 +14,9 @@ from advisor.app.rulesets import load_graph
 from advisor.dialects.base import JobConfig, plain_config
 from advisor.edit.patch import unified_diff
 from advisor.edit.writer import write_patch
+from advisor.engine.candidates import missing_names
 from advisor.engine.changes import is_applied
+from advisor.engine.conditions import Truth, evaluate
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
@@ -141,18 +143,63 @@ def _unrecorded_notes(
     ]
 
 
+def _unchecked_notes(graph: RuleGraph, job: Job, rec: Recommendation | None) -> list[str]:
+    """Say which of the proposed change's exclusions the profile could not check (a CANN or
+    torch_npu version, the device it does not record): unknown is not "no", so the user checks."""
+    rule = graph.ruleset.feature(rec.feature) if rec is not None and not rec.undo else None
+    if rule is None:
+        return []
+    notes = []
+    for conflict in rule.conflicts:
+        if conflict.condition is None:
+            continue
+        outcome = evaluate(conflict.condition, job.context)
+        if outcome.truth is Truth.UNKNOWN:
+            needs = ", ".join(missing_names(outcome))
+            notes.append(
+                f"not checked for {rule.id}: {conflict.reason} (the profile does not record "
+                f"{needs}); check it before applying the change"
+            )
+    return notes
+
+
+def _other_platform(job: Job) -> str | None:
+    """How the profile differs from the config's job (None when it does not): its platform
+    (every dialect advisor reads is an Ascend one: MindSpeed-LLM, MindSpore Transformers) or
+    its framework (a torch_npu profile with a MindSpore Transformers config)."""
+    from advisor.dialects.registry import LABELS, registry
+
+    ctx = job.context
+    platform = ctx.facts.get("profile.platform")
+    label = LABELS.get(str(ctx.dialect), str(ctx.dialect))
+    framework = ctx.facts.get("profile.framework")
+    if isinstance(platform, str) and platform != "ascend":
+        return (
+            f"the profile is a {framework or 'profiler'} trace on {platform} while a {label} "
+            "runs on Ascend NPUs: check it is this job's profile"
+        )
+    if registry().runs_framework(str(ctx.dialect), framework) is False:
+        return (
+            f"the profile was recorded by {framework}, which does not run a {label}: check it "
+            "is this job's profile"
+        )
+    return None
+
+
 def _skipped_main_notes(
     graph: RuleGraph, diagnosis: Diagnosis, job: Job, rec: Recommendation | None
 ) -> list[str]:
     """Say why the advice is about a later bottleneck: advisor knows no change for the main one
-    in this dialect on this platform, and a profile from another platform than the config's
-    (a PyTorch GPU trace with an Ascend config) may not be this job's."""
+    in this dialect on this platform; and that a profile from another platform than the
+    config's (a PyTorch GPU trace with an Ascend config) may not be this job's, whichever
+    bottleneck the advice addresses."""
     from advisor.dialects.registry import LABELS
 
     main = diagnosis.main
     bottleneck = rec.bottleneck if rec is not None else None
+    elsewhere = _other_platform(job)
     if main is None or bottleneck is None or bottleneck == main.id:
-        return []
+        return [elsewhere] if elsewhere else []
     ctx = job.context
     platform = ctx.facts.get("profile.platform")
     label = LABELS.get(str(ctx.dialect), str(ctx.dialect))
@@ -161,8 +208,6 @@ def _skipped_main_notes(
         for _, rule in graph.features_for(main.id)
         if rule.runs_for(ctx.dialect) and rule.runs_on(platform)
     ]
-    # every dialect advisor reads is an Ascend one (MindSpeed-LLM, MindSpore Transformers)
-    elsewhere = isinstance(platform, str) and platform != "ascend"
     if usable and not elsewhere:
         return []  # its changes were weighed: the suggestion lists why each was passed over
     on = f" on {platform}" if isinstance(platform, str) else ""
@@ -173,13 +218,7 @@ def _skipped_main_notes(
         else f"advisor knows no change to a {label} for the main bottleneck ({main.id}){on}"
     )
     note = f"{why}: the advice addresses the next one ({bottleneck})"
-    if elsewhere:
-        framework = ctx.facts.get("profile.framework") or "profiler"
-        note += (
-            f"; the profile is a {framework} trace on {platform} while a {label} runs on "
-            "Ascend NPUs: check it is this job's profile"
-        )
-    return [note]
+    return [f"{note}; {elsewhere}" if elsewhere else note]
 
 
 def _open_ledger(
@@ -243,6 +282,7 @@ def run_suggest(
     notes += _env_notes(suggestion, loaded)
     notes += _unrecorded_notes(graph, diagnosis, loaded, suggestion)
     notes += _skipped_main_notes(graph, diagnosis, loaded, suggestion.recommendation)
+    notes += _unchecked_notes(graph, loaded, suggestion.recommendation)
     run = SuggestRun(loaded.facts, diagnosis, suggestion, ledger, notes)
     config_hash = file_hash(config.path)  # the config the suggestion was made for
     if options.write and not _write(run, ledger if options.records else None):

@@ -44,6 +44,21 @@ class Registry:
         fallback = [d for d in self.dialects if "*" in d.default_for]
         return (named or fallback)[0].id
 
+    def runs_framework(self, dialect_id: str, framework: object) -> bool | None:
+        """Whether a job of this dialect can have run a profile of this framework: False when
+        the dialect names the frameworks it runs and this is not one, or another dialect claims
+        it; None when nothing says (the fallback dialect, an unrecorded framework)."""
+        if not isinstance(framework, str):
+            return None
+        dialect = self.of(dialect_id)
+        named = [f for f in dialect.default_for if f != "*"]
+        if framework in named:
+            return True
+        if named:
+            return False
+        others = [d for d in self.dialects if d.id != dialect_id and framework in d.default_for]
+        return False if others else None
+
     def unknown(self, probe: Probe) -> InputError:
         """Why a file is no config of any dialect (a YAML: which keys it has instead)."""
         hints = [d.keys_hint for d in self.dialects if d.keys_hint]

@@ -34,6 +34,9 @@ class Symptom:
     fine: float
     cost_ratio: float
     message: str  # the rule's message template, filled with the values
+    # the level of the step time it costs (its fine threshold plus its cost, graded on its own
+    # cut points: what a bottleneck's grade beside its cost derives from); None when it costs none
+    cost_level: str | None = None
 
 
 class CollectBy(Enum):
@@ -116,25 +119,30 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     value = as_number(ctx.facts.get(fact))
     if value is None:
         return _unknown(rule.id, [f"fact:{fact}"], ctx.facts) if fact not in ctx.facts else None
-    level = None
-    threshold = 0.0
-    for name, cut in rule.levels.items():
-        if rule.compare.crossed(value, cut):
-            level, threshold = name, cut
+    level, threshold = _grade(rule, value)
     if level is None:
         return None
     fine = rule.fine
     cost = 0.0
+    cost_level = None
     if not rule.cost.none:
-        excess = value - fine if rule.compare.upward else fine - value
-        if rule.cost.excluding:
-            # the part another bottleneck explains (unknown: nothing is excluded)
-            excess -= as_number(ctx.facts.get(rule.cost.excluding)) or 0.0
+        # the part another bottleneck explains (unknown: nothing is excluded)
+        excluded = (
+            (as_number(ctx.facts.get(rule.cost.excluding)) or 0.0) if rule.cost.excluding else 0.0
+        )
+        costed = value - excluded if rule.compare.upward else value + excluded
+        excess = costed - fine if rule.compare.upward else fine - costed
         scale = 1.0
         if rule.cost.scale:
             scale_value = as_number(ctx.facts.get(rule.cost.scale))
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
+        if cost > 0:
+            # graded on the cost itself, a share of the step: as if the measure were that far
+            # past its fine threshold (the part another bottleneck explains or that falls
+            # outside the step's scale is not this symptom's to grade)
+            shown = fine + cost if rule.compare.upward else fine - cost
+            cost_level = _grade(rule, shown)[0] or LEVELS[0]
     unit = spec_for(fact).unit
     message = render(
         rule.message,
@@ -144,7 +152,17 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
         level=level,
         facts=FactView(ctx.facts),
     )
-    return Symptom(rule.id, level, fact, value, threshold, fine, cost, message)
+    return Symptom(rule.id, level, fact, value, threshold, fine, cost, message, cost_level)
+
+
+def _grade(rule: SymptomRule, value: float) -> tuple[str | None, float]:
+    """The highest level whose cut point the value crosses, and that cut point."""
+    level = None
+    threshold = 0.0
+    for name, cut in rule.levels.items():
+        if rule.compare.crossed(value, cut):
+            level, threshold = name, cut
+    return level, threshold
 
 
 class FactView(dict[str, str]):
@@ -188,15 +206,21 @@ def _evaluate_bottleneck(
     if not hits or not _evidence_holds(rule, fired):
         return None, gap
     symptoms = [fired[s] for s in hits]
-    severity = max((s.level for s in symptoms), key=_RANK.__getitem__)
+    evidence_level = max((s.level for s in symptoms), key=_RANK.__getitem__)
     cost = max(s.cost_ratio for s in symptoms)
+    # the grade shown beside the cost comes from the evidence that costs the time; evidence
+    # that claims none (or whose time another bottleneck explains) grades it no higher than a note
+    costed = [s.cost_level for s in symptoms if s.cost_level is not None]
+    severity = max(costed, key=_RANK.__getitem__) if costed else LEVELS[0]
     detail = "; ".join(s.message for s in symptoms)
     if cost <= 0:
         # no time to template: the evidence speaks, and the rule's notes say what it risks
         notes = render(rule.docs.notes, facts=FactView(facts)) if rule.docs.notes else ""
-        return Bottleneck(rule.id, severity, cost, hits, detail, rule.title, notes), gap
-    message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
-    return Bottleneck(rule.id, severity, cost, hits, message, rule.title), gap
+        found = Bottleneck(rule.id, severity, cost, hits, detail, rule.title, notes)
+    else:
+        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
+        found = Bottleneck(rule.id, severity, cost, hits, message, rule.title)
+    return dataclasses.replace(found, evidence_level=evidence_level), gap
 
 
 def _with_lead(ranked: list[Bottleneck]) -> list[Bottleneck]:
@@ -236,7 +260,7 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
             bottlenecks.append(found)
         if gap:
             gaps.append(gap)
-    ranked = sorted(bottlenecks, key=lambda b: (-b.cost_ratio, -_RANK[b.severity], b.id))
+    ranked = sorted(bottlenecks, key=lambda b: (-b.cost_ratio, -_RANK[b.evidence_level], b.id))
     result.bottlenecks = _with_lead(ranked)
     result.unknown = gaps
     return result

@@ -59,6 +59,10 @@ class BadValues:
     skip: bool = False
     dropped: dict[str, int] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
+    # single values left out while their row is kept (a PMU ratio outside [0, 1]: the kernel
+    # still counts, without pipe data)
+    ignored: dict[str, int] = field(default_factory=dict)
+    first_ignored: dict[str, str] = field(default_factory=dict)
 
     def reject(self, path: Path, where: str, value: object, why: str = "", count: int = 1) -> None:
         """Raise the input error, or (skipping) count the rows the caller then drops."""
@@ -78,15 +82,29 @@ class BadValues:
         self.dropped[key] = self.dropped.get(key, 0) + 1
         self.first.setdefault(key, text)
 
+    def ignore(
+        self, path: Path, where: str, value: object, why: str, then: str, count: int = 1
+    ) -> None:
+        """Count values left out of rows that are otherwise used (`then`: what such a row
+        counts as without its value)."""
+        key = str(path)
+        self.ignored[key] = self.ignored.get(key, 0) + count
+        self.first_ignored.setdefault(key, f"{where}: {value!r} is {why}; {then}")
+
     def by_name(self) -> dict[str, int]:
         """Dropped rows per file name (the name a fact's source quotes)."""
         return {Path(path).name: count for path, count in self.dropped.items()}
 
     def warnings(self) -> list[str]:
-        return [
+        dropped = [
             f"{path}: {count} row(s) or event(s) with values that cannot be right were dropped "
             f"(first: {self.first[path]})"
             for path, count in sorted(self.dropped.items())
+        ]
+        return dropped + [
+            f"{path}: {count} value(s) outside their range were left out "
+            f"(first: {self.first_ignored[path]})"
+            for path, count in sorted(self.ignored.items())
         ]
 
     def measure(self, path: Path, where: str, value: object) -> float | Invalid | None:

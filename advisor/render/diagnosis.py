@@ -11,7 +11,7 @@ from advisor.facts.catalogue import spec_for
 from advisor.facts.units import format_value
 from advisor.model import Bottleneck
 from advisor.render.markdown import diagnosis_markdown
-from advisor.render.words import bottleneck_message, how_to_collect
+from advisor.render.words import bottleneck_message, cost_share, how_to_collect
 
 DIAGNOSIS_SCHEMA = "advisor/diagnosis@2"
 
@@ -59,6 +59,7 @@ def _bottleneck_json(b: Bottleneck) -> dict[str, object]:
     return {
         "id": b.id,
         "severity": b.severity,
+        "evidence_level": b.evidence_level,
         "cost_ratio": b.cost_ratio,
         "evidence": b.evidence,
         "lead": lead,
@@ -72,20 +73,22 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
     if main is None:
         lines.append("No bottleneck above its threshold: the profile looks healthy.")
     else:
-        cost = (
-            f"{main.cost_ratio:.1%} of the step"
+        grade = (
+            f"{main.severity}, {main.cost_ratio:.1%} of the step"
             if main.cost_ratio > 0
-            else "no measurable step time: evidence of a risk, not of lost time"
+            else f"no measurable step time: evidence of a risk ({main.evidence_level} level), "
+            "not of lost time"
         )
-        lines.append(f"Main bottleneck: {main.id} ({main.severity}, {cost})")
+        lines.append(f"Main bottleneck: {main.id} ({grade})")
         lines.append(f"  {bottleneck_message(main)}")
     if len(diagnosis.bottlenecks) > 1:
         lines.append("")
         lines.append("bottlenecks (the one worth most first)")
+        width = max(6, *(len(cost_share(b)) for b in diagnosis.bottlenecks))
         for i, b in enumerate(diagnosis.bottlenecks, start=1):
             evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
             lines.append(
-                f"  {i}. {b.id:<28} {b.severity:<8} {b.cost_ratio:>6.1%}  evidence: {evidence}"
+                f"  {i}. {b.id:<28} {b.severity:<8} {cost_share(b):>{width}}  evidence: {evidence}"
             )
     if diagnosis.symptoms:
         lines.append("")

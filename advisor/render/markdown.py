@@ -26,7 +26,8 @@ def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
         lines += [
             f"### advisor — {words.head(s)}: {words.title(rec)}",
             "",
-            f"`{rec.feature}` · {words.change_line(rec)}",
+            f"`{rec.feature}` · "
+            + (words.change_line(rec) if rec.patch else "advice: no config key to change"),
         ]
         lines += ["", f"**Why.** {words.why(s, rec)}"]
         if rec.evidence:
@@ -63,7 +64,7 @@ def diagnosis_markdown(diagnosis: Diagnosis) -> str:
     lines += ["| # | bottleneck | severity | cost | evidence |", "|---|---|---|---|---|"]
     for i, b in enumerate(diagnosis.bottlenecks, start=1):
         evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
-        lines.append(f"| {i} | `{b.id}` | {b.severity} | {b.cost_ratio:.1%} | {evidence} |")
+        lines.append(f"| {i} | `{b.id}` | {b.severity} | {words.cost_share(b)} | {evidence} |")
     if diagnosis.symptoms:
         lines += ["", "<details><summary>symptoms</summary>", ""]
         lines += [f"- **{s.level}** `{s.id}`: {_cell(s.message)}" for s in diagnosis.symptoms]

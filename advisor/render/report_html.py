@@ -7,20 +7,20 @@ change, then the comparison and the history.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from html import escape
 from typing import Protocol
 
 from advisor import __version__
 from advisor.engine.compare import Comparison
-from advisor.engine.diagnose import Diagnosis, Symptom
-from advisor.facts.catalogue import is_known, spec_for
+from advisor.engine.compare_notes import Verdict
+from advisor.engine.diagnose import Diagnosis
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
 from advisor.render import words
 from advisor.render.compare_words import metric_change, metric_value, note_text
+from advisor.render.html_bottlenecks import bottleneck_table, first_sentence, symptom_table
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
 from advisor.render.html_style import SCRIPT, STYLE
@@ -69,27 +69,43 @@ def _tiles(facts: FactSet) -> str:
     return f'<div class="tiles">{"".join(tiles)}</div>'
 
 
-def _first_sentence(text: str) -> str:
-    """The lead sentence of a rule's message (the table keeps the whole text as a tooltip)."""
-    match = re.search(r"(?<=[a-z0-9%)\]])\. (?=[A-Z])", text)
-    return text[: match.start() + 1] if match else text
+def _verdict_line(comparison: Comparison) -> str:
+    verdict = escape(comparison.verdict.value)
+    return (
+        f'<p class="headline {verdict}">Against the baseline: {verdict.upper()} — '
+        f"{escape(note_text(comparison.reason))}</p>"
+    )
 
 
-def _headline(diagnosis: Diagnosis, suggestion: Suggestion | None) -> str:
+def _headline(
+    diagnosis: Diagnosis, suggestion: Suggestion | None, comparison: Comparison | None = None
+) -> str:
+    """What the page says first. With a baseline, compare's verdict leads: a run compare judged
+    worse is never greeted as healthy, and the next change waits for the revert."""
+    revert = comparison is not None and comparison.verdict is Verdict.revert
+    lines = [_verdict_line(comparison)] if comparison is not None else []
     main = diagnosis.main
     if main is None:
-        text = "No bottleneck above its threshold: the profile looks healthy."
-        cls = "ok"
+        text = "No bottleneck above its threshold" + (
+            "." if revert else ": the profile looks healthy."
+        )
+        cls = "note" if revert else "ok"
     else:
         cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "a risk"
         text = (
             f"Main bottleneck: {main.id.removeprefix('bottleneck.')} ({cost}). "
-            f"{_first_sentence(words.bottleneck_message(main))}"
+            f"{first_sentence(words.bottleneck_message(main))}"
         )
         cls = main.severity
-    lines = [f'<p class="headline {escape(cls)}">{escape(text)}</p>']
+    lines.append(f'<p class="headline {escape(cls)}">{escape(text)}</p>')
     rec = suggestion.recommendation if suggestion else None
-    if rec is not None:
+    if revert and not (rec is not None and rec.undo):
+        lines.append(
+            '<p class="next">Next: revert the change this run tried (compare judged it worse '
+            'than the baseline), then profile again; the <a href="#change">change below</a> '
+            "was read from this run, not from the reverted config.</p>"
+        )
+    elif rec is not None:
         lines.append(
             f'<p class="next">Next change: <a href="#change">{escape(words.title(rec))}</a> '
             f"<code>{escape(rec.feature)}</code></p>"
@@ -127,73 +143,6 @@ def _step_ms(facts: FactSet) -> float | None:
     return number(facts.value("step.time_ms")) or number(facts.value("attrib.step_ms"))
 
 
-def _bottlenecks(diagnosis: Diagnosis, facts: FactSet) -> str:
-    if not diagnosis.bottlenecks:
-        return '<p class="ok">No bottleneck above its threshold.</p>'
-    step = _step_ms(facts)
-    symptoms = {s.id: s for s in diagnosis.symptoms}
-    rows = []
-    for i, b in enumerate(diagnosis.bottlenecks, start=1):
-        ceiling = _ceiling(b.evidence, symptoms, step)
-        evidence = ", ".join(e.removeprefix("symptom.") for e in b.evidence)
-        width = max(0.0, min(b.cost_ratio, 1.0)) * 100
-        message = words.bottleneck_message(b)
-        rows.append(
-            f"<tr><td>{i}</td><td><code>{escape(b.id.removeprefix('bottleneck.'))}</code></td>"
-            f'<td><span class="pill {escape(b.severity)}">{escape(b.severity)}</span></td>'
-            f'<td class="num" data-v="{b.cost_ratio}"><span class="meter">'
-            f'<i style="width:{width:.1f}%"></i></span>{b.cost_ratio:.1%}</td>'
-            f'<td class="num">{ceiling}</td><td>{escape(evidence)}</td>'
-            f'<td title="{escape(message)}">{escape(_first_sentence(message))}</td></tr>'
-        )
-    head = (
-        "<tr><th>#</th><th>bottleneck</th><th>severity</th><th>cost</th>"
-        "<th>ceiling</th><th>evidence</th><th>why</th></tr>"
-    )
-    return f'<table class="sortable"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def _ceiling(evidence: Sequence[str], symptoms: dict[str, Symptom], step: float | None) -> str:
-    """The step time the costliest evidence measures (a share of the step): the most removing
-    the bottleneck entirely could recover."""
-    fired = [symptoms[e] for e in evidence if e in symptoms and symptoms[e].cost_ratio > 0]
-    if not fired or not step:
-        return "-"
-    worst = max(fired, key=lambda s: s.cost_ratio)
-    if spec_for(worst.fact).unit != "ratio" if is_known(worst.fact) else True:
-        return "-"
-    return f"{worst.value * step:.2f} ms ({worst.value:.1%})"
-
-
-def _symptoms(diagnosis: Diagnosis) -> str:
-    if not diagnosis.symptoms and not diagnosis.unknown:
-        return ""
-    rows = [
-        f'<tr><td><span class="pill {escape(s.level)}">{escape(s.level)}</span></td>'
-        f"<td><code>{escape(s.id.removeprefix('symptom.'))}</code></td>"
-        f'<td class="num">{s.value:.4g}</td><td class="num">{s.threshold:.4g}</td>'
-        f"<td>{escape(s.message)}</td></tr>"
-        for s in diagnosis.symptoms
-    ]
-    table = (
-        "<table><thead><tr><th>level</th><th>symptom</th><th>measured</th><th>threshold</th>"
-        f"<th>what it means</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        if rows
-        else ""
-    )
-    unknown = "".join(
-        f"<li><code>{escape(u.rule)}</code> needs {escape(', '.join(u.missing))}: "
-        f"{escape(words.how_to_collect(u))}</li>"
-        for u in diagnosis.unknown
-    )
-    if unknown:
-        table += (
-            f"<details><summary>Not measured ({len(diagnosis.unknown)}): how to collect it"
-            f"</summary><ul>{unknown}</ul></details>"
-        )
-    return table
-
-
 def _operators(facts: FactSet) -> str:
     top = facts.value("ops.top")
     if not isinstance(top, list) or not top:
@@ -220,7 +169,7 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
         parts.append(f"<p>{escape(words.summary(suggestion))}</p>")
     else:
         parts.append(f"<h3>{words.head(suggestion)}: {escape(words.title(rec))}</h3>")
-        change = words.change_line(rec)
+        change = words.change_line(rec) if rec.patch else "advice: no config key to change"
         parts.append(f"<p><code>{escape(rec.feature)}</code> · {escape(change)}</p>")
         dl = [("Why", words.why(suggestion, rec)), ("Advice", rec.advice)]
         if rec.evidence:
@@ -340,14 +289,14 @@ def report_html(data: ReportView) -> str:
         ),
         _section(
             "Bottlenecks, the one worth most first",
-            _bottlenecks(data.diagnosis, facts) + _symptoms(data.diagnosis),
+            bottleneck_table(data.diagnosis, _step_ms(facts)) + symptom_table(data.diagnosis),
             "bottlenecks",
             "Cost: the share of the step the bottleneck's symptoms cost beyond their fine "
             "threshold; ceiling: the step time its costliest symptom measures, the most that "
             "removing it entirely could recover.",
         ),
     ]
-    ranks = rank_section(facts)
+    ranks = rank_section(facts, any(s.id == "symptom.slow-rank" for s in data.diagnosis.symptoms))
     if ranks:
         sections.append(
             _section(
@@ -369,7 +318,7 @@ def report_html(data: ReportView) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>advisor report — {escape(data.title)}</title><style>{STYLE}</style></head>"
         f'<body><header><h1>advisor report</h1><p class="sub">{escape(data.title)} · '
-        f"{escape(str(subtitle))}</p>{_headline(data.diagnosis, data.suggestion)}"
+        f"{escape(str(subtitle))}</p>{_headline(data.diagnosis, data.suggestion, data.comparison)}"
         f"{_tiles(facts)}{warnings}</header><main>{''.join(s for s in sections if s)}</main>"
         f"<footer>advisor {escape(__version__)} · inputs: {escape(inputs)}</footer>"
         f"<script>{SCRIPT}</script></body></html>\n"

@@ -73,9 +73,11 @@ def _verify_json(check: VerifyCheck) -> dict[str, object]:
 
 
 def _recommendation_text(s: Suggestion, rec: Recommendation) -> list[str]:
+    # advice (no patch) is named by its title in the first line already
+    named = f" — {words.title(rec)}" if rec.patch is not None else ""
     lines = [
         f"{words.head(s)}: {words.change_line(rec)}",
-        f"  feature: {rec.feature} — {words.title(rec)}",
+        f"  feature: {rec.feature}{named}",
         "",
         f"Why: {words.why(s, rec)}",
     ]

@@ -160,10 +160,17 @@ def lead_sentence(b: Bottleneck) -> str:
             f"{other} ({other_cost:.1%})"
         )
     elif b.lead is Lead.more_severe:
-        why = f"its evidence is the most severe ({b.severity}) at equal cost"
+        why = f"its evidence is the most severe ({b.evidence_level or b.severity}) at equal cost"
     else:
         return ""
     return f" Leads: {why}."
+
+
+def cost_share(b: Bottleneck) -> str:
+    """The bottleneck's cost as the lists show it: never a bare 0.0% beside a grade."""
+    if b.cost_ratio <= 0:
+        return "no step time"
+    return f"{b.cost_ratio:.1%}" if b.cost_ratio >= 0.0005 else "<0.1%"
 
 
 def bottleneck_message(b: Bottleneck) -> str:
@@ -343,7 +350,6 @@ _VERBS = {
     Direction.decrease: "should decrease",
     Direction.increase: "should increase",
     Direction.unchanged: "should not change",
-    Direction.watch: "watch it",
 }
 
 
@@ -353,4 +359,6 @@ def verify_line(check: VerifyCheck) -> str:
     now = ""
     if check.current is not None and check.unit is not None:
         now = f" (now {format_value(check.current, check.unit, compact=True)})"
+    if check.direction is Direction.watch:  # no expected direction: the fact names the watch
+        return f"watch {check.fact}{now}"
     return f"{check.fact} {_VERBS[check.direction]}{now}"

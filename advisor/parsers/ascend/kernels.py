@@ -14,6 +14,8 @@ from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
 from advisor.parsers.profile_data import KernelGroup, KernelTable
 
+_PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
+
 
 def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -> KernelTable:
     """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean."""
@@ -39,7 +41,7 @@ def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -
         if duration < small_max:
             group.small_count += 1
             group.small_us += duration
-        ratios = columns.pipe_ratios(row) if columns.has_pmu else None
+        ratios = columns.pipe_ratios(row, table.line, bad) if columns.has_pmu else None
         if ratios is not None:
             add_pipes(group, duration, *ratios, mte2_bound, compute_used)
     if rows == 0:
@@ -76,10 +78,9 @@ class _KernelColumns:
         self.name = table.column("Name")
         self.core = table.column("Accelerator Core", "Task Type")
         self.step = table.column("Step Id")
-        pipes = [
-            table.column(c)
-            for c in ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
-        ]
+        self.path = table.path
+        pipes = [table.column(c) for c in _PIPES]
+        self.pipe_names = {i: name for i, name in zip(pipes, _PIPES, strict=True) if i is not None}
         self.has_pmu = pipes[1] is not None or pipes[3] is not None
         self.aic_mac, self.aic_mte2, self.aiv_vec, self.aiv_mte2 = (
             i if i is not None else -1 for i in pipes
@@ -97,19 +98,34 @@ class _KernelColumns:
         name = clean(row[self.name]) if self.name is not None else clean(key[1])
         return KernelGroup(integer(key[0]), clean(key[1]), clean(key[2]), name)
 
-    def pipe_ratios(self, row: list[str]) -> tuple[float, float] | None:
+    def pipe_ratios(self, row: list[str], line: int, bad: BadValues) -> tuple[float, float] | None:
         """(compute, mte2) ratios of the unit that ran the kernel: cube ratios when present
-        and non-zero, else vector ratios; None when neither is there."""
-        ratios = _ratios(row, self.aic_mac, self.aic_mte2)
-        return ratios if ratios is not None else _ratios(row, self.aiv_vec, self.aiv_mte2)
+        and non-zero, else vector ratios; None when neither is there. A ratio outside [0, 1]
+        is left out with a warning naming the file, row and column."""
+        cube = self._ratios(row, self.aic_mac, self.aic_mte2, line, bad)
+        if not isinstance(cube, _OutOfRange) and cube is None:
+            vector = self._ratios(row, self.aiv_vec, self.aiv_mte2, line, bad)
+            return None if isinstance(vector, _OutOfRange) else vector
+        return None if isinstance(cube, _OutOfRange) else cube
 
-
-def _ratios(row: list[str], compute_i: int, mte2_i: int) -> tuple[float, float] | None:
-    compute = _to_float(row[compute_i]) if compute_i >= 0 else None
-    mte2 = _to_float(row[mte2_i]) if mte2_i >= 0 else None
-    if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
-        return None
-    return compute, mte2
+    def _ratios(
+        self, row: list[str], compute_i: int, mte2_i: int, line: int, bad: BadValues
+    ) -> tuple[float, float] | _OutOfRange | None:
+        compute = _to_float(row[compute_i]) if compute_i >= 0 else None
+        mte2 = _to_float(row[mte2_i]) if mte2_i >= 0 else None
+        if isinstance(compute, _OutOfRange) or isinstance(mte2, _OutOfRange):
+            column = compute_i if isinstance(compute, _OutOfRange) else mte2_i
+            bad.ignore(
+                self.path,
+                f"row {line}, {self.pipe_names[column]}",
+                row[column],
+                "not a ratio in [0, 1]",
+                "the kernel counts without pipe data",
+            )
+            return _OUT_OF_RANGE
+        if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
+            return None
+        return compute, mte2
 
 
 def add_pipes(
@@ -129,11 +145,19 @@ def add_pipes(
         group.mte2_bound_us += duration
 
 
-def _to_float(text: str) -> float | None:
-    """A pipe ratio in [0, 1]; None for N/A cells (AI-CPU kernels, Level0), blanks and values
-    that are not ratios (the kernel then counts without pipe data)."""
+class _OutOfRange:
+    """A pipe cell that holds a value but not a ratio in [0, 1] (1.7, -0.2, nan, "abc")."""
+
+    __slots__ = ()
+
+
+_OUT_OF_RANGE = _OutOfRange()
+
+
+def _to_float(text: str) -> float | _OutOfRange | None:
+    """A pipe ratio in [0, 1]; None for N/A cells (AI-CPU kernels, Level0) and blanks."""
     try:
         value = float(text)
     except ValueError:
-        return None
-    return value if 0.0 <= value <= 1.0 else None
+        return None if clean(text) in NOT_AVAILABLE else _OUT_OF_RANGE
+    return value if 0.0 <= value <= 1.0 else _OUT_OF_RANGE  # also out of range for NaN

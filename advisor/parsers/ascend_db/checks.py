@@ -4,6 +4,9 @@ A task, communication op or step must be an interval of the session: integer nan
 end not before its start, shorter than an hour, within a day of the session start. Other rows
 are corruption: they refuse the file (one line naming the table, how many rows and the first),
 or under --skip-bad-files they are left out of every query and counted in a warning.
+
+A PMU pipe ratio outside [0, 1] is left out of its task (which still counts, without pipe
+data) with a warning naming the table, the task and the metric.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from advisor.parsers.bounds import BadValues
 MAX_INTERVAL_NS = 3_600 * 10**9  # an hour: longer than any task, op or step
 MAX_OFFSET_NS = 86_400 * 10**9  # a day from the session start
 TIMED_TABLES = (("TASK", "globalTaskId"), ("COMMUNICATION_OP", "opId"), ("STEP_TIME", "id"))
+PMU_RATIOS = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
+# the SQL condition a usable TASK_PMU_INFO ratio meets (a NULL is not available, never a warning;
+# SQLite stores NaN as NULL)
+PMU_RATIO_OK = "(typeof(value) IN ('integer', 'real') AND value BETWEEN 0 AND 1)"
 
 
 def valid_interval(origin: int, prefix: str = "") -> str:
@@ -47,3 +54,35 @@ def check_intervals(db: Database, origin: int, bad: BadValues) -> None:
                 "not an interval (integer ns, end >= start, under an hour, within a day)",
                 count=count,
             )
+
+
+def check_pmu_ratios(db: Database, strings: dict[int, str], bad: BadValues) -> None:
+    """Warn about the pipe ratios that are no ratio; the kernel query leaves them out."""
+    ids = {key: value for key, value in strings.items() if value in PMU_RATIOS}
+    if not ids or not db.has("TASK_PMU_INFO", "globalTaskId", "name", "value"):
+        return
+    wanted = ", ".join(str(int(key)) for key in ids)
+    sql = (
+        "SELECT COUNT(*), MIN(globalTaskId) FROM TASK_PMU_INFO "
+        f"WHERE name IN ({wanted}) AND value IS NOT NULL AND NOT {PMU_RATIO_OK}"
+    )
+    for count, first in db.rows("TASK_PMU_INFO", sql):
+        if not count:
+            continue
+        name, value = next(
+            db.rows(
+                "TASK_PMU_INFO",
+                "SELECT name, value FROM TASK_PMU_INFO WHERE globalTaskId = ? "
+                f"AND name IN ({wanted}) AND value IS NOT NULL AND NOT {PMU_RATIO_OK}",
+                (first,),
+            ),
+            (None, None),
+        )
+        bad.ignore(
+            Path(db.path),
+            f"table TASK_PMU_INFO, globalTaskId {first}, {ids.get(name, name)}",
+            value,
+            "not a ratio in [0, 1]",
+            "the kernel counts without pipe data",
+            count=count,
+        )

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.ascend_db.checks import valid_interval
+from advisor.parsers.ascend_db.checks import PMU_RATIO_OK, PMU_RATIOS, valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.profile_data import KernelGroup, KernelTable
 from advisor.parsers.traces.steps import StepWindow
 
-_PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
+_PIPES = PMU_RATIOS
 # Above this size the kernel aggregation (SQLite's own work, single-threaded) runs in a second
 # process while this one reads the timeline tables; below it a process start costs more.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
@@ -146,8 +146,9 @@ def _kernels(
 
 def _pmu_cte(ids: dict[str, int]) -> str:
     """The four pipe ratios of each task, one row per task (TASK_PMU_INFO has one per metric)."""
+    # a value that is no ratio is left out (checks.check_pmu_ratios warns about it)
     pivot = ", ".join(
-        f"MAX(CASE WHEN name = {ids.get(p, -1)} THEN value END) AS {alias}"
+        f"MAX(CASE WHEN name = {ids.get(p, -1)} AND {PMU_RATIO_OK} THEN value END) AS {alias}"
         for p, alias in zip(_PIPES, ("mac", "mte2", "vec", "vmte2"), strict=True)
     )
     wanted = ", ".join(str(ids.get(p, -1)) for p in _PIPES)

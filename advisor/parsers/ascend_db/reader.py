@@ -19,7 +19,7 @@ from typing import Any
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.ascend_db.analysis import read_comm, read_links, read_step_rows
-from advisor.parsers.ascend_db.checks import check_intervals, valid_interval
+from advisor.parsers.ascend_db.checks import check_intervals, check_pmu_ratios, valid_interval
 from advisor.parsers.ascend_db.kernels import start_kernels
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.ascend_db.trace import read_db_trace
@@ -98,6 +98,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
         if out.comm is not None:
             out.sources["communication.json"] = f"{path.name}:COMMUNICATION_OP"
+        check_pmu_ratios(db, strings, bad)  # while a worker aggregates the kernels
         out.kernels = kernels()
     analysis = analysis_db(path.parent)
     if analysis is not None:
