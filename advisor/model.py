@@ -267,7 +267,7 @@ class RejectCode(Enum):
     disabled = "disabled"
     applied = "applied"
     prerequisite_false = "prerequisite-false"  # requirement: the rule's reason
-    not_indicated = "not-indicated"  # its trigger condition is false
+    not_indicated = "not-indicated"  # its trigger condition is false; lacks: what, in words
     trigger_unknown = "trigger-unknown"  # needs
     rejected_before = "rejected-before"  # the ledger records it rejected or reverted
     prerequisite_unknown = "prerequisite-unknown"  # requirement, needs
@@ -279,6 +279,7 @@ class RejectCode(Enum):
     behind_undecided = "behind-undecided"  # needs: an earlier feature's trigger lacks them
     lower_ceiling = "lower-ceiling"  # ceiling_ratio, other, other_ratio
     try_order = "try-order"  # order, other
+    numerics_last = "numerics-last"  # other: a candidate that keeps the numerics comes first
 
 
 @dataclass(frozen=True)
@@ -338,6 +339,37 @@ class Bottleneck:
 
 
 @dataclass(frozen=True)
+class Reach:
+    """The most step time a change can recover: the time it targets, bounded by its mechanism.
+
+    `limit` says what bounded it: None (the target itself), "share" (the part the mechanism
+    removes, e.g. half the bytes), "hides-under" (an overlap hides at most the compute)."""
+
+    ms: float
+    ratio: float  # of the step
+    target_ms: float
+    mechanism: str
+    limit: str | None = None
+    share: float = 1.0
+    hides_under: str | None = None
+    hides_under_ms: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ms": round(self.ms, 3),
+            "ratio": round(self.ratio, 4),
+            "target_ms": round(self.target_ms, 3),
+            "mechanism": self.mechanism,
+            "limit": self.limit,
+            "share": self.share,
+            "hides_under": self.hides_under,
+            "hides_under_ms": None
+            if self.hides_under_ms is None
+            else round(self.hides_under_ms, 3),
+        }
+
+
+@dataclass(frozen=True)
 class Recommendation:
     feature: str
     bottleneck: str
@@ -352,6 +384,7 @@ class Recommendation:
     diff: str = ""
     ceiling_ms: float | None = None  # the most step time the change can recover
     ceiling_ratio: float | None = None
+    reach: Reach | None = None  # how the ceiling was bounded
     undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
     memory: str = ""  # the rule's word on what the change does to memory
     revert_note: str | None = None  # an undo's: what compare recorded when it said revert

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
+from advisor.engine.changes import abstract_ops, ceiling_of, is_applied, reach_of
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
@@ -85,26 +85,46 @@ _Judgement = Callable[[FeatureRule, str, RuleGraph, Context, History], Rejected 
 def _settled(
     rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
 ) -> Rejected | None:
-    """Switched off, already there, or impossible whatever the profile shows."""
+    """Switched off or already there."""
     if not rule.enabled:
         return Rejected(rule.id, RejectCode.disabled)
     if is_applied(rule, ctx):
         return Rejected(rule.id, RejectCode.applied)
-    unmet = unmet_requirement(rule, ctx)
-    if unmet is not None:
-        return Rejected(rule.id, RejectCode.prerequisite_false, {"requirement": unmet})
     return None
 
 
 def _indicated(
     rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
 ) -> Rejected | None:
+    """The profile shows none of what the feature acts on: the truest reason, before any
+    prerequisite of the config (prefetch on a job without all-gathers is pointless whatever
+    the config says)."""
+    for item in rule.addresses:
+        if item.bottleneck != bottleneck or item.when is None:
+            continue
+        if evaluate(item.when, ctx).truth is Truth.FALSE:
+            values: dict[str, Value] = {"lacks": item.otherwise} if item.otherwise else {}
+            return Rejected(rule.id, RejectCode.not_indicated, values)
+    return None
+
+
+def _possible(
+    rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
+) -> Rejected | None:
+    """Impossible whatever the profile shows: a prerequisite known to be false."""
+    unmet = unmet_requirement(rule, ctx)
+    if unmet is not None:
+        return Rejected(rule.id, RejectCode.prerequisite_false, {"requirement": unmet})
+    return None
+
+
+def _trigger_known(
+    rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
+) -> Rejected | None:
     for item in rule.addresses:
         if item.bottleneck != bottleneck or item.when is None:
             continue
         gate = evaluate(item.when, ctx)
-        if gate.truth is Truth.FALSE:
-            return Rejected(rule.id, RejectCode.not_indicated)
         if gate.truth is Truth.UNKNOWN:
             return Rejected(rule.id, RejectCode.trigger_unknown, {"needs": missing_names(gate)})
     return None
@@ -158,15 +178,18 @@ def _something_to_change(
 def _worth_it(
     rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
 ) -> Rejected | None:
-    ceiling = ceiling_of(rule, ctx)
-    if ceiling is None or rule.ceiling is None or not below_ceiling(rule, ctx):
+    reach = reach_of(rule, ctx)
+    if reach is None or rule.ceiling is None or not below_ceiling(rule, ctx):
         return None
     values: dict[str, Value] = {
-        "ceiling_ms": ceiling[0],
-        "ceiling_ratio": ceiling[1],
+        "ceiling_ms": reach.ms,
+        "ceiling_ratio": reach.ratio,
         "target": rule.ceiling.fact,
-        "target_key": rule.ceiling.key,
+        "target_key": ", ".join(rule.ceiling.key) or None,
         "at_most": rule.ceiling.at_most,
+        "target_ms": reach.target_ms,
+        "mechanism": reach.mechanism,
+        "limit": reach.limit,
     }
     return Rejected(rule.id, RejectCode.below_ceiling, values)
 
@@ -174,6 +197,8 @@ def _worth_it(
 _JUDGEMENTS: tuple[_Judgement, ...] = (
     _settled,
     _indicated,
+    _possible,
+    _trigger_known,
     _not_rejected_before,
     _prerequisites_known,
     _no_conflict,

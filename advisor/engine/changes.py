@@ -9,7 +9,7 @@ from advisor.core.values import as_number, get_path, values_equal
 from advisor.engine.conditions import Context, evaluate
 from advisor.engine.rule_model import FeatureRule
 from advisor.facts.catalogue import is_known, spec_for
-from advisor.model import PatchOp, PatchTarget
+from advisor.model import PatchOp, PatchTarget, Reach
 
 
 def is_applied(rule: FeatureRule, ctx: Context) -> bool:
@@ -64,21 +64,59 @@ def _whole(value: float) -> int | float:
     return int(value) if value.is_integer() else value
 
 
-def ceiling_of(rule: FeatureRule, ctx: Context) -> tuple[float, float] | None:
-    """(ms, share of the step) the feature can recover at most; None when unknown."""
+def _target_ms(rule: FeatureRule, ctx: Context, step: float) -> float | None:
+    """The time the feature targets, in ms per step (a ratio fact times the step)."""
+    assert rule.ceiling is not None
+    ceiling = rule.ceiling
+    value = ctx.facts.get(ceiling.fact)
+    if ceiling.key:
+        # a per-kind fact that lacks a kind: the job has none of it, nothing to recover there
+        value = (
+            sum(as_number(value.get(key, 0.0)) or 0.0 for key in ceiling.key)
+            if isinstance(value, Mapping)
+            else None
+        )
+    number = as_number(value)
+    if ceiling.at_most is not None:
+        bound = as_number(ctx.facts.get(ceiling.at_most))
+        number = bound if number is None else number if bound is None else min(number, bound)
+    if number is None:
+        return None
+    ratio = is_known(ceiling.fact) and spec_for(ceiling.fact).unit == "ratio"
+    return number * step if ratio else number
+
+
+def reach_of(rule: FeatureRule, ctx: Context) -> Reach | None:
+    """The most step time the feature can recover, bounded by its mechanism; None when
+    unknown. An overlap whose compute is unknown is bounded by its target alone."""
     if rule.ceiling is None:
         return None
-    value = ctx.facts.get(rule.ceiling.fact)
-    if rule.ceiling.key is not None:
-        # a per-kind fact that lacks the kind: the job has none of it, nothing to recover
-        value = value.get(rule.ceiling.key, 0.0) if isinstance(value, Mapping) else None
-    number = as_number(value)
-    if rule.ceiling.at_most is not None:
-        bound = as_number(ctx.facts.get(rule.ceiling.at_most))
-        number = bound if number is None else number if bound is None else min(number, bound)
     step = as_number(ctx.facts.get("attrib.step_ms")) or as_number(ctx.facts.get("step.time_ms"))
-    if number is None or not step:
+    if not step:
         return None
-    if is_known(rule.ceiling.fact) and spec_for(rule.ceiling.fact).unit == "ratio":
-        return number * step, number
-    return number, number / step
+    target = _target_ms(rule, ctx, step)
+    if target is None:
+        return None
+    ceiling = rule.ceiling
+    reach, limit = target, None
+    if ceiling.share < 1.0:
+        reach, limit = target * ceiling.share, "share"
+    hides_under = as_number(ctx.facts.get(ceiling.hides_under)) if ceiling.hides_under else None
+    if hides_under is not None and hides_under < reach:
+        reach, limit = hides_under, "hides-under"
+    return Reach(
+        reach,
+        reach / step,
+        target,
+        ceiling.mechanism,
+        limit,
+        ceiling.share,
+        ceiling.hides_under,
+        hides_under,
+    )
+
+
+def ceiling_of(rule: FeatureRule, ctx: Context) -> tuple[float, float] | None:
+    """(ms, share of the step) the feature can recover at most; None when unknown."""
+    reach = reach_of(rule, ctx)
+    return None if reach is None else (reach.ms, reach.ratio)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from advisor.core.values import as_number
 from advisor.engine import trust
 from advisor.engine.candidates import judge, trigger, unmet_requirement
-from advisor.engine.changes import abstract_ops, ceiling_of, is_applied
+from advisor.engine.changes import abstract_ops, ceiling_of, is_applied, reach_of
 from advisor.engine.conditions import Context, Truth
 from advisor.engine.diagnose import Diagnosis, FactView, step_models_only
 from advisor.engine.graph import RuleGraph
@@ -198,11 +198,15 @@ def _rank_by_ceiling(
     candidates: list[tuple[int, FeatureRule]], ctx: Context
 ) -> tuple[FeatureRule, list[tuple[int, Rejected]]]:
     """The candidate that can recover the most step time; the try order decides ties and
-    whenever a ceiling is unknown (hard orderings are `after` edges, already enforced)."""
+    whenever a ceiling is unknown (hard orderings are `after` edges, already enforced). A change
+    that alters the numerics (a lower-precision reduction) comes after every one that does not,
+    as the seeds try it: last."""
+    exact = [pair for pair in candidates if not pair[1].effect.changes_numerics]
+    pool = exact or candidates
     ceilings = {rule.id: ceiling_of(rule, ctx) for _, rule in candidates}
-    best = candidates[0][1]
+    best = pool[0][1]
     if ceilings[best.id] is not None:
-        for _, rule in candidates[1:]:
+        for _, rule in pool[1:]:
             mine, top = ceilings[rule.id], ceilings[best.id]
             # equal to the reported precision (0.1% of the step): the try order decides
             if mine is not None and top is not None and round(mine[1], 3) > round(top[1], 3):
@@ -213,12 +217,12 @@ def _rank_by_ceiling(
         if rule is best:
             continue
         mine = ceilings[rule.id]
-        if mine is not None and top is not None and round(mine[1], 3) < round(top[1], 3):
-            values: dict[str, Value] = {
-                "ceiling_ratio": mine[1],
-                "other": best.id,
-                "other_ratio": top[1],
-            }
+        values: dict[str, Value]
+        if rule.effect.changes_numerics and not best.effect.changes_numerics:
+            values = {"other": best.id, "ceiling_ratio": None if mine is None else mine[1]}
+            passed.append((order, Rejected(rule.id, RejectCode.numerics_last, values)))
+        elif mine is not None and top is not None and round(mine[1], 3) < round(top[1], 3):
+            values = {"ceiling_ratio": mine[1], "other": best.id, "other_ratio": top[1]}
             passed.append((order, Rejected(rule.id, RejectCode.lower_ceiling, values)))
         else:
             values = {"order": order, "other": best.id}
@@ -250,7 +254,7 @@ def _recommend(
     if change.target is not PatchTarget.none and choice.ops:
         patch = Patch(rule.id, change.target, choice.ops, change.applicability, rule.title)
     cause = next((b for b in diagnosis.bottlenecks if b.id == choice.bottleneck), None)
-    ceiling = ceiling_of(rule, ctx)
+    reach = reach_of(rule, ctx)
     return Recommendation(
         feature=rule.id,
         bottleneck=choice.bottleneck,
@@ -263,8 +267,9 @@ def _recommend(
         risk=rule.effect.risk,
         memory=rule.effect.memory or "",
         verify=verify_checks(rule, ctx),
-        ceiling_ms=ceiling[0] if ceiling else None,
-        ceiling_ratio=ceiling[1] if ceiling else None,
+        ceiling_ms=reach.ms if reach else None,
+        ceiling_ratio=reach.ratio if reach else None,
+        reach=reach,
     )
 
 

@@ -100,6 +100,7 @@ class Address:
     bottleneck: str
     order: int
     when: Condition | None = None
+    otherwise: str | None = None  # what the profile lacks when `when` is false, in words
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,8 @@ class Effect:
     gain: str
     risk: str
     memory: str | None = None
+    changes_numerics: bool = False  # the seeds try such changes last
+    changes_work: bool = False  # alters the work per step: judged per token or sample
 
 
 @dataclass(frozen=True)
@@ -150,12 +153,26 @@ class VerifyItem:
 
 
 @dataclass(frozen=True)
+class Efficacy:
+    """The share of its reachable gain a change is expected to realise: a prior range."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
 class Ceiling:
-    """Where the most step time a feature can recover is measured."""
+    """The most step time a feature can recover: the time it targets, bounded by what its
+    mechanism can remove (a share of it, or the compute an overlap hides under)."""
 
     fact: str
-    key: str | None = None
+    key: tuple[str, ...] = ()  # the entries of a per-kind fact it targets, summed
     at_most: str | None = None  # a measured bound, used alone when `fact` is missing
+    mechanism: str = "removes"
+    share: float = 1.0  # the part of the target the mechanism can remove
+    hides_under: str | None = None  # an overlap hides at most this much (a fact in ms)
+    source: str = ""  # where the bound is stated
+    efficacy: Efficacy | None = None  # the prior; None: rules/prediction.yaml's default
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from advisor.engine.rule_model import (
     Cost,
     Docs,
     Effect,
+    Efficacy,
     Evidence,
     Example,
     FeatureRule,
@@ -109,6 +110,9 @@ class _Node:
 
     def texts(self, key: str) -> tuple[str, ...]:
         return tuple(str(v) for v in self.items(key))
+
+    def flag(self, key: str) -> bool:
+        return self.data.get(key) is True
 
     def node(self, key: str) -> _Node:
         return _Node(self.data.get(key), self.rule)
@@ -243,11 +247,22 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
         return FeatureRule(
             **base,
             addresses=tuple(
-                Address(a.text("bottleneck"), int(a.number("order") or 0), a.condition("when"))
+                Address(
+                    a.text("bottleneck"),
+                    int(a.number("order") or 0),
+                    a.condition("when"),
+                    a.opt_text("otherwise"),
+                )
                 for a in top.nodes("addresses")
             ),
             change=_change(top.node("change")),
-            effect=Effect(effect.text("gain"), effect.text("risk"), effect.opt_text("memory")),
+            effect=Effect(
+                effect.text("gain"),
+                effect.text("risk"),
+                effect.opt_text("memory"),
+                effect.flag("changes_numerics"),
+                effect.flag("changes_work"),
+            ),
             verify=tuple(
                 VerifyItem(v.text("fact"), Direction(v.text("direction")))
                 for v in top.nodes("verify")
@@ -283,7 +298,23 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
 
 
 def _ceiling(node: _Node) -> Ceiling:
-    return Ceiling(node.text("fact"), node.opt_text("key"), node.opt_text("at_most"))
+    key = node.opt_text("key") if isinstance(node.data.get("key"), str) else None
+    keys = (key,) if key is not None else node.texts("key")
+    efficacy = None
+    if "efficacy" in node:
+        prior = node.node("efficacy")
+        efficacy = Efficacy(float(prior.number("low") or 0.0), float(prior.number("high") or 0.0))
+    share = node.number("share") if "share" in node else None
+    return Ceiling(
+        node.text("fact"),
+        keys,
+        node.opt_text("at_most"),
+        node.text("mechanism"),
+        1.0 if share is None else float(share),
+        node.opt_text("hides_under"),
+        node.text("source"),
+        efficacy,
+    )
 
 
 def _required(condition: Condition | None) -> Condition:

@@ -35,10 +35,9 @@ def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
             lines.append(f"**Evidence.** {shown}")
         if rec.advice:
             lines.append(f"**Advice.** {rec.advice}")
-        if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
-            lines.append(
-                f"**Ceiling.** at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%})"
-            )
+        ceiling = words.ceiling_line(rec)
+        if ceiling is not None:
+            lines.append(f"**Ceiling.** {ceiling}")
         lines += [f"**Expected.** {words.expected(rec)}", f"**Risk.** {words.risk(rec)}"]
         if rec.patch:
             lines += [f"**Note.** {note}" for note in rec.patch.notes]

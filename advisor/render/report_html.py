@@ -179,10 +179,9 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
                     "; ".join(f"{f.id} = {format_value(f.value, f.unit)}" for f in rec.evidence),
                 )
             )
-        if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
-            dl.append(
-                ("Ceiling", f"at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%})")
-            )
+        ceiling = words.ceiling_line(rec)
+        if ceiling is not None:
+            dl.append(("Ceiling", ceiling))
         dl += [("Expected", words.expected(rec)), ("Risk", words.risk(rec))]
         if rec.verify:
             dl.append(("Verify", "; ".join(words.verify_line(v) for v in rec.verify)))

@@ -103,7 +103,13 @@ def _sections(rule: Rule) -> list[tuple[str, object]]:
             for c in rule.conflicts
         ]
         effect = _present(
-            {"gain": rule.effect.gain, "memory": rule.effect.memory, "risk": rule.effect.risk}
+            {
+                "gain": rule.effect.gain,
+                "memory": rule.effect.memory,
+                "risk": rule.effect.risk,
+                "changes_numerics": rule.effect.changes_numerics or None,
+                "changes_work": rule.effect.changes_work or None,
+            }
         )
         verify = [{"fact": v.fact, "direction": str(v.direction)} for v in rule.verify]
         return [
@@ -116,8 +122,17 @@ def _sections(rule: Rule) -> list[tuple[str, object]]:
                 _present(
                     {
                         "fact": rule.ceiling.fact,
-                        "key": rule.ceiling.key,
+                        "key": ", ".join(rule.ceiling.key) or None,
                         "at_most": rule.ceiling.at_most,
+                        "mechanism": rule.ceiling.mechanism,
+                        "share": rule.ceiling.share if rule.ceiling.share < 1 else None,
+                        "hides_under": rule.ceiling.hides_under,
+                        "source": rule.ceiling.source,
+                        "efficacy": (
+                            f"{rule.ceiling.efficacy.low:.0%}-{rule.ceiling.efficacy.high:.0%}"
+                            if rule.ceiling.efficacy
+                            else None
+                        ),
                     }
                 )
                 if rule.ceiling

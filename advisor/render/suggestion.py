@@ -86,11 +86,9 @@ def _recommendation_text(s: Suggestion, rec: Recommendation) -> list[str]:
         lines.append(f"Evidence: {shown}")
     if rec.advice:
         lines.append(f"Advice: {rec.advice}")
-    if rec.ceiling_ms is not None and rec.ceiling_ratio is not None:
-        lines.append(
-            f"Ceiling: it can recover at most {rec.ceiling_ms:.2f} ms per step "
-            f"({rec.ceiling_ratio:.1%} of the step)"
-        )
+    ceiling = words.ceiling_line(rec)
+    if ceiling is not None:
+        lines.append(f"Ceiling: {ceiling}")
     lines.append(f"Expected: {words.expected(rec)}")
     lines.append(f"Risk: {words.risk(rec)}")
     lines.extend(f"Note: {note}" for note in (rec.patch.notes if rec.patch else ()))

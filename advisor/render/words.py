@@ -45,6 +45,12 @@ def _below_ceiling(v: Values) -> str:
     target = f"{v['target']}[{v['target_key']}]" if v.get("target_key") else str(v["target"])
     if v.get("at_most"):
         target += f", at most {v['at_most']}"
+    if v.get("limit") == "hides-under":
+        return (
+            f"it can recover at most {_ratio(v['ceiling_ms']):.2f} ms "
+            f"({_ratio(v['ceiling_ratio']):.1%} of the step): an overlap hides at most under the "
+            "compute, and there is almost none"
+        )
     return (
         f"it can recover at most {_ratio(v['ceiling_ms']):.2f} ms "
         f"({_ratio(v['ceiling_ratio']):.1%} of the step): its target ({target}) is not what "
@@ -57,7 +63,9 @@ _REJECTIONS: dict[RejectCode, Callable[[Values], str]] = {
     RejectCode.applied: lambda v: "already applied in the current config/environment",
     RejectCode.prerequisite_false: lambda v: f"prerequisite not met: {v['requirement']}",
     RejectCode.not_indicated: lambda v: (
-        "not indicated by this profile (its trigger condition is false)"
+        f"not indicated by this profile: {v['lacks']}"
+        if v.get("lacks")
+        else "not indicated by this profile (its trigger condition is false)"
     ),
     RejectCode.trigger_unknown: lambda v: f"unknown whether it applies: needs {_names(v['needs'])}",
     RejectCode.rejected_before: lambda v: "tried before and rejected (ledger)",
@@ -80,6 +88,10 @@ _REJECTIONS: dict[RejectCode, Callable[[Values], str]] = {
         f"{v['other']} ({_ratio(v['other_ratio']):.1%}): candidates are ranked by ceiling"
     ),
     RejectCode.try_order: lambda v: f"next in the try order ({v['order']}) after {v['other']}",
+    RejectCode.numerics_last: lambda v: (
+        f"it changes the numerics: tried after {v['other']}, which does not (the seeds try "
+        "such changes last)"
+    ),
 }
 
 
@@ -299,6 +311,36 @@ def why(s: Suggestion, rec: Recommendation) -> str:
     if s.status is Status.needs_data:
         return f"{summary(s)}. {cause}"
     return cause
+
+
+_MECHANISMS = {
+    "removes": "the change removes at most the time it targets",
+    "overlap": "an overlap hides at most under the compute",
+    "fewer-reductions": "fewer reductions save at most {share:.0%} of the reduction time",
+    "fewer-collectives": "skipping collectives saves at most {share:.0%} of their time",
+    "fewer-bytes": "fewer bytes save at most about {share:.0%} of the transfer time",
+    "rebalance": "balancing removes at most the slowest stage's excess",
+}
+
+
+def ceiling_line(rec: Recommendation) -> str | None:
+    """The ceiling and what bounded it: the targeted time, or the mechanism's share of it, or
+    the compute an overlap hides under."""
+    reach = rec.reach
+    if rec.ceiling_ms is None or rec.ceiling_ratio is None:
+        return None
+    said = f"it can recover at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%} of the step)"
+    if reach is None:
+        return said
+    how = _MECHANISMS.get(reach.mechanism, reach.mechanism).format(share=reach.share)
+    if reach.limit == "hides-under":
+        return (
+            f"{said}: {how} ({reach.hides_under} {reach.ms:.2f} ms), less than the "
+            f"{reach.target_ms:.2f} ms it targets"
+        )
+    if reach.limit == "share":
+        return f"{said}: {how} ({reach.target_ms:.2f} ms targeted)"
+    return said  # the time it targets, whole
 
 
 def expected(rec: Recommendation) -> str:
