@@ -340,33 +340,36 @@ class Bottleneck:
 
 @dataclass(frozen=True)
 class Reach:
-    """The most step time a change can recover: the time it targets, bounded by its mechanism.
-
-    `limit` says what bounded it: None (the target itself), "share" (the part the mechanism
-    removes, e.g. half the bytes), "hides-under" (an overlap hides at most the compute)."""
+    """The most step time a change can recover, bounded by its mechanism (`limit`)."""
 
     ms: float
     ratio: float  # of the step
     target_ms: float
-    mechanism: str
-    limit: str | None = None
+    mechanism: str  # the rule's ceiling.mechanism
+    limit: str | None = None  # None: the target itself; "share": a part; "hides-under": compute
     share: float = 1.0
     hides_under: str | None = None
     hides_under_ms: float | None = None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "ms": round(self.ms, 3),
-            "ratio": round(self.ratio, 4),
-            "target_ms": round(self.target_ms, 3),
-            "mechanism": self.mechanism,
-            "limit": self.limit,
-            "share": self.share,
-            "hides_under": self.hides_under,
-            "hides_under_ms": None
-            if self.hides_under_ms is None
-            else round(self.hides_under_ms, 3),
-        }
+
+@dataclass(frozen=True)
+class Prediction:
+    """A change's predicted relative change of the time per unit of work (negative: faster;
+    `low` <= `expected` <= `high`), derived as engine/predict.py says."""
+
+    metric: str  # step_time | time_per_token | time_per_sample
+    step_ms: float  # the step the change is predicted against
+    expected: float
+    low: float  # the largest gain of the range
+    high: float
+    addressed_ms: float  # the attributed time the change addresses
+    addressed_by: str  # ceiling (the feature's target) | bottleneck-cost (no ceiling)
+    bound_ms: float  # the most of it the mechanism can remove
+    efficacy_low: float
+    efficacy_high: float
+    efficacy_from: str  # feature-prior | default-prior | unbounded-prior | job-calibration
+    measurements: int = 0  # the job's measurements of this feature behind a calibration
+    changes_work: bool = False  # the change alters the work per step (batch, accumulation)
 
 
 @dataclass(frozen=True)
@@ -385,6 +388,7 @@ class Recommendation:
     ceiling_ms: float | None = None  # the most step time the change can recover
     ceiling_ratio: float | None = None
     reach: Reach | None = None  # how the ceiling was bounded
+    predicted: Prediction | None = None  # the expected effect, set once the job is known
     undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
     memory: str = ""  # the rule's word on what the change does to memory
     revert_note: str | None = None  # an undo's: what compare recorded when it said revert

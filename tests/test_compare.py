@@ -132,7 +132,8 @@ def test_compare_json_contract(tmp_path: Path):
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert schema_errors(payload, "comparison.schema.json") == []
-    assert payload["schema"] == "advisor/comparison@3" and payload["verdict"] == "keep"
+    assert payload["schema"] == "advisor/comparison@4" and payload["verdict"] == "keep"
+    assert payload["prediction"] is None  # no ledger: nothing predicted to set it against
     assert payload["reason"]["code"] == "beyond-noise"
     assert payload["reason"]["values"]["delta_ratio"] < 0
     assert {m["id"] for m in payload["metrics"]} >= {

@@ -147,6 +147,9 @@ def test_real_ddp_job_exposes_gradient_allreduce_and_gets_no_prefetch(tmp_path: 
     # reducing every other micro-step saves half of it per sample
     assert suggestion.recommendation.feature == "feature.gradient-accumulation"
     assert suggestion.recommendation.ceiling_ms == pytest.approx(96.359 / 2, rel=1e-3)
+    predicted = suggestion.recommendation.predicted
+    assert predicted is not None and predicted.bound_ms == pytest.approx(96.359 / 2, rel=1e-3)
+    assert predicted.metric != "step_time"  # accumulation changes the work per step
     reasons = {r.feature: r for r in suggestion.rejected}
     overlap = reasons["feature.shard-gradient-allreduce"]
     assert overlap.code is RejectCode.lower_ceiling

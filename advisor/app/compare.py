@@ -9,6 +9,7 @@ from typing import Any
 from advisor.app.pipeline import side_facts
 from advisor.dialects.registry import load_config_values as load_config
 from advisor.engine.compare import Comparison, Verdict, compare, read_warnings
+from advisor.engine.predict import Checked, measure
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
@@ -30,16 +31,41 @@ def _configs(
     return base, cand
 
 
+def _check(last: dict[str, Any], result: Comparison) -> Checked | None:
+    """The proposal's prediction against what the comparison measured, when both exist."""
+    change = result.judged_change()
+    predicted = last.get("predicted")
+    if change is None or not isinstance(predicted, dict):
+        return None
+    measured = measure(predicted, result.judged_on.unit, change)
+    recorded = result.verdict is not Verdict.inconclusive
+    return Checked(str(last["feature"]), predicted, measured, recorded)
+
+
 def _record(ledger: Ledger, result: Comparison) -> str | None:
     last = ledger.last_proposed()
     if last is None:
         return "no suggestion in the ledger to mark"
     feature = str(last["feature"])
+    result.checked = _check(last, result)
     if result.verdict is Verdict.inconclusive:
         return f"{feature} left as {ledger.status(feature)} (inconclusive)"
     event = "kept" if result.verdict is Verdict.keep else "reverted"
+    # the measurement of the change beside its prediction: the job's calibration
+    measured: dict[str, Any] = {}
+    if result.checked is not None:
+        measured = {
+            "predicted": dict(result.checked.predicted),
+            "measured": result.checked.measured.to_json(),
+        }
     # the reason's code: `advisor suggest` words it when it proposes the undo
-    ledger.append(event, feature, bottleneck=last.get("bottleneck"), note=result.reason.code.value)
+    ledger.append(
+        event,
+        feature,
+        bottleneck=last.get("bottleneck"),
+        note=result.reason.code.value,
+        **measured,
+    )
     if event == "reverted":
         return f"{feature} marked reverted: the next suggest undoes it and never proposes it again"
     return f"{feature} marked kept"

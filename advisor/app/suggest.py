@@ -16,14 +16,17 @@ from advisor.edit.patch import unified_diff
 from advisor.edit.writer import write_patch
 from advisor.engine.candidates import missing_names
 from advisor.engine.changes import is_applied
+from advisor.engine.compare_work import side_shape
 from advisor.engine.conditions import Truth, evaluate
 from advisor.engine.diagnose import Diagnosis, diagnose
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
 from advisor.engine.planner import plan
+from advisor.engine.predict import calibrate, predict, prediction_json
 from advisor.engine.recorded_env import unrecorded_settings
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
+from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import FactSet, InputError, PatchTarget, Recommendation, Suggestion
 
 
@@ -104,11 +107,42 @@ def _record(
         status=run.suggestion.status.value,
         patch=rec.patch.to_json() if rec.patch else None,
         facts={f.id: f.value for f in rec.evidence},
+        predicted=prediction_json(rec.predicted) if rec.predicted else None,
         config=str(config.path),
         config_sha256=config_hash,
         config_values=plain_config(job.effective),
         profile=str(profile),
         profile_fingerprint=files_fingerprint(job.facts.inputs),
+    )
+
+
+def _predicted(
+    suggestion: Suggestion, graph: RuleGraph, job: Job, ledger: Ledger | None
+) -> Suggestion:
+    """The recommendation with its predicted effect: calibrated by the job's own measurements
+    of the feature when its ledger holds some."""
+    rec = suggestion.recommendation
+    if rec is None:
+        return suggestion
+    facts = job.facts
+    step_ms = next(
+        (
+            float(value)
+            for value in (
+                facts.value(f) for f in ("attrib.step_ms", "step.time_ms", "log.step_time_ms")
+            )
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        ),
+        None,
+    )
+    shape = side_shape(facts, job.effective, default_taxonomy().config_layout)
+    per_feature, _ = calibrate(ledger.entries if ledger is not None else ())
+    rule = graph.ruleset.feature(rec.feature)
+    predicted = predict(
+        rec, rule, step_ms, shape.work.tokens is not None, per_feature.get(rec.feature)
+    )
+    return dataclasses.replace(
+        suggestion, recommendation=dataclasses.replace(rec, predicted=predicted)
     )
 
 
@@ -279,6 +313,7 @@ def run_suggest(
     diagnosis = diagnose(graph, loaded.context)
     suggestion = plan(graph, diagnosis, loaded.context, history, loaded.facts.facts)
     suggestion = _placed(suggestion, config, loaded)
+    suggestion = _predicted(suggestion, graph, loaded, ledger)
     notes += _env_notes(suggestion, loaded)
     notes += _unrecorded_notes(graph, diagnosis, loaded, suggestion)
     notes += _skipped_main_notes(graph, diagnosis, loaded, suggestion.recommendation)

@@ -57,7 +57,7 @@ def compare_cmd(
         typer.Option(
             "--format",
             "-f",
-            help="text, the advisor/comparison@1 JSON, or markdown (a PR comment).",
+            help="text, the advisor/comparison@4 JSON, or markdown (a PR comment).",
         ),
     ] = ReportFormat.text,
     quiet: QuietOpt = False,
@@ -287,16 +287,27 @@ def ledger_cmd(
         typer.Option("--mark", help="FEATURE=STATUS, e.g. feature.task-queue-level2=rejected."),
     ] = None,
     rules_dir: RulesDirOpt = None,
+    output_format: Annotated[
+        FactsFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (events, predicted vs measured, calibration) or the "
+            "advisor/ledger-history@1 JSON.",
+        ),
+    ] = FactsFormat.text,
 ) -> None:
-    """Print the history of suggested changes; --mark records a decision.
+    """Print the history of suggested changes, each change's predicted against measured effect
+    and the calibration of the predictions; --mark records a decision.
 
     \b
     Example:
+      advisor ledger --format json
       advisor ledger --mark feature.task-queue-level2=rejected
     """
     from advisor.inputs.ledger import STATUSES, Ledger, default_path
     from advisor.model import DataError
-    from advisor.render.ledger import ledger_text
+    from advisor.render.ledger import ledger_json, ledger_text
 
     if ledger is None and config is None:
         ledger = _nearest_ledger()
@@ -310,4 +321,5 @@ def ledger_cmd(
         book.append(status, feature)
     for warning in book.warnings:  # torn lines read past or set aside
         console.warn(warning)
-    typer.echo(ledger_text(book), nl=False)
+    render = ledger_json if output_format is FactsFormat.json else ledger_text
+    typer.echo(render(book), nl=False)

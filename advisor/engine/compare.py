@@ -17,6 +17,7 @@ from advisor.engine.compare_notes import CompareCode as CompareCode
 from advisor.engine.compare_notes import CompareNote as CompareNote
 from advisor.engine.compare_notes import Verdict as Verdict
 from advisor.engine.compare_work import Unit, differing_conditions, judging_unit, side_shape
+from advisor.engine.predict import Checked
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import FactSet, Value
 
@@ -112,6 +113,13 @@ class Comparison:
     warnings: list[CompareNote] = field(default_factory=list)
     collect: Collect | None = None
     judged_on: JudgedOn = field(default_factory=JudgedOn)
+    checked: Checked | None = None  # the ledger's prediction of the change, and the measurement
+
+    def judged_change(self) -> float | None:
+        """The relative change of the metric the verdict was judged on (negative: faster)."""
+        wanted = _PER_UNIT[self.judged_on.unit][0] if self.judged_on.unit in _PER_UNIT else None
+        metric = next((m for m in self.metrics if m.id == (wanted or "step_time_ms")), None)
+        return None if metric is None else metric.delta_ratio
 
 
 def read_warnings(warnings: list[str]) -> list[CompareNote]:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
-from advisor.core.checked_data import load_checked
 from advisor.core.resources import rules_dir
 from advisor.engine.conditions import Condition, Scalar, compile_condition, param_name
 from advisor.engine.rule_checks import check_rule_data
+from advisor.engine.rule_files import KIND_FOLDERS, load_rule_file, rule_files
 from advisor.engine.rule_model import (
     Address,
     BottleneckRule,
@@ -47,12 +47,6 @@ from advisor.model import Applicability, DataError, Direction, InputError, Patch
 
 __all__ = ["KINDS", "RuleSet", "Settings", "load_rules", "load_settings"]
 
-KIND_FOLDERS = {
-    "symptom": "symptoms",
-    "bottleneck": "bottlenecks",
-    "feature": "features",
-    "policy": "policies",
-}
 KINDS = tuple(KIND_FOLDERS)
 R = TypeVar("R", bound=Rule)
 
@@ -346,44 +340,6 @@ def _param_values(
     return values
 
 
-# ---------------------------------------------------------------- files
-
-
-def _rule_files(folder: Path, builtin: bool, kinds: Iterable[str]) -> list[Path]:
-    if not folder.is_dir():
-        raise InputError(str(folder), "rules folder not found")
-    if builtin:
-        return sorted(
-            p
-            for kind in kinds
-            for p in (folder / KIND_FOLDERS[kind]).rglob("*.yaml")
-            if p.is_file()
-        )
-    return sorted(p for p in folder.rglob("*.yaml") if p.is_file())
-
-
-def _load_file(path: Path, builtin: bool) -> Mapping[str, object]:
-    try:
-        raw, errors = load_checked(path, "rule.schema.json")
-    except InputError as exc:
-        raise DataError(str(exc)) from None
-    if errors:
-        rule_id = raw.get("id") if isinstance(raw, dict) else None
-        where = f" ({rule_id})" if rule_id else ""
-        raise DataError(f"{path}{where}: {errors[0]}")
-    assert isinstance(raw, dict)  # the schema requires an object
-    kind = str(raw["kind"])
-    rule_id = str(raw["id"])
-    if not rule_id.startswith(f"{kind}."):
-        raise DataError(f"{path}: $.id: '{rule_id}' must start with '{kind}.'")
-    expected_stem = rule_id.split(".", 1)[1]
-    if path.stem != expected_stem:
-        raise DataError(f"{path}: file name must be {expected_stem}.yaml to match id {rule_id}")
-    if builtin and path.parent.name != KIND_FOLDERS[kind]:
-        raise DataError(f"{path}: a {kind} rule belongs in rules/{KIND_FOLDERS[kind]}/")
-    return {str(k): v for k, v in raw.items()}
-
-
 def load_rules(
     extra_dirs: Iterable[Path] = (),
     settings: Settings | None = None,
@@ -402,8 +358,8 @@ def load_rules(
     raw_rules: dict[str, tuple[Path, Mapping[str, object]]] = {}
     for folder, is_builtin in folders:
         ruleset.sources.append(folder)
-        for path in _rule_files(folder, is_builtin, wanted if is_builtin else KINDS):
-            raw = _load_file(path, is_builtin)
+        for path in rule_files(folder, is_builtin, wanted if is_builtin else KINDS):
+            raw = load_rule_file(path, is_builtin)
             rule_id = str(raw["id"])
             if rule_id in raw_rules:
                 other = raw_rules[rule_id][0]
@@ -413,7 +369,7 @@ def load_rules(
         f"{kind}.{p.stem}"
         for kind in KINDS
         if kind not in wanted
-        for p in _rule_files(builtin, True, (kind,))
+        for p in rule_files(builtin, True, (kind,))
     }
     for rule_id in settings.rules:
         if rule_id not in raw_rules and rule_id not in skipped:

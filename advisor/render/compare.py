@@ -1,4 +1,4 @@
-"""Render a comparison as a side-by-side table or the advisor/comparison@3 JSON (codes and
+"""Render a comparison as a side-by-side table or the advisor/comparison@4 JSON (codes and
 values, with the words the table shows as `message` fields). A share's change is shown in
 percentage points, a time's or rate's in percent."""
 
@@ -16,10 +16,12 @@ from advisor.render.compare_words import (
     metric_value,
     note_text,
 )
+from advisor.render.effect_words import checked_text
 from advisor.render.markdown import comparison_markdown
 
 # @3: `judged_on` (the unit that decided), metrics' `delta_pp`, the baseline-differs code
-COMPARISON_SCHEMA = "advisor/comparison@3"
+# @4: `prediction`: the ledger's prediction of the change against its measurement
+COMPARISON_SCHEMA = "advisor/comparison@4"
 
 
 def comparison_json(result: Comparison, ledger_note: str | None) -> str:
@@ -37,6 +39,11 @@ def comparison_json(result: Comparison, ledger_note: str | None) -> str:
             else {"code": result.collect.value, "message": collect_text(result.collect)}
         ),
         "ledger": ledger_note,
+        "prediction": (
+            None
+            if result.checked is None
+            else {**result.checked.to_json(), "message": checked_text(result.checked)}
+        ),
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
 
@@ -64,6 +71,8 @@ def comparison_text(result: Comparison, ledger_note: str | None) -> str:
             )
     for warning in result.warnings:
         lines.append(f"warning: {note_text(warning)}")
+    if result.checked is not None:
+        lines.append(f"prediction: {checked_text(result.checked)}")
     if ledger_note:
         lines.append(f"ledger: {ledger_note}")
     return "\n".join(lines) + "\n"

@@ -7,8 +7,9 @@ from advisor.engine.compare import Comparison
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.units import format_value
 from advisor.model import Suggestion
-from advisor.render import words
+from advisor.render import effect_words, words
 from advisor.render.compare_words import collect_text, metric_change, metric_value, note_text
+from advisor.render.effect_words import measured_text, predicted_range
 
 
 def _cell(text: str) -> str:
@@ -35,9 +36,11 @@ def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
             lines.append(f"**Evidence.** {shown}")
         if rec.advice:
             lines.append(f"**Advice.** {rec.advice}")
-        ceiling = words.ceiling_line(rec)
+        ceiling = effect_words.ceiling_line(rec)
         if ceiling is not None:
             lines.append(f"**Ceiling.** {ceiling}")
+        if rec.predicted is not None:
+            lines.append(f"**Predicted.** {effect_words.prediction_line(rec.predicted)}")
         lines += [f"**Expected.** {words.expected(rec)}", f"**Risk.** {words.risk(rec)}"]
         if rec.patch:
             lines += [f"**Note.** {note}" for note in rec.patch.notes]
@@ -90,6 +93,17 @@ def comparison_markdown(result: Comparison, ledger_note: str | None) -> str:
         baseline, candidate = metric_value(m, m.baseline), metric_value(m, m.candidate)
         lines.append(f"| {m.label} | {baseline} | {candidate} | {change} |")
     lines += [f"> **warning:** {note_text(w)}" for w in result.warnings]
+    if result.checked is not None:
+        checked = result.checked
+        lines += [
+            "",
+            f"**Predicted vs measured** (`{checked.feature}`)",
+            "",
+            "| predicted | measured |",
+            "|---|---|",
+            f"| {predicted_range(checked.predicted) or 'none recorded'} | "
+            f"{measured_text(checked.measured.to_json())} |",
+        ]
     if ledger_note:
         lines.append(f"\nledger: {ledger_note}")
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from advisor.engine.diagnose import Diagnosis
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
-from advisor.render import words
+from advisor.render import effect_words, words
 from advisor.render.compare_words import metric_change, metric_value, note_text
 from advisor.render.html_bottlenecks import bottleneck_table, first_sentence, symptom_table
 from advisor.render.html_charts import Bar, hbars, stacked_bars
@@ -179,7 +179,7 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
                     "; ".join(f"{f.id} = {format_value(f.value, f.unit)}" for f in rec.evidence),
                 )
             )
-        ceiling = words.ceiling_line(rec)
+        ceiling = effect_words.ceiling_line(rec)
         if ceiling is not None:
             dl.append(("Ceiling", ceiling))
         dl += [("Expected", words.expected(rec)), ("Risk", words.risk(rec))]

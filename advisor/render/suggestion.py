@@ -1,4 +1,4 @@
-"""Render a suggestion: text for people, the advisor/suggestion@2 JSON, or a git-apply diff.
+"""Render a suggestion: text for people, the advisor/suggestion@3 JSON, or a git-apply diff.
 
 The JSON carries the engine's codes and values; its `summary` and `message` fields are the
 same words the text shows (render/words.py)."""
@@ -9,12 +9,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from advisor.engine.predict import prediction_json, reach_json
 from advisor.facts.units import format_value
 from advisor.model import Patch, Recommendation, Status, Suggestion, VerifyCheck
-from advisor.render import words
+from advisor.render import effect_words, words
 from advisor.render.markdown import suggestion_markdown
 
-SUGGESTION_SCHEMA = "advisor/suggestion@2"
+# @3: the recommendation's `predicted` (its expected effect) and `reach` (what bounded the
+# ceiling); the reject code numerics-last
+SUGGESTION_SCHEMA = "advisor/suggestion@3"
 
 
 def suggestion_json(s: Suggestion, notes: list[str]) -> str:
@@ -37,6 +40,8 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
             "verify": [_verify_json(v) for v in rec.verify],
             "ceiling_ms": None if rec.ceiling_ms is None else round(rec.ceiling_ms, 3),
             "ceiling_ratio": None if rec.ceiling_ratio is None else round(rec.ceiling_ratio, 4),
+            "reach": reach_json(rec.reach) if rec.reach else None,
+            "predicted": _predicted_json(rec),
         }
     payload = {
         "schema": SUGGESTION_SCHEMA,
@@ -60,6 +65,15 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
         ],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def _predicted_json(rec: Recommendation) -> dict[str, object] | None:
+    if rec.predicted is None:
+        return None
+    return {
+        **prediction_json(rec.predicted),
+        "message": effect_words.prediction_line(rec.predicted),
+    }
 
 
 def _verify_json(check: VerifyCheck) -> dict[str, object]:
@@ -86,9 +100,11 @@ def _recommendation_text(s: Suggestion, rec: Recommendation) -> list[str]:
         lines.append(f"Evidence: {shown}")
     if rec.advice:
         lines.append(f"Advice: {rec.advice}")
-    ceiling = words.ceiling_line(rec)
+    ceiling = effect_words.ceiling_line(rec)
     if ceiling is not None:
         lines.append(f"Ceiling: {ceiling}")
+    if rec.predicted is not None:
+        lines.append(f"Predicted: {effect_words.prediction_line(rec.predicted)}")
     lines.append(f"Expected: {words.expected(rec)}")
     lines.append(f"Risk: {words.risk(rec)}")
     lines.extend(f"Note: {note}" for note in (rec.patch.notes if rec.patch else ()))

@@ -313,36 +313,6 @@ def why(s: Suggestion, rec: Recommendation) -> str:
     return cause
 
 
-_MECHANISMS = {
-    "removes": "the change removes at most the time it targets",
-    "overlap": "an overlap hides at most under the compute",
-    "fewer-reductions": "fewer reductions save at most {share:.0%} of the reduction time",
-    "fewer-collectives": "skipping collectives saves at most {share:.0%} of their time",
-    "fewer-bytes": "fewer bytes save at most about {share:.0%} of the transfer time",
-    "rebalance": "balancing removes at most the slowest stage's excess",
-}
-
-
-def ceiling_line(rec: Recommendation) -> str | None:
-    """The ceiling and what bounded it: the targeted time, or the mechanism's share of it, or
-    the compute an overlap hides under."""
-    reach = rec.reach
-    if rec.ceiling_ms is None or rec.ceiling_ratio is None:
-        return None
-    said = f"it can recover at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%} of the step)"
-    if reach is None:
-        return said
-    how = _MECHANISMS.get(reach.mechanism, reach.mechanism).format(share=reach.share)
-    if reach.limit == "hides-under":
-        return (
-            f"{said}: {how} ({reach.hides_under} {reach.ms:.2f} ms), less than the "
-            f"{reach.target_ms:.2f} ms it targets"
-        )
-    if reach.limit == "share":
-        return f"{said}: {how} ({reach.target_ms:.2f} ms targeted)"
-    return said  # the time it targets, whole
-
-
 def expected(rec: Recommendation) -> str:
     if rec.undo:
         return "back to the baseline's behaviour"
