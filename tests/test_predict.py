@@ -197,3 +197,22 @@ def test_the_ledger_schemas_share_the_prediction_and_measurement_definitions():
         assert defs["prediction"] == suggestion["prediction"], name
         assert defs["change_range"] == suggestion["change_range"], name
         assert defs["measured"] == comparison["measured"], name
+
+
+def test_a_ledger_with_malformed_predictions_is_still_shown(tmp_path: Path):
+    ledger = tmp_path / "ledger.jsonl"
+    lines = [
+        {"event": "proposed", "feature": "feature.x", "predicted": "fast"},
+        {"event": "kept", "feature": "feature.x", "measured": {"comparable": True, "change": "?"}},
+        {"event": "proposed", "feature": "feature.y", "predicted": {"change": {"expected": True}}},
+        {"event": "reverted", "feature": "feature.y", "measured": [1, 2]},
+    ]
+    ledger.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    for fmt in ("text", "json"):
+        ran = run_cli("ledger", "--ledger", str(ledger), "--format", fmt)
+        assert ran.exit_code == 0, ran.output
+    history = json.loads(run_cli("ledger", "--ledger", str(ledger), "--format", "json").stdout)
+    assert history["calibration"]["overall"] is None  # nothing measured in the predictions' terms
+    assert schema_errors(history, "ledger_history.schema.json") == []
+    assert [c["predicted"] for c in history["changes"]] == [None, None]
+    assert [c["measured"] for c in history["changes"]] == [None, None]

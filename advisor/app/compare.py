@@ -9,7 +9,7 @@ from typing import Any
 from advisor.app.pipeline import side_facts
 from advisor.dialects.registry import load_config_values as load_config
 from advisor.engine.compare import Comparison, Verdict, compare, read_warnings
-from advisor.engine.predict import Checked, measure
+from advisor.engine.predict import Checked, measure, recorded_prediction
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
@@ -34,8 +34,8 @@ def _configs(
 def _check(last: dict[str, Any], result: Comparison) -> Checked | None:
     """The proposal's prediction against what the comparison measured, when both exist."""
     change = result.judged_change()
-    predicted = last.get("predicted")
-    if change is None or not isinstance(predicted, dict):
+    predicted = recorded_prediction(last.get("predicted"))
+    if change is None or predicted is None:
         return None
     measured = measure(predicted, result.judged_on.unit, change)
     recorded = result.verdict is not Verdict.inconclusive

@@ -207,8 +207,8 @@ def _summary(rows: list[Measurement]) -> Calibration:
 
 def measured_of(entry: Mapping[str, Any]) -> Measurement | None:
     """A ledger entry's recorded measurement, when it has a comparable one."""
-    raw = entry.get("measured")
-    if not isinstance(raw, Mapping) or raw.get("comparable") is not True:
+    raw = recorded_measurement(entry.get("measured"))
+    if raw is None or raw.get("comparable") is not True:
         return None
     change, error = as_number(raw.get("change")), as_number(raw.get("error"))
     if change is None or error is None:
@@ -320,6 +320,36 @@ class ChangeRecord:
         }
 
 
+def _numbers(node: object, keys: tuple[str, ...]) -> bool:
+    return isinstance(node, Mapping) and all(
+        isinstance(node.get(k), int | float) and not isinstance(node.get(k), bool) for k in keys
+    )
+
+
+def recorded_prediction(raw: object) -> Mapping[str, Any] | None:
+    """A ledger's prediction when it has this version's shape (a hand-edited or torn one is
+    shown as none, never guessed)."""
+    if not isinstance(raw, Mapping) or raw.get("metric") not in METRIC_OF_UNIT.values():
+        return None
+    shaped = (
+        _numbers(raw.get("change"), ("expected", "low", "high"))
+        and _numbers(raw.get("change_ms"), ("expected", "low", "high"))
+        and _numbers(raw, ("step_ms",))
+        and _numbers(raw.get("derivation"), ("addressed_ms", "bound_ms"))
+        and isinstance(raw.get("changes_work"), bool)
+    )
+    return raw if shaped else None
+
+
+def recorded_measurement(raw: object) -> Mapping[str, Any] | None:
+    """A ledger's measurement when it has this version's shape."""
+    if not isinstance(raw, Mapping) or raw.get("metric") not in METRIC_OF_UNIT.values():
+        return None
+    if not _numbers(raw, ("change",)) or not isinstance(raw.get("comparable"), bool):
+        return None
+    return raw
+
+
 def change_records(entries: Iterable[Mapping[str, Any]]) -> list[ChangeRecord]:
     """Each proposal with the events that followed it for the same feature, in order."""
     records: list[ChangeRecord] = []
@@ -327,25 +357,17 @@ def change_records(entries: Iterable[Mapping[str, Any]]) -> list[ChangeRecord]:
     for entry in entries:
         feature, event = str(entry.get("feature")), str(entry.get("event"))
         if event == "proposed":
-            predicted = entry.get("predicted")
-            record = ChangeRecord(
-                feature,
-                str(entry.get("time", "")),
-                predicted if isinstance(predicted, Mapping) else None,
-            )
+            predicted = recorded_prediction(entry.get("predicted"))
+            record = ChangeRecord(feature, str(entry.get("time", "")), predicted)
             open_by_feature[feature] = len(records)
             records.append(record)
             continue
         index = open_by_feature.get(feature)
         if index is None:
             continue  # a mark without a proposal (advisor ledger --mark)
-        measured = entry.get("measured")
+        measured = recorded_measurement(entry.get("measured")) or records[index].measured
         previous = records[index]
         records[index] = ChangeRecord(
-            feature,
-            previous.proposed,
-            previous.predicted,
-            event,
-            measured if isinstance(measured, Mapping) else previous.measured,
+            feature, previous.proposed, previous.predicted, event, measured
         )
     return records
