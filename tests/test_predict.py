@@ -4,6 +4,7 @@ prediction of the same feature taken from the job's own measurements."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -14,8 +15,9 @@ from advisor.app.rulesets import load_graph
 from advisor.core.validation import schema_errors
 from advisor.engine.compare_work import Unit
 from advisor.engine.predict import calibrate, measure, predict, prediction_json, priors
+from advisor.engine.rule_model import Efficacy
 from advisor.inputs.ledger import Ledger
-from advisor.model import Reach, Recommendation
+from advisor.model import Bottleneck, Reach, Recommendation
 from tests.cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,3 +218,30 @@ def test_a_ledger_with_malformed_predictions_is_still_shown(tmp_path: Path):
     assert schema_errors(history, "ledger_history.schema.json") == []
     assert [c["predicted"] for c in history["changes"]] == [None, None]
     assert [c["measured"] for c in history["changes"]] == [None, None]
+
+
+def test_a_features_own_prior_replaces_the_default():
+    rule = GRAPH.ruleset.feature("feature.fsdp-forward-prefetch")
+    assert rule is not None and rule.ceiling is not None
+    own = dataclasses.replace(
+        rule, ceiling=dataclasses.replace(rule.ceiling, efficacy=Efficacy(0.5, 0.6))
+    )
+    predicted = predict(_recommendation(10.0, 10.0), own, 100.0, tokens_known=True)
+    assert predicted is not None
+    assert predicted.efficacy_from == "feature-prior" and predicted.metric == "time_per_token"
+    assert (predicted.low, predicted.expected, predicted.high) == pytest.approx(
+        (-0.06, -0.055, -0.05)
+    )
+
+
+def test_a_change_without_a_ceiling_is_predicted_from_its_bottlenecks_cost():
+    cause = Bottleneck("bottleneck.compute", "high", 0.2, [], "")
+    rec = dataclasses.replace(_recommendation(1.0, 1.0), reach=None, cause=cause)
+    predicted = predict(rec, None, 50.0, tokens_known=False)
+    assert predicted is not None and predicted.addressed_by == "bottleneck-cost"
+    assert predicted.bound_ms == pytest.approx(10.0)
+    assert predicted.efficacy_from == "unbounded-prior"
+    low, high = priors().unbounded
+    assert predicted.low == pytest.approx(-0.2 * high) and predicted.high == pytest.approx(
+        -0.2 * low
+    )

@@ -33,7 +33,12 @@ def ceiling_line(rec: Recommendation) -> str | None:
     reach = rec.reach
     if rec.ceiling_ms is None or rec.ceiling_ratio is None:
         return None
-    said = f"it can recover at most {rec.ceiling_ms:.2f} ms per step ({rec.ceiling_ratio:.1%} of the step)"
+    work = rec.predicted is not None and rec.predicted.changes_work
+    per_step = "for the work of today's step" if work else "per step"
+    said = (
+        f"it can recover at most {rec.ceiling_ms:.2f} ms {per_step} "
+        f"({rec.ceiling_ratio:.1%} of the step)"
+    )
     if reach is None:
         return said
     how = _MECHANISMS.get(reach.mechanism, reach.mechanism).format(share=reach.share)

@@ -15,6 +15,7 @@ from advisor import __version__
 from advisor.engine.compare import Comparison
 from advisor.engine.compare_notes import Verdict
 from advisor.engine.diagnose import Diagnosis
+from advisor.engine.predict import change_records
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
@@ -182,6 +183,8 @@ def _change(suggestion: Suggestion | None, notes: Sequence[str]) -> str:
         ceiling = effect_words.ceiling_line(rec)
         if ceiling is not None:
             dl.append(("Ceiling", ceiling))
+        if rec.predicted is not None:
+            dl.append(("Predicted", effect_words.prediction_line(rec.predicted)))
         dl += [("Expected", words.expected(rec)), ("Risk", words.risk(rec))]
         if rec.verify:
             dl.append(("Verify", "; ".join(words.verify_line(v) for v in rec.verify)))
@@ -268,6 +271,18 @@ def _ledger(data: ReportView) -> str:
         "<th>event</th><th>feature</th><th>change</th><th>note</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
+    checked = [
+        f"<tr><td><code>{escape(r.feature)}</code></td>"
+        f"<td>{escape(effect_words.predicted_range(r.predicted or {}))}</td>"
+        f"<td>{escape(effect_words.measured_text(r.measured) if r.measured else '')}</td></tr>"
+        for r in change_records(ledger.entries)
+        if r.predicted is not None
+    ]
+    if checked:
+        body += (
+            "<table><thead><tr><th>change</th><th>predicted</th><th>measured</th></tr></thead>"
+            f"<tbody>{''.join(checked)}</tbody></table>"
+        )
     return _section("What was tried", body, "ledger")
 
 
