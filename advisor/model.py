@@ -275,7 +275,7 @@ class RejectCode(Enum):
     conflicts_feature = "conflicts-feature"  # other, conflict
     after = "after"  # other: a feature that must come first
     nothing_to_change = "nothing-to-change"
-    below_ceiling = "below-ceiling"  # ceiling_ms, _ratio, target(_key, _ms), at_most, mechanism, limit
+    below_ceiling = "below-ceiling"  # ceiling_ms/_ratio, target(_key/_ms), mechanism, limit
     behind_undecided = "behind-undecided"  # needs: an earlier feature's trigger lacks them
     lower_ceiling = "lower-ceiling"  # ceiling_ratio, other, other_ratio
     try_order = "try-order"  # order, other
