@@ -347,25 +347,22 @@ class Reach:
     target_ms: float
     mechanism: str  # the rule's ceiling.mechanism
     limit: str | None = None  # None: the target itself; "share": a part; "hides-under": compute
-    share: float = 1.0
-    hides_under: str | None = None
-    hides_under_ms: float | None = None
+    hides_under: tuple[str, float] | None = None  # (fact, ms) of the compute an overlap needs
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """A change's predicted relative change of the time per unit of work (negative: faster;
-    `low` <= `expected` <= `high`), derived as engine/predict.py says."""
+    """A change's predicted relative change of the time per unit of work (engine/predict.py)."""
 
     metric: str  # step_time | time_per_token | time_per_sample
     step_ms: float  # the step the change is predicted against
-    expected: float
+    expected: float  # negative: faster; low <= expected <= high
     low: float  # the largest gain of the range
     high: float
     addressed_ms: float  # the attributed time the change addresses
     addressed_by: str  # ceiling (the feature's target) | bottleneck-cost (no ceiling)
     bound_ms: float  # the most of it the mechanism can remove
-    efficacy_low: float
+    efficacy_low: float  # the share of bound_ms the change realises
     efficacy_high: float
     efficacy_from: str  # feature-prior | default-prior | unbounded-prior | job-calibration
     measurements: int = 0  # the job's measurements of this feature behind a calibration

@@ -104,16 +104,8 @@ def reach_of(rule: FeatureRule, ctx: Context) -> Reach | None:
     hides_under = as_number(ctx.facts.get(ceiling.hides_under)) if ceiling.hides_under else None
     if hides_under is not None and hides_under < reach:
         reach, limit = hides_under, "hides-under"
-    return Reach(
-        reach,
-        reach / step,
-        target,
-        ceiling.mechanism,
-        limit,
-        ceiling.share,
-        ceiling.hides_under,
-        hides_under,
-    )
+    under = (ceiling.hides_under, hides_under) if ceiling.hides_under and hides_under else None
+    return Reach(reach, reach / step, target, ceiling.mechanism, limit, under)
 
 
 def ceiling_of(rule: FeatureRule, ctx: Context) -> tuple[float, float] | None:

@@ -67,9 +67,9 @@ def reach_json(reach: Reach) -> dict[str, object]:
         "target_ms": round(reach.target_ms, 3),
         "mechanism": reach.mechanism,
         "limit": reach.limit,
-        "share": reach.share,
-        "hides_under": reach.hides_under,
-        "hides_under_ms": _rounded(reach.hides_under_ms, 3),
+        "share": round(reach.ms / reach.target_ms, 4) if reach.limit == "share" else None,
+        "hides_under": reach.hides_under[0] if reach.hides_under else None,
+        "hides_under_ms": _rounded(reach.hides_under[1] if reach.hides_under else None, 3),
     }
 
 

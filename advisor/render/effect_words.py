@@ -41,10 +41,11 @@ def ceiling_line(rec: Recommendation) -> str | None:
     )
     if reach is None:
         return said
-    how = _MECHANISMS.get(reach.mechanism, reach.mechanism).format(share=reach.share)
-    if reach.limit == "hides-under":
+    share = reach.ms / reach.target_ms if reach.limit == "share" and reach.target_ms else 1.0
+    how = _MECHANISMS.get(reach.mechanism, reach.mechanism).format(share=share)
+    if reach.limit == "hides-under" and reach.hides_under is not None:
         return (
-            f"{said}: {how} ({reach.hides_under} {reach.ms:.2f} ms), less than the "
+            f"{said}: {how} ({reach.hides_under[0]} {reach.ms:.2f} ms), less than the "
             f"{reach.target_ms:.2f} ms it targets"
         )
     if reach.limit == "share":
