@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from tests.synth import PRESETS, Scenario, write_cluster, write_profile
+from tests.synth.cluster_file import StageSpec, write_cluster_analysis
 
 ROOT = Path(__file__).resolve().parent / "profiles"
 SMALL = {"steps": 4, "layers": 2}
@@ -43,7 +44,23 @@ def generate(root: Path = ROOT) -> list[Path]:
         made.append(root / name)
     write_cluster(root / "slow-rank", PRESETS["healthy"].with_(**SMALL), ranks=4, slow_rank=2)
     made.append(root / "slow-rank")
+    made.append(pipeline_bubble(root / "pipeline-bubble"))
     return made
+
+
+def pipeline_bubble(folder: Path) -> Path:
+    """msprof-analyze's cluster output of a two-stage pipeline with too few micro-batches: both
+    stages wait in receive (Bubble) for about half of the step, and that wait sits inside their
+    exposed communication; the second stage computes a little more and sets the pace."""
+    base = scenario("healthy").with_(world_size=8)
+    write_cluster_analysis(
+        folder,
+        [
+            StageSpec([0, 1, 2, 3], base, bubble_us=5000.0),
+            StageSpec([4, 5, 6, 7], base.with_(compute_scale=1.1), bubble_us=6000.0),
+        ],
+    )
+    return folder
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def test_committed_examples_are_reproducible(tmp_path: Path):
     assert _tree(tmp_path) == _tree(make_profiles.ROOT), "run: python examples/make_profiles.py"
 
 
-@pytest.mark.parametrize("name", [*make_profiles.SINGLE_RANK, "slow-rank"])
+@pytest.mark.parametrize("name", [*make_profiles.SINGLE_RANK, "slow-rank", "pipeline-bubble"])
 def test_every_example_reads(name: str):
     facts = profile_facts(make_profiles.ROOT / name)
     assert facts.value("step.time_ms") > 0

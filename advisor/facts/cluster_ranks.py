@@ -67,6 +67,7 @@ def cluster_only(data: ProfileData, taxonomy: Taxonomy) -> list[tuple[str, Recor
         wanted = ["steps"] if rank.step_rows else []
         if rank.comm is not None:
             wanted.append("comm")
+        wanted.append("exposure")  # exposed communication split: receive wait, collectives
         registry.run(Scope.RANK, RankInputs(rank, taxonomy, comm_source), out, only=wanted)
         rename_sources(out, {"step_trace_time.csv": step_source})
         source = step_source if rank.step_rows else comm_source

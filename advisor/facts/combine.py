@@ -8,12 +8,21 @@ stages, medians and the representative come from the slowest stage, the one that
 
 from __future__ import annotations
 
+from enum import Enum
 from statistics import median
 
 from advisor.facts.base import Recorder
 from advisor.facts.catalogue import Combine, spec_for
 from advisor.facts.stages import compute_ms
 from advisor.model import JOB_SCOPE, Fact, MissingFact
+
+
+class Staged(Enum):
+    """Which ranks a median is taken over in a pipeline job."""
+
+    NO = "no"  # no pipeline stages: every rank
+    SLOWEST = "slowest"  # the ranks of the stage that sets the pace
+    OTHERS = "others"  # that stage's ranks lack the fact: the other stages' ranks
 
 
 def _numbers(facts: list[tuple[str, Fact]], booleans: bool) -> bool:
@@ -29,11 +38,20 @@ def _max(fact_id: str, facts: list[tuple[str, Fact]]) -> Fact:
     return Fact(fact_id, best.value, spec_for(fact_id).unit, JOB_SCOPE, best.source, note)
 
 
-def _median(fact_id: str, facts: list[tuple[str, Fact]], staged: bool) -> Fact:
+def _labels(facts: list[tuple[str, Fact]]) -> str:
+    labels = [label for label, _ in facts]
+    return ", ".join(labels) if len(labels) <= 8 else f"{', '.join(labels[:8])}, ..."
+
+
+def _median(fact_id: str, facts: list[tuple[str, Fact]], staged: Staged) -> Fact:
     values = [f.value for _, f in facts]
-    which = (
-        f"the {len(facts)} ranks of the slowest pipeline stage" if staged else f"{len(facts)} ranks"
-    )
+    ranks = f"{len(facts)} ranks ({_labels(facts)})"
+    which = {
+        Staged.NO: ranks,
+        Staged.SLOWEST: f"the {ranks} of the slowest pipeline stage",
+        # the fact was measured only outside the pace-setting stage: say whose it is
+        Staged.OTHERS: f"the {ranks} that have it, none of them in the slowest pipeline stage",
+    }[staged]
     first = facts[0][1]
     note = f"median over {which} (min {min(values):.4g}, max {max(values):.4g}); per rank: {first.note}"
     return Fact(fact_id, median(values), spec_for(fact_id).unit, JOB_SCOPE, first.source, note)
@@ -68,16 +86,19 @@ def _represented(
 
 
 def combine(
-    fact_id: str, facts: list[tuple[str, Fact]], representative: str | None, staged: bool
+    fact_id: str,
+    facts: list[tuple[str, Fact]],
+    representative: str | None,
+    staged: Staged,
 ) -> Fact:
-    """One fact of the job from the ranks' (`staged`: medians over the slowest stage)."""
+    """One fact of the job from the ranks' (`staged`: which ranks the medians are over)."""
     how = spec_for(fact_id).combine
     if how is Combine.MAX and _numbers(facts, booleans=True):
         return _max(fact_id, facts)
     if how is Combine.MEDIAN and _numbers(facts, booleans=False):
         return _median(fact_id, facts, staged)
     if how is Combine.REPRESENTATIVE and representative is not None:
-        found = _represented(fact_id, facts, representative, staged)
+        found = _represented(fact_id, facts, representative, staged is not Staged.NO)
         if found is not None:
             return found
     return _first(fact_id, facts)
@@ -129,11 +150,15 @@ def combine_ranks(
         ids.update(dict.fromkeys(rec.missing))
     for fact_id in ids:
         present = [(label, rec.facts[fact_id]) for label, rec in recorders if fact_id in rec.facts]
+        staged = Staged.NO if critical is None else Staged.SLOWEST
         if critical is not None and spec_for(fact_id).combine is Combine.MEDIAN:
             # ranks of different stages play different roles: the pace-setting stage speaks
-            present = [(label, fact) for label, fact in present if label in critical] or present
+            of_stage = [(label, fact) for label, fact in present if label in critical]
+            if not of_stage:
+                staged = Staged.OTHERS
+            present = of_stage or present
         if present:
-            job.facts[fact_id] = combine(fact_id, present, chosen, critical is not None)
+            job.facts[fact_id] = combine(fact_id, present, chosen, staged)
         else:
             reasons = [rec.missing[fact_id] for _, rec in recorders if fact_id in rec.missing]
             job.missing[fact_id] = MissingFact(

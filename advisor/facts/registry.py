@@ -17,6 +17,7 @@ from advisor.facts import (
     cluster,
     comm,
     coverage,
+    exposure,
     groups,
     host,
     links,
@@ -42,6 +43,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     ops.DERIVER,
     host.DERIVER,
     comm.DERIVER,
+    exposure.DERIVER,
     memory.DERIVER,
     # the job
     stages.DERIVER,
