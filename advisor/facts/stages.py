@@ -159,7 +159,7 @@ def pipeline_facts(
         "pipeline.stage_ranks",
         [[int(r) if r.isdigit() else r for r in group] for group in groups],
         source,
-        "fastest stage first",
+        f"in {stated}'s order (pipeline order)" if stated else "fastest stage first",
     )
     job.add("pipeline.stage_compute_ms", [round(ms, 3) for ms in computes], source, note)
     imbalance = (max(computes) - min(computes)) / step if step > 0 else 0.0
