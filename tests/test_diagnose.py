@@ -23,6 +23,7 @@ from advisor.engine.diagnose import (
     diagnose,
     evaluate_symptom,
 )
+from advisor.engine.diagnose import _collections as collections
 from advisor.engine.rule_model import SymptomRule
 from advisor.model import Lead
 from advisor.render.diagnosis import diagnosis_text
@@ -218,3 +219,14 @@ def test_diagnose_text_names_the_main_bottleneck():
     assert result.output.startswith("Main bottleneck: bottleneck.data-pipeline")
     healthy = runner.invoke(app, ["diagnose", str(EXAMPLES / "healthy")])
     assert "looks healthy" in healthy.output
+
+
+def test_a_needs_data_hint_names_what_is_missing_not_a_level_the_profile_has():
+    # a Level1 profile whose communication.json names no groups: the names are missing
+    reason = "communication.json does not name its communication groups (all ranks)"
+    [way] = collections(["fact:comm.tp_share"], "ascend", why={"comm.tp_share": reason})
+    assert "profiler_metadata.json" in way.hint and "level1" not in way.hint
+    # without a reason the general hint still says both what and how
+    [general] = collections(["fact:comm.tp_share"], "ascend")
+    assert "parallel_group_info" in general.hint
+    assert Context().missing == {}

@@ -61,7 +61,10 @@ def job_context(
     if kind is None:
         # no config given: the profile's framework says which backend's features to offer
         kind = registry().default_for(values.get("profile.framework"))
-    return Context(facts=values, config=effective, env=now, env_ran=ran or None, dialect=kind)
+    missing = {m.id: m.reason for m in facts.missing if m.scope == JOB_SCOPE}
+    return Context(
+        facts=values, config=effective, env=now, env_ran=ran or None, dialect=kind, missing=missing
+    )
 
 
 def load_job(options: JobOptions) -> Job:

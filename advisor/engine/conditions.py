@@ -57,6 +57,8 @@ class Context:
     env: Mapping[str, str] | None = None  # the environment now (what the next run will use)
     env_ran: Mapping[str, str] | None = None  # what the profiled run recorded, when it did
     dialect: str | None = None  # how the job is configured (FSDP2 YAML, Megatron script, ...)
+    # why each missing fact is missing (its reason names what is actually absent)
+    missing: Mapping[str, str] = field(default_factory=dict)
 
     def lookup(self, source: str, path: str) -> object:
         """The value, `ABSENT` when the source is known but lacks it, None when unknowable."""

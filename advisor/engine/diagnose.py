@@ -81,14 +81,19 @@ def step_models_only(facts: Mapping[str, object]) -> bool:
 
 
 def _collections(
-    missing: list[str], platform: object, shallow: bool = False
+    missing: list[str],
+    platform: object,
+    shallow: bool = False,
+    why: Mapping[str, str] | None = None,
 ) -> tuple[Collection, ...]:
-    """How each missing value is collected (`source:name` references, in order, deduplicated)."""
+    """How each missing value is collected (`source:name` references, in order, deduplicated;
+    `why`: the missing facts' reasons, which may name what is actually absent)."""
     ways: list[Collection] = []
     for item in missing:
         source, _, name = item.partition(":")
         if source == "fact" and is_known(name):
-            way = Collection(CollectBy.profile, name, collect_hint(name, platform, shallow))
+            reason = (why or {}).get(name)
+            way = Collection(CollectBy.profile, name, collect_hint(name, platform, shallow, reason))
         elif source == "config":
             way = Collection(CollectBy.config, name)
         elif source == "env":
@@ -100,12 +105,13 @@ def _collections(
     return tuple(ways)
 
 
-def _unknown(rule_id: str, missing: list[str], facts: Mapping[str, object]) -> Unknown:
+def _unknown(rule_id: str, missing: list[str], ctx: Context) -> Unknown:
     names = [m.partition(":")[2] or m for m in missing]
+    facts = ctx.facts
     return Unknown(
         rule_id,
         names,
-        _collections(missing, facts.get("profile.platform"), step_models_only(facts)),
+        _collections(missing, facts.get("profile.platform"), step_models_only(facts), ctx.missing),
     )
 
 
@@ -114,11 +120,11 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     if gate.truth is Truth.FALSE:
         return None
     if gate.truth is Truth.UNKNOWN:
-        return _unknown(rule.id, list(gate.missing), ctx.facts)
+        return _unknown(rule.id, list(gate.missing), ctx)
     fact = rule.measure
     value = as_number(ctx.facts.get(fact))
     if value is None:
-        return _unknown(rule.id, [f"fact:{fact}"], ctx.facts) if fact not in ctx.facts else None
+        return _unknown(rule.id, [f"fact:{fact}"], ctx) if fact not in ctx.facts else None
     level, threshold = _grade(rule, value)
     if level is None:
         return None
@@ -126,10 +132,8 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     cost = 0.0
     cost_level = None
     if not rule.cost.none:
-        # the part another bottleneck explains (unknown: nothing is excluded)
-        excluded = (
-            (as_number(ctx.facts.get(rule.cost.excluding)) or 0.0) if rule.cost.excluding else 0.0
-        )
+        # the parts other bottlenecks explain (unknown: nothing is excluded)
+        excluded = sum(as_number(ctx.facts.get(part)) or 0.0 for part in rule.cost.excluding)
         costed = value - excluded if rule.compare.upward else value + excluded
         excess = costed - fine if rule.compare.upward else fine - costed
         scale = 1.0

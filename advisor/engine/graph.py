@@ -60,7 +60,7 @@ def _facts_named(rule: Rule) -> list[str]:
     names = [fact for block in _conditions(rule) for fact in block.names("fact")]
     if isinstance(rule, SymptomRule):
         names.append(rule.measure)
-        names.extend(name for name in (rule.cost.scale, rule.cost.excluding) if name)
+        names.extend(name for name in (rule.cost.scale, *rule.cost.excluding) if name)
     if isinstance(rule, FeatureRule):
         names.extend(item.fact for item in rule.verify)
         names.extend(rule.collects)

@@ -82,7 +82,8 @@ class Levels:
 class Cost:
     scale: str | None = None  # fact multiplying (value - fine) to express it as a step share
     none: bool = False  # evidence only: the symptom costs no measurable step time
-    excluding: str | None = None  # fact subtracted first: the part another bottleneck explains
+    # facts subtracted first: the parts other bottlenecks explain (each counted once)
+    excluding: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

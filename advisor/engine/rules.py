@@ -145,6 +145,11 @@ class _Compiler:
         return self.values[name]
 
 
+def _excluding(cost: _Node) -> tuple[str, ...]:
+    one = cost.data.get("excluding")  # one fact or a list: the parts others explain
+    return (str(one),) if isinstance(one, str) else cost.texts("excluding")
+
+
 def _change(node: _Node) -> Change:
     ops = tuple(
         ChangeOp(
@@ -224,9 +229,7 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
             levels=Levels(levels.number("note"), levels.number("warning"), levels.number("error")),
             message=top.text("message"),
             when=top.condition("when"),
-            cost=Cost(
-                cost.opt_text("scale"), cost.data.get("none") is True, cost.opt_text("excluding")
-            ),
+            cost=Cost(cost.opt_text("scale"), cost.data.get("none") is True, _excluding(cost)),
         )
     if kind == "bottleneck":
         evidence = top.node("evidence")

@@ -59,6 +59,8 @@ class Catalogue:
     areas: tuple[str, ...]
     environment: FactSpec
     gpu_collect: dict[str, str]
+    # (a phrase of a missing fact's reason, the way to get what it names, the same on a GPU)
+    because: tuple[tuple[str, str, str], ...] = ()
 
 
 def _spec(entry: Mapping[str, Any], fact_id: str, collect: str) -> FactSpec:
@@ -93,6 +95,10 @@ def _build(raw: Mapping[str, Any], where: str) -> Catalogue:
         areas=areas,
         environment=_spec(environment, ENV_PREFIX, str(environment["collect"])),
         gpu_collect={str(h["collect"]): str(h["gpu"]) for h in hints.values() if "gpu" in h},
+        because=tuple(
+            (str(b["because"]), str(b["collect"]), str(b.get("gpu", b["collect"])))
+            for b in raw.get("missing_because", [])
+        ),
     )
 
 
@@ -131,12 +137,18 @@ def spec_for(fact_id: str) -> FactSpec:
     return known.specs[fact_id]
 
 
-def collect_hint(fact_id: str, platform: object, step_models_only: bool = False) -> str:
+def collect_hint(
+    fact_id: str, platform: object, step_models_only: bool = False, reason: str | None = None
+) -> str:
     """How to collect a missing fact on the profile's platform (`step_models_only`: no rank
-    was read in full, so the profile may well hold it)."""
+    was read in full, so the profile may well hold it; `reason`: why the fact is missing, when
+    it names what is actually absent)."""
     spec = spec_for(fact_id)
     if step_models_only and spec.collect:
         return STEP_MODELS_ONLY
+    for because, collect, gpu in catalogue().because if reason else ():
+        if because in (reason or ""):
+            return gpu if platform in GPU_PLATFORMS else collect
     if platform in GPU_PLATFORMS:
         return (
             catalogue().gpu_collect.get(spec.collect) or "not recorded in PyTorch profiler traces"

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.wording import collective_tasks
 from advisor.model import Fact
+from advisor.parsers.profile_data import RankProfile
 
 WAIT = "step.pipeline_wait_ratio"
 COLLECTIVE = "step.comm_exposed_collective_ratio"
@@ -27,11 +29,13 @@ def _number(out: Recorder, fact_id: str) -> float | None:
     return float(fact.value)
 
 
-def _wait(out: Recorder, exposed: float) -> tuple[float, str, str] | str:
+def _wait(out: Recorder, exposed: float, rank: RankProfile) -> tuple[float, str, str] | str:
     """The receive wait inside the exposed communication, its source and note; or why it is
     unknown."""
     bubble, p2p = _number(out, "step.bubble_ratio"), _number(out, "comm.p2p_ratio")
     pipelined = out.facts.get("job.pipeline_parallel")
+    if exposed <= 0:
+        return 0.0, out.facts[EXPOSED].source, "no exposed communication: nothing to wait in"
     if bubble is not None and bubble > 0:
         source = out.facts["step.bubble_ratio"].source
         note = "Bubble (receive wait) / step time, at most the exposed communication it sits in"
@@ -51,6 +55,8 @@ def _wait(out: Recorder, exposed: float) -> tuple[float, str, str] | str:
             "count, would show only in communication.json"
         )
         return 0.0, out.facts["step.bubble_ratio"].source, note
+    if rank.origin is not None:
+        return f"{rank.origin} has no {collective_tasks(rank)} to tell the receive wait apart"
     return "neither a Bubble column nor communication.json tells the receive wait apart"
 
 
@@ -60,7 +66,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in (WAIT, COLLECTIVE):
             out.miss(fact_id, "no exposed communication (step.comm_exposed_ratio) to split")
         return
-    found = _wait(out, exposed)
+    found = _wait(out, exposed, given.profile)
     if isinstance(found, str):
         for fact_id in (WAIT, COLLECTIVE):
             out.miss(fact_id, found)
@@ -78,7 +84,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
 DERIVER = Deriver[RankInputs](
     name="exposure",
     scope=Scope.RANK,
-    inputs=frozenset(),
+    inputs=frozenset({"profile"}),
     reads=frozenset({EXPOSED, "step.bubble_ratio", "comm.p2p_ratio", "job.pipeline_parallel"}),
     writes=frozenset({WAIT, COLLECTIVE}),
     derive=derive,

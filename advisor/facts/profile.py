@@ -78,7 +78,11 @@ def derive(given: RankInputs, out: Recorder) -> None:
             "parallel degrees recorded by the profiler",
         )
     elif rank.origin is not None:
-        out.miss(LAYOUT_FACT, f"{rank.origin}: PyTorch traces record no parallel degrees")
+        out.miss(
+            LAYOUT_FACT,
+            f"{rank.origin}: PyTorch traces record no parallel degrees, and its process groups "
+            "(distributedInfo.pg_config) do not tell them",
+        )
     else:
         out.miss(LAYOUT_FACT, f"{META} records no distributed_args parallel degrees")
     for name, value in sorted(rank.env.items()):

@@ -19,6 +19,7 @@ from advisor.parsers.profile_data import RankProfile
 
 __all__ = ["RankSummary", "derive_rank", "derive_steps_only", "rename_sources", "summarize"]
 
+WINDOW = "trace.window_ms"
 # the cheap tier: the profile's header, the step model and, when read, the communication summary
 STEP_MODEL = ("profile", "steps", "comm")
 
@@ -47,6 +48,15 @@ _STEP_CLAIMS = ("step.time_ms", "step.time_mad_ms", "step.steady_steps", "attrib
 
 
 def _withhold_step_claims(out: Recorder) -> None:
+    whole = out.facts.get("step.time_ms")
+    if whole is not None:
+        # the one window itself: what ranks recorded together can be compared on
+        out.add(
+            WINDOW,
+            whole.value,
+            whole.source,
+            "the device activity of the whole trace (no ProfilerStep#N markers): not a step",
+        )
     for fact_id in list(out.facts):
         if fact_id.endswith("_per_step") or fact_id.startswith(_STEP_CLAIMS):
             if fact_id.endswith("_ratio") or fact_id == "attrib.comm_exposed_by_kind_ms":

@@ -28,6 +28,7 @@ from advisor.facts import (
     spread,
     stages,
     steps,
+    topology,
 )
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, InputsT, LogInputs, Scope
@@ -50,6 +51,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     spread.DERIVER,
     cluster.DERIVER,
     groups.DERIVER,
+    topology.DERIVER,
     links.DERIVER,
     coverage.DERIVER,
     spread.SINGLE_RANK,

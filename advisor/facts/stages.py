@@ -194,8 +194,20 @@ def stage_groups(
     return [g for g in kept if g] or None, "stage rows of cluster_step_trace_time.csv"
 
 
+NO_MARKERS = (
+    "the traces have no ProfilerStep#N markers: stages are told apart by compute per step "
+    "(profile with torch.profiler.schedule and call prof.step() every iteration)"
+)
+
+
 def derive(given: JobInputs, job: Recorder) -> None:
     groups, stated = given.stages
+    timed = timed_ranks(given.recorders)
+    stepless = [label for label, r in given.recorders if "trace.window_ms" in r.facts]
+    if len(timed) < 2 and len(stepless) >= 2:
+        for fact_id in PIPELINE_IDS:
+            job.miss(fact_id, NO_MARKERS)
+        return
     pipeline_facts(
         timed_ranks(given.recorders), groups, job, given.source, stated, given.traffic_read
     )

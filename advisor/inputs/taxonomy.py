@@ -40,6 +40,7 @@ class Taxonomy:
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
     stage_split_gap: float
+    stepless_window_tolerance: float
     mte2_bound_min_ratio: float
     min_ceiling_ratio: float
     compute_well_used_ratio: float
@@ -52,6 +53,8 @@ class Taxonomy:
     # short name (tp, pp...) -> where it is stated: argument names, config keys
     recorded_layout: dict[str, tuple[str, ...]]
     config_layout: dict[str, tuple[str, ...]]
+    # short name (tp, pp...) -> the names frameworks give its process groups (lower case)
+    group_names: dict[str, frozenset[str]]
     # torch_npu / cann / mindspore -> (oldest, newest) known (major, minor)
     profiler_versions: dict[str, tuple[tuple[int, int], tuple[int, int]]]
     profiler_levels: tuple[str, ...]
@@ -107,6 +110,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         stage_split_gap=float(measurement["stage_split_gap"]),
+        stepless_window_tolerance=float(measurement.get("stepless_window_tolerance", 0.10)),
         mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
@@ -118,6 +122,11 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         tp_group_names=frozenset(str(k) for k in raw.get("tp_group_names", [])),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},
         config_layout={k: tuple(v["config"]) for k, v in raw["parallel_layout"].items()},
+        group_names={
+            k: frozenset(str(n).lower() for n in v.get("group_names", []))
+            for k, v in raw["parallel_layout"].items()
+            if v.get("group_names")
+        },
         profiler_versions={
             k: (_major_minor(v["min"]), _major_minor(v["max"]))
             for k, v in raw["profiler_versions"].items()

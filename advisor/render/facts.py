@@ -54,6 +54,18 @@ def _groups_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _layout_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [f"      {'dim':<4} {'size':>4} {'stride':>6}  {'groups':<20} how"]
+    for row in rows:
+        groups = " ".join(",".join(str(r) for r in g) for g in row["groups"])
+        stride = "-" if row["stride"] is None else str(row["stride"])
+        lines.append(
+            f"      {row['dim'] or '?'!s:<4} {row['size']:>4} {stride:>6}  "
+            f"{groups[:20]:<20} {row['how']}"
+        )
+    return lines
+
+
 def _by_step_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [f"      {'step':>6} {'total ms':>9}  parts (ms)"]
     for row in rows:
@@ -65,6 +77,7 @@ def _by_step_table(rows: list[dict[str, Any]]) -> list[str]:
 _TABLES: dict[str, Callable[[list[dict[str, Any]]], list[str]]] = {
     "ops.top": _top_table,
     "comm.groups": _groups_table,
+    "job.group_layout": _layout_table,
     "attrib.by_step_ms": _by_step_table,
 }
 

@@ -32,9 +32,15 @@ def kineto_trace(
     launch_us: float = 8.0,
     legacy: bool = False,
     host_ops_per_kernel: int = 0,
+    comm_us: float | None = None,
+    step_markers: bool = True,
+    distributed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`host_ops_per_kernel`: nested CPU operators (with shapes, as PyTorch records them)
-    around each launch; real traces hold about ten events per kernel."""
+    around each launch; real traces hold about ten events per kernel. `comm_us`: the all-reduce
+    kernel's length (default `kernel_us`: a rank waiting for a slower peer waits in it);
+    `step_markers`: False leaves the ProfilerStep#N ranges out; `distributed`: the trace's
+    distributedInfo."""
     cats = LEGACY if legacy else CURRENT
     events: list[dict[str, Any]] = []
     t = 1_000_000.0
@@ -49,7 +55,8 @@ def kineto_trace(
         ]
         for name in [*names, "Memcpy DtoD (Device -> Device)", "ncclDevKernel_AllReduce_Sum_f32"]:
             events.extend(_host_ops(cats["cpu_op"], host, launch_us, host_ops_per_kernel))
-            launches.append((host, correlation, name, kernel_us))
+            length = comm_us if comm_us is not None and name.startswith("nccl") else kernel_us
+            launches.append((host, correlation, name, length))
             events.append(
                 {
                     "ph": "X",
@@ -82,7 +89,9 @@ def kineto_trace(
             device_free = begin + dur
         end = max(host, device_free) + 20.0
         events.append(
-            {
+            {}
+            if not step_markers
+            else {
                 "ph": "X",
                 "cat": cats["annotation"],
                 "name": f"ProfilerStep#{step}",
@@ -109,8 +118,8 @@ def kineto_trace(
     return {
         "schemaVersion": 1,
         "deviceProperties": [{"id": 0, "name": "NVIDIA Test GPU"}],
-        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2},
-        "traceEvents": events,
+        "distributedInfo": distributed or {"backend": "nccl", "rank": 0, "world_size": 2},
+        "traceEvents": [e for e in events if e],
     }
 
 
