@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.synth import PRESETS, Scenario, write_cluster, write_profile
 from tests.synth.cluster_file import StageSpec, write_cluster_analysis
+from tests.synth.kineto_jobs import all_to_all_trace, blocking_copy_trace, write_trace
 
 ROOT = Path(__file__).resolve().parent / "profiles"
 SMALL = {"steps": 4, "layers": 2}
@@ -45,7 +46,16 @@ def generate(root: Path = ROOT) -> list[Path]:
     write_cluster(root / "slow-rank", PRESETS["healthy"].with_(**SMALL), ranks=4, slow_rank=2)
     made.append(root / "slow-rank")
     made.append(pipeline_bubble(root / "pipeline-bubble"))
+    # PyTorch profiler traces from GPUs
+    for name, trace in GPU_TRACES.items():
+        write_trace(root / name, trace())
+        made.append(root / name)
     return made
+
+
+# an all-to-all whose SendRecv kernel NCCL names like pipeline send/recv; a step stalled by a
+# device-to-host copy into pageable memory and a stream synchronisation
+GPU_TRACES = {"all-to-all": all_to_all_trace, "blocking-copy": blocking_copy_trace}
 
 
 def pipeline_bubble(folder: Path) -> Path:

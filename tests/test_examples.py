@@ -26,8 +26,35 @@ def test_committed_examples_are_reproducible(tmp_path: Path):
     assert _tree(tmp_path) == _tree(make_profiles.ROOT), "run: python examples/make_profiles.py"
 
 
-@pytest.mark.parametrize("name", [*make_profiles.SINGLE_RANK, "slow-rank", "pipeline-bubble"])
+@pytest.mark.parametrize(
+    "name", [*make_profiles.SINGLE_RANK, "slow-rank", "pipeline-bubble", *make_profiles.GPU_TRACES]
+)
 def test_every_example_reads(name: str):
     facts = profile_facts(make_profiles.ROOT / name)
     assert facts.value("step.time_ms") > 0
     assert not facts.warnings
+
+
+def test_the_all_to_all_example_is_read_as_all_to_all():
+    facts = profile_facts(make_profiles.ROOT / "all-to-all")
+    assert facts.value("comm.alltoall_share") == 1.0
+    assert facts.value("job.pipeline_parallel") is False
+    assert facts.value("job.expert_parallel") is True
+
+
+def test_the_blocking_copy_example_idles_for_the_host():
+    facts = profile_facts(make_profiles.ROOT / "blocking-copy")
+    assert facts.value("host.sync_calls_per_step") == 1
+    # the device waits for launches the blocked host makes late: the host's time
+    assert facts.value("attrib.idle_host_ms") > 3.0
+    assert facts.value("attrib.idle_dependency_ms") == 0.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="host-blocking attribution (the blocking call, its size, memory kind and annotation "
+    "range) needs the PyTorch trace reader to keep blocking runtime calls; not built yet",
+)
+def test_the_blocking_copy_example_names_the_blocking_call():
+    facts = profile_facts(make_profiles.ROOT / "blocking-copy")
+    assert facts.value("host.blocking_calls") is not None
