@@ -115,3 +115,15 @@ def test_real_pipeline_job_charges_send_recv_to_the_pipeline_once():
     slowest = facts.value("ranks.wait_for_slowest_ratio")
     assert costs["bottleneck.communication"] == pytest.approx(exposed - 0.10 - wait - slowest)
     assert run.diagnosis.main is not None and run.diagnosis.main.id == "bottleneck.pipeline"
+
+
+def test_a_slow_rank_is_charged_its_peers_wait_once():
+    run = run_diagnose(JobOptions(profile=EXAMPLE.parent / "slow-rank"))
+    facts, costs = run.facts, {b.id: b.cost_ratio for b in run.diagnosis.bottlenecks}
+    wait = facts.value("ranks.wait_for_slowest_ratio")
+    # the slow rank's cost is a share of the step: at most what its peers wait for it
+    assert 0 < costs["bottleneck.slow-rank"] <= wait
+    # that wait sits in the peers' exposed communication: not charged to communication again
+    exposed = facts.value("step.comm_exposed_ratio")
+    assert costs["bottleneck.communication"] == pytest.approx(max(0.0, exposed - 0.10 - wait))
+    assert sum(costs.values()) <= 1.0 - facts.value("step.compute_ratio") + 1e-9

@@ -18,6 +18,7 @@ SPREAD_FACTS = (
     "ranks.busy_spread_ratio",
     "ranks.slowest",
     "ranks.wait_for_slowest_ratio",
+    "ranks.median_busy_ratio",
 )
 
 
@@ -101,6 +102,13 @@ def derive(given: JobInputs, job: Recorder) -> None:
         source,
         f"rank {slow_busy} is busy {wait:.1f} ms longer than the median of its peers{within}: "
         f"their wait for it, in their collectives, / their median {unit} time {pace:.1f} ms",
+    )
+    job.add(
+        "ranks.median_busy_ratio",
+        mid_busy / pace if pace > 0 else 0.0,
+        source,
+        f"median busy time {mid_busy:.1f} ms of the slowest rank's peers{within} / their median "
+        f"{unit} time {pace:.1f} ms: turns the busy spread into a share of the step",
     )
     job.add(
         "ranks.slowest",
