@@ -17,11 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from math import prod
+from typing import Any
 
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, JobInputs, Scope
 from advisor.facts.groups import GROUP_FACT, LAYOUT_FACT
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.model import Fact
 
 LAYOUT_GROUPS = "job.group_layout"
 # dimensions in the order their names are tried (a name like "dp|dp_cp" is data parallelism)
@@ -160,26 +162,42 @@ def _sizes(families: list[Family], world: int) -> tuple[dict[str, int], str] | N
     return named, listing
 
 
+def _stated_tp(job: Recorder) -> Fact | None:
+    """The job's parallel sizes when they state a tensor-parallel size of 1."""
+    sizes = job.facts.get(LAYOUT_FACT)
+    if sizes is not None and isinstance(sizes.value, dict) and sizes.value.get("tp") == 1:
+        return sizes
+    return None
+
+
+def _group_rows(job: Recorder) -> list[dict[str, Any]]:
+    """The job's groups with their members, or none when a group's members are unknown."""
+    groups = job.facts.get(GROUP_FACT)
+    rows = groups.value if groups is not None and isinstance(groups.value, list) else []
+    return rows if all(r.get("ranks") for r in rows) else []
+
+
 def tp_share(families: list[Family], job: Recorder) -> None:
     """comm.tp_share where no rank could name its groups: zero without tensor parallelism, else
     the share of the job's groups whose members form a tensor-parallel group."""
     if "comm.tp_share" in job.facts:
         return
-    sizes = job.facts.get(LAYOUT_FACT)
-    if sizes is not None and isinstance(sizes.value, dict) and sizes.value.get("tp") == 1:
-        job.add("comm.tp_share", 0.0, sizes.source, "tensor-parallel size 1: no tensor parallelism")
+    stated = _stated_tp(job)
+    if stated is not None:
+        job.add(
+            "comm.tp_share", 0.0, stated.source, "tensor-parallel size 1: no tensor parallelism"
+        )
         return
     tp = {g for f in families if f.dim == "tp" for g in f.groups}
-    groups = job.facts.get(GROUP_FACT)
-    rows = groups.value if groups is not None and isinstance(groups.value, list) else []
+    rows = _group_rows(job)
     total = sum(float(r["ms_per_step"]) for r in rows)
-    if not tp or total <= 0 or any(not r.get("ranks") for r in rows):
+    if not tp or total <= 0:
         return
     mine = [r for r in rows if tuple(sorted(r["ranks"])) in tp]
     job.add(
         "comm.tp_share",
         round(sum(float(r["ms_per_step"]) for r in mine) / total, 6),
-        groups.source if groups is not None else "comm.groups",
+        job.facts[GROUP_FACT].source,
         f"groups {', '.join(str(r['group']) for r in mine) or 'none'}: members of a "
         "tensor-parallel group (job.group_layout)",
     )
