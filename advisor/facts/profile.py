@@ -78,11 +78,12 @@ def derive(given: RankInputs, out: Recorder) -> None:
             "parallel degrees recorded by the profiler",
         )
     elif rank.origin is not None:
-        out.miss(
-            LAYOUT_FACT,
-            f"{rank.origin}: PyTorch traces record no parallel degrees, and its process groups "
-            "(distributedInfo.pg_config) do not tell them",
+        groups = (
+            "its process groups do not tell them (job.group_layout)"
+            if rank.process_groups
+            else "it records no process groups (distributedInfo.pg_config, PyTorch 2.3+)"
         )
+        out.miss(LAYOUT_FACT, f"{rank.origin}: PyTorch traces record no parallel degrees; {groups}")
     else:
         out.miss(LAYOUT_FACT, f"{META} records no distributed_args parallel degrees")
     for name, value in sorted(rank.env.items()):
