@@ -90,7 +90,18 @@ def _sections(rule: Rule) -> list[tuple[str, object]]:
     if isinstance(rule, SymptomRule):
         levels = dict(rule.levels.items())
         measure = {"fact": rule.measure, "compare": str(rule.compare), "fine": rule.fine}
-        return [("measure", {**measure, "levels": levels}), ("when", _raw(rule.when))]
+        cost = _present(
+            {
+                "none": True if rule.cost.none else None,
+                "scale": rule.cost.scale,
+                "excluding": list(rule.cost.excluding) or None,
+            }
+        )
+        return [
+            ("measure", {**measure, "levels": levels}),
+            ("cost", cost or None),
+            ("when", _raw(rule.when)),
+        ]
     if isinstance(rule, BottleneckRule):
         evidence = _present({"any": list(rule.evidence.any), "all": list(rule.evidence.all)})
         return [("evidence", evidence), ("needs_level", rule.needs_level)]
