@@ -127,3 +127,30 @@ def test_a_slow_rank_is_charged_its_peers_wait_once():
     exposed = facts.value("step.comm_exposed_ratio")
     assert costs["bottleneck.communication"] == pytest.approx(max(0.0, exposed - 0.10 - wait))
     assert sum(costs.values()) <= 1.0 - facts.value("step.compute_ratio") + 1e-9
+
+
+def test_a_last_step_holding_the_next_steps_work_is_not_a_step(tmp_path: Path):
+    import json
+
+    from tests.synth.kineto_file import kineto_trace
+
+    data = kineto_trace(steps=5)
+    events = data["traceEvents"]
+    last = max(
+        (e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")),
+        key=lambda e: e["ts"],
+    )
+    # the last step launches the next batch's all-to-all, which waits for a slow peer: the
+    # device runs it long after the step's own work
+    at = last["ts"] + last["dur"] - 30.0
+    events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100,
+                   "tid": 100, "ts": at, "dur": 5.0, "args": {"correlation": 99_999}})  # fmt: skip
+    events.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32",
+                   "pid": 0, "tid": "stream 20", "ts": at + 2_000.0, "dur": 6_000.0,
+                   "args": {"correlation": 99_999, "device": 0, "stream": 20}})  # fmt: skip
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_text(json.dumps(data))
+    facts = profile_facts(path)
+    assert "last step 5 dropped" in facts.get("step.steady_steps").note
+    # one window per step: the attribution's step is the step time
+    assert facts.value("attrib.step_ms") == pytest.approx(facts.value("step.time_ms"), rel=1e-3)

@@ -54,9 +54,15 @@ def _span(labels: list[str]) -> str:
 
 
 def select_steady(
-    numbers: list[int | None], durations: list[float], partial_ratio: float
+    numbers: list[int | None],
+    durations: list[float],
+    partial_ratio: float,
+    open_last_ratio: float | None = None,
 ) -> SteadySteps:
-    """Drop the first step (warm-up) and a last step cut short by the profiler stop."""
+    """Drop the first step (warm-up) and a last step cut short by the profiler stop; with
+    `open_last_ratio` (a trace whose last window runs to its last operation), also a last step
+    that many times longer than the median of the others: its window holds the next step's
+    work, so it is not one step."""
     count = len(durations)
     if count == 0:
         return SteadySteps([], [], "no steps")
@@ -70,11 +76,17 @@ def select_steady(
     if len(kept) >= 2:
         last = kept[-1]
         others = median(durations[i] for i in kept[:-1])
-        if others > 0 and durations[last] < partial_ratio * others:
+        share = durations[last] / others if others > 0 else 1.0
+        if share < partial_ratio:
             kept.pop()
-            share = durations[last] / others
             dropped.append(
                 f"last step {_label(numbers, last)} dropped (partial: {share:.0%} of the median)"
+            )
+        elif open_last_ratio is not None and share > open_last_ratio:
+            kept.pop()
+            dropped.append(
+                f"last step {_label(numbers, last)} dropped ({share:.0%} of the median: its "
+                "window runs to the trace's last operation, the next step's work included)"
             )
     labels = [_label(numbers, i) for i in kept]
     word = "step" if len(labels) == 1 else "steps"

@@ -6,6 +6,7 @@ from statistics import median
 
 from advisor.facts.base import Recorder, select_steady
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.steady import open_last_ratio
 from advisor.facts.wording import step_windows
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces.steps import TraceData, TraceStep
@@ -90,6 +91,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         [s.number for s in trace.steps],
         [s.duration_us for s in trace.steps],
         given.taxonomy.partial_step_ratio,
+        open_last_ratio(rank, given.taxonomy),
     )
     steps = [trace.steps[i] for i in steady.kept]
     note = f"{step_windows(rank)}, {steady.note}"

@@ -46,6 +46,12 @@ def rows_from_lanes(overlap_us: dict[str, float], number: int, duration_us: floa
     )
 
 
+def open_last_ratio(rank: RankProfile, taxonomy: Taxonomy) -> float | None:
+    """A PyTorch trace's last step window runs to its last operation (device-paced, no next
+    step to end it): how much longer than the others it may be and still be one step."""
+    return taxonomy.open_last_step_ratio if rank.origin is not None else None
+
+
 def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> SteadyRows:
     """The steady step rows of a rank, the selection, and the source they came from."""
     if rank.step_rows:
@@ -57,6 +63,9 @@ def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> SteadyRows:
     else:
         return SteadyRows([], SteadySteps([], [], "no steps"), "")
     steady = select_steady(
-        [r.step for r in rows], [r.total for r in rows], taxonomy.partial_step_ratio
+        [r.step for r in rows],
+        [r.total for r in rows],
+        taxonomy.partial_step_ratio,
+        open_last_ratio(rank, taxonomy),
     )
     return SteadyRows([rows[i] for i in steady.kept], steady, source)

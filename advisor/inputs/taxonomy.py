@@ -41,6 +41,7 @@ class Taxonomy:
     collective_launchers: tuple[re.Pattern[str], ...]
     stage_split_gap: float
     stepless_window_tolerance: float
+    open_last_step_ratio: float
     mte2_bound_min_ratio: float
     min_ceiling_ratio: float
     compute_well_used_ratio: float
@@ -111,6 +112,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         stage_split_gap=float(measurement["stage_split_gap"]),
         stepless_window_tolerance=float(measurement.get("stepless_window_tolerance", 0.10)),
+        open_last_step_ratio=float(measurement.get("open_last_step_ratio", 1.5)),
         mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
