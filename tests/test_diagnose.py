@@ -231,3 +231,27 @@ def test_a_needs_data_hint_names_what_is_missing_not_a_level_the_profile_has():
     [general] = collections(["fact:comm.tp_share"], "ascend")
     assert "parallel_group_info" in general.hint
     assert Context().missing == {}
+
+
+def test_suggest_needs_data_hint_follows_why_the_fact_is_missing():
+    # the planner's needs-data answer uses the same reason-aware hint as diagnose
+    from advisor.engine.graph import build_graph
+    from advisor.engine.loop import History
+    from advisor.engine.planner import _collect_first
+    from advisor.engine.rules import load_rules
+
+    graph = build_graph(load_rules())
+    reason = "communication.json does not name its communication groups (all ranks)"
+    facts = {"profile.platform": "ascend"}
+    why = Context(facts=facts, missing={"comm.tp_share": reason})
+    told = _collect_first(
+        graph, "bottleneck.communication", {"fact:comm.tp_share"}, why, History(), []
+    )
+    bare = Context(facts=facts)
+    plain = _collect_first(
+        graph, "bottleneck.communication", {"fact:comm.tp_share"}, bare, History(), []
+    )
+    hints = told.reason.values["hints"]
+    assert isinstance(hints, tuple) and len(hints) == 1
+    assert "profiler_metadata.json" in hints[0] and "level1" not in hints[0]
+    assert plain.reason.values["hints"] != hints

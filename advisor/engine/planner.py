@@ -84,7 +84,7 @@ def _collect_first(
     collector = _collector(graph, {m.partition(":")[2] for m in missing}, platform, ctx.dialect)
     shallow = step_models_only(ctx.facts)
     hints = {
-        collect_hint(m.partition(":")[2], platform, shallow)
+        collect_hint(m.partition(":")[2], platform, shallow, ctx.missing.get(m.partition(":")[2]))
         for m in missing
         if is_known(m.partition(":")[2])
     }
