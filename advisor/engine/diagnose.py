@@ -126,21 +126,19 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     cost = 0.0
     cost_level = None
     if not rule.cost.none:
-        # the part another bottleneck explains (unknown: nothing is excluded)
-        excluded = (
-            (as_number(ctx.facts.get(rule.cost.excluding)) or 0.0) if rule.cost.excluding else 0.0
-        )
-        costed = value - excluded if rule.compare.upward else value + excluded
-        excess = costed - fine if rule.compare.upward else fine - costed
+        excess = value - fine if rule.compare.upward else fine - value
+        if rule.cost.excluding:
+            # the part another bottleneck explains (unknown: nothing is excluded)
+            excess -= as_number(ctx.facts.get(rule.cost.excluding)) or 0.0
         scale = 1.0
         if rule.cost.scale:
             scale_value = as_number(ctx.facts.get(rule.cost.scale))
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
         if cost > 0:
-            # graded on the cost itself, a share of the step: as if the measure were that far
-            # past its fine threshold (the part another bottleneck explains or that falls
-            # outside the step's scale is not this symptom's to grade)
+            # graded on the cost itself, a share of the step, as if the measure were that far
+            # past its fine threshold: the part another bottleneck explains, and the part the
+            # scale takes off (a share of compute is less of the step), are not graded
             shown = fine + cost if rule.compare.upward else fine - cost
             cost_level = _grade(rule, shown)[0] or LEVELS[0]
     unit = spec_for(fact).unit
