@@ -399,3 +399,12 @@ def test_advice_without_a_key_is_named_once_in_the_change_section(tmp_path):
     assert change is not None
     assert change.group(0).count(escape(rec.title)) == 1
     assert "advice: no config key to change" in change.group(0)
+
+
+def test_operators_without_pipe_data_carry_no_unknown_label(tmp_path):
+    trace = tmp_path / "rank0.pt.trace.json"
+    write_kineto(trace)
+    page = _report(tmp_path, str(trace))
+    ops = re.search(r'<section id="ops">.*?</section>', page, re.S)
+    assert ops is not None and "ms/step" in ops.group(0)
+    assert "[unknown]" not in ops.group(0) and " 1 calls" not in ops.group(0)

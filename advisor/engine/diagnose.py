@@ -142,9 +142,9 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
         if cost > 0:
-            # graded on the cost itself, a share of the step: as if the measure were that far
-            # past its fine threshold (the part another bottleneck explains or that falls
-            # outside the step's scale is not this symptom's to grade)
+            # graded on the cost itself, a share of the step, as if the measure were that far
+            # past its fine threshold: the part another bottleneck explains, and the part the
+            # scale takes off (a share of compute is less of the step), are not graded
             shown = fine + cost if rule.compare.upward else fine - cost
             cost_level = _grade(rule, shown)[0] or LEVELS[0]
     unit = spec_for(fact).unit

@@ -154,8 +154,12 @@ def _operators(facts: FactSet) -> str:
             continue
         share = number(row.get("share")) or 0.0
         per_step = number(row.get("per_step_ms")) or 0.0
+        # an op's bound is known only where the profile has PMU pipe ratios
         bound = str(row.get("bound") or "")
-        text = f"{share:.1%} · {per_step:.3f} ms/step · {row.get('count', '?')} calls"
+        bound = "" if bound == "unknown" else bound
+        count = row.get("count", "?")
+        calls = "call" if count == 1 else "calls"
+        text = f"{share:.1%} · {per_step:.3f} ms/step · {count} {calls}"
         rows.append((str(row.get("type", "?")) + (f" [{bound}]" if bound else ""), share, text))
     return hbars(rows)
 
