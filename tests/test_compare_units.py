@@ -261,3 +261,13 @@ def test_a_parallel_layout_change_in_the_configs_is_warned():
     )
     differs = [w.values for w in result.warnings if w.code is CompareCode.baseline_differs]
     assert differs == [{"condition": "parallel_layout", "baseline": "cp=1", "candidate": "cp=2"}]
+
+
+def test_a_job_level_step_count_taken_as_a_median_over_ranks_still_counts():
+    # over several ranks step.steady_steps is a median, a float: 6.0 steps are six samples
+    from advisor.engine.compare import _noise
+
+    side = facts(step__time_mad_ms=2.0, step__steady_steps=6.0)
+    error, samples = _noise(side, "step.time_ms")
+    assert samples == 6 and error is not None and error > 0
+    assert _noise(facts(step__time_mad_ms=2.0, step__steady_steps=2.5), "step.time_ms")[1] == 2

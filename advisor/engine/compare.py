@@ -140,7 +140,8 @@ def _noise(facts: FactSet, fact_id: str) -> tuple[float | None, int]:
         mad, samples = _number(facts, "log.step_time_mad_ms"), facts.value("log.iterations")
     else:
         mad, samples = _number(facts, "step.time_mad_ms"), facts.value("step.steady_steps")
-    n = int(samples) if isinstance(samples, int) else 0
+    # a job-level count is the median over ranks, so it may be a float (1.0, 2.5): round down
+    n = int(samples) if isinstance(samples, int | float) and not isinstance(samples, bool) else 0
     if mad is None or n < 2:
         return None, n
     return MEDIAN_SE * mad / math.sqrt(n), n
