@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -408,3 +409,27 @@ def test_operators_without_pipe_data_carry_no_unknown_label(tmp_path):
     ops = re.search(r'<section id="ops">.*?</section>', page, re.S)
     assert ops is not None and "ms/step" in ops.group(0)
     assert "[unknown]" not in ops.group(0) and " 1 calls" not in ops.group(0)
+
+
+def test_a_ceiling_leaves_out_the_time_another_bottleneck_claims():
+    # the pipeline's receive wait sits inside exposed communication: the communication
+    # bottleneck's ceiling is what is left, so no millisecond is a ceiling twice
+    from advisor.app.diagnose import run_diagnose
+    from advisor.app.job import JobOptions
+    from advisor.render.html_bottlenecks import bottleneck_table
+
+    run = run_diagnose(JobOptions(profile=EXAMPLES / "profiles" / "pipeline-bubble"))
+    facts, diagnosis = run.facts, run.diagnosis
+    [exposed] = [s for s in diagnosis.symptoms if s.id == "symptom.exposed-communication-high"]
+    wait = facts.value("step.pipeline_wait_ratio") + (
+        facts.value("ranks.wait_for_slowest_ratio") or 0.0
+    )
+    assert wait > 0.05
+    assert exposed.claimed_ratio == pytest.approx(exposed.value - wait)
+    step = facts.value("step.time_ms")
+    table = bottleneck_table(diagnosis, step)
+    assert f"{exposed.value * step:.2f} ms" not in table
+    # a symptom that costs time shows the part it claims as its ceiling
+    costing = dataclasses.replace(exposed, cost_ratio=0.01)
+    diagnosis.symptoms[diagnosis.symptoms.index(exposed)] = costing
+    assert f"{(exposed.value - wait) * step:.2f} ms" in bottleneck_table(diagnosis, step)

@@ -37,6 +37,9 @@ class Symptom:
     # the level of the step time it costs (its fine threshold plus its cost, graded on its own
     # cut points: what a bottleneck's grade beside its cost derives from); None when it costs none
     cost_level: str | None = None
+    # the share of the step this symptom's measure claims once the parts other bottlenecks
+    # explain are left out (None: the measure is not a share of the step it can claim)
+    claimed_ratio: float | None = None
 
 
 class CollectBy(Enum):
@@ -131,6 +134,7 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     fine = rule.fine
     cost = 0.0
     cost_level = None
+    claimed = None
     if not rule.cost.none:
         # the parts other bottlenecks explain (unknown: nothing is excluded)
         excluded = sum(as_number(ctx.facts.get(part)) or 0.0 for part in rule.cost.excluding)
@@ -141,6 +145,7 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
             scale_value = as_number(ctx.facts.get(rule.cost.scale))
             scale = scale_value if scale_value is not None else 1.0
         cost = max(0.0, excess * scale)
+        claimed = max(0.0, costed * scale) if rule.compare.upward else None
         if cost > 0:
             # graded on the cost itself, a share of the step, as if the measure were that far
             # past its fine threshold: the part another bottleneck explains, and the part the
@@ -156,7 +161,7 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
         level=level,
         facts=FactView(ctx.facts),
     )
-    return Symptom(rule.id, level, fact, value, threshold, fine, cost, message, cost_level)
+    return Symptom(rule.id, level, fact, value, threshold, fine, cost, message, cost_level, claimed)
 
 
 def _grade(rule: SymptomRule, value: float) -> tuple[str | None, float]:

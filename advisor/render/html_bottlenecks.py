@@ -45,15 +45,18 @@ def bottleneck_table(diagnosis: Diagnosis, step: float | None) -> str:
 
 
 def _ceiling(evidence: Sequence[str], symptoms: dict[str, Symptom], step: float | None) -> str:
-    """The step time the costliest evidence measures (a share of the step): the most removing
-    the bottleneck entirely could recover."""
+    """The step time the costliest evidence claims (a share of the step, less what another
+    bottleneck explains): the most removing the bottleneck entirely could recover."""
     fired = [symptoms[e] for e in evidence if e in symptoms and symptoms[e].cost_ratio > 0]
     if not fired or not step:
         return "-"
     worst = max(fired, key=lambda s: s.cost_ratio)
     if spec_for(worst.fact).unit != "ratio" if is_known(worst.fact) else True:
         return "-"
-    return f"{worst.value * step:.2f} ms ({worst.value:.1%})"
+    # the time the symptom claims after the parts other bottlenecks explain, so no millisecond
+    # is a ceiling twice (the pipeline's receive wait is not also communication's)
+    share = worst.claimed_ratio if worst.claimed_ratio is not None else worst.value
+    return f"{share * step:.2f} ms ({share:.1%})"
 
 
 def _measure(fact: str, value: float) -> str:

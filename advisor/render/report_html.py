@@ -310,8 +310,9 @@ def report_html(data: ReportView) -> str:
             bottleneck_table(data.diagnosis, _step_ms(facts)) + symptom_table(data.diagnosis),
             "bottlenecks",
             "Cost: the share of the step the bottleneck's symptoms cost beyond their fine "
-            "threshold; ceiling: the step time its costliest symptom measures, the most that "
-            "removing it entirely could recover.",
+            "threshold; ceiling: the step time its costliest symptom claims once the time "
+            "another bottleneck explains is left out, the most that removing it entirely could "
+            "recover.",
         ),
     ]
     ranks = rank_section(facts, any(s.id == "symptom.slow-rank" for s in data.diagnosis.symptoms))
