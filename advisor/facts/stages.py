@@ -80,6 +80,7 @@ PIPELINE_IDS = (
     "pipeline.stage_ranks",
     "pipeline.stage_compute_ms",
     "pipeline.stage_imbalance_ratio",
+    "pipeline.stage_excess_ratio",
     "pipeline.slowest_stage_p2p_ratio",
 )
 _NOT_READ = (
@@ -170,6 +171,14 @@ def pipeline_facts(
         source,
         f"slowest stage computes {ratio:.2f}x the fastest; difference / median step time "
         f"{step:.1f} ms",
+    )
+    mean = sum(computes) / len(computes)
+    job.add(
+        "pipeline.stage_excess_ratio",
+        (max(computes) - mean) / step if step > 0 else 0.0,
+        source,
+        f"slowest stage's compute {max(computes):.1f} ms less the stages' mean {mean:.1f} ms, "
+        f"over the median step time {step:.1f} ms: what moving layers to an even split removes",
     )
     _slowest_stage_p2p(ranks, groups[computes.index(max(computes))], job, source)
 
