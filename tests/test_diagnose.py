@@ -53,6 +53,7 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "attrib.preparing_not_loading_ratio": 0.0,
         "comm.links_compared": 12,
         "comm.slowest_link": {"link": "3-11", "transport": "RDMA"},
+        "host.dispatch_bound_ratio": 0.2,
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))

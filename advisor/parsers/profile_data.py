@@ -55,12 +55,31 @@ class KernelGroup:
     mte2_bound_us: float = 0.0  # duration of rows whose mte2 ratio exceeds the compute ratio
 
 
+@dataclass(slots=True)
+class OpDetail:
+    """Kernels of one type on one core kind with one input dtype list in one step: what the
+    operator analyzers read besides the kernel groups (AI-CPU dtypes, dynamic-shape state)."""
+
+    step: int | None
+    op_type: str
+    core: str
+    input_dtypes: str
+    count: int = 0
+    total_us: float = 0.0
+    dynamic_count: int = 0  # rows whose OP State is "dynamic"
+    dynamic_us: float = 0.0
+
+
 @dataclass(frozen=True)
 class KernelTable:
     groups: list[KernelGroup]
     has_pmu: bool
     has_step_ids: bool
     rows: int
+    # per (step, type, core, input dtypes); None where the source has no such columns
+    details: list[OpDetail] | None = None
+    # the source records each kernel's OP State (static / dynamic)
+    has_op_state: bool = False
 
 
 @dataclass(frozen=True)
