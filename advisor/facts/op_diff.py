@@ -4,7 +4,7 @@ Ranks are grouped by device compute (the pipeline stages; without a pipeline, a 
 apart from its peers). The slowest rank of the slowest group is compared with the fastest rank
 of the fastest group, each by its own kernel table (ops.type_table, per step): the types that
 account for the extra time, with their counts, and the cause the difference points to — the
-loss (the unfused cross-entropy chain of rules/operators.yaml carries the extra time), extra
+loss (the unfused cross-entropy chain of rules/analyzers.yaml carries the extra time), extra
 kernels (more layers, another head), or the same kernels running slower (a hardware or host
 problem on that rank).
 """
@@ -17,7 +17,7 @@ from typing import Any
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, JobInputs, Scope
 from advisor.facts.stages import compute_groups, compute_ms, timed_ranks
-from advisor.inputs.operator_rules import OperatorRules, operator_rules
+from advisor.inputs.analyzer_rules import AnalyzerRules, analyzer_rules
 from advisor.model import Fact
 
 DIFF_FACTS = (
@@ -78,7 +78,7 @@ def _diff(
 
 
 def _cause(
-    rows: list[tuple[str, float, float, float]], extra: float, rules: OperatorRules
+    rows: list[tuple[str, float, float, float]], extra: float, rules: AnalyzerRules
 ) -> tuple[str, float]:
     """The cause and the loss chain's extra time (ms per step)."""
     loss = sum(max(0.0, e) for t, e, _, _ in rows if t in rules.loss_chain)
@@ -124,7 +124,7 @@ def _record_diff(
     source: str,
     note: str,
 ) -> None:
-    rules = operator_rules()
+    rules = analyzer_rules()
     slow, fast = pair
     extra = sum(e for _, e, _, _ in rows)
     cause, loss = _cause(rows, extra, rules)
@@ -139,14 +139,14 @@ def _record_diff(
         f"kernels per step on rank {slow} vs rank {fast}",
     )
     job.add("ops.slow_fast_cause", cause, source, _cause_note(cause, rules))
-    loss_note = f"the loss chain's types (rules/operators.yaml) on rank {slow} beyond rank {fast}"
+    loss_note = f"the loss chain's types (rules/analyzers.yaml) on rank {slow} beyond rank {fast}"
     job.add("ops.slow_stage_loss_share", loss / extra if extra > 0 else 0.0, source, loss_note)
     job.add("ops.slow_stage_loss_ratio", loss / step if step > 0 else 0.0, source, loss_note)
     chain = {t: round(e, 1) for t, e, _, _ in rows if t in rules.loss_chain and round(e, 1) > 0}
     job.add("ops.slow_stage_loss_by_type", chain, source, loss_note)
 
 
-def _cause_note(cause: str, rules: OperatorRules) -> str:
+def _cause_note(cause: str, rules: AnalyzerRules) -> str:
     if cause == "loss":
         return (
             f"the loss chain's types carry at least {rules.loss_min_share:.0%} of the extra time: "

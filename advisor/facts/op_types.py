@@ -11,7 +11,7 @@ from typing import Any
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.ops import KernelSelection, select_kernels
-from advisor.inputs.operator_rules import operator_rules
+from advisor.inputs.analyzer_rules import analyzer_rules
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import KernelGroup, OpDetail, RankProfile
 
@@ -59,7 +59,7 @@ def _steady_details(rank: RankProfile, sel: KernelSelection) -> list[OpDetail] |
 def _aicpu(
     details: list[OpDetail], aicpu_core: str, steps: int
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    rules = operator_rules()
+    rules = analyzer_rules()
     by_key: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     for d in details:
         if d.core == aicpu_core:

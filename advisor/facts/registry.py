@@ -16,6 +16,7 @@ from advisor.facts import (
     attrib,
     cluster,
     comm,
+    comm_quality,
     coverage,
     groups,
     host,
@@ -45,6 +46,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     op_types.DERIVER,
     host.DERIVER,
     comm.DERIVER,
+    comm_quality.DERIVER,
     memory.DERIVER,
     # the job
     stages.DERIVER,

@@ -102,6 +102,10 @@ class CommStep:
     link_time_ms: dict[str, float] = field(default_factory=dict)
     # communication group (as the profile names it) -> op kind -> elapse ms
     group_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    # link type -> each op's (transit size MB, transit time ms): small-transfer analysis
+    transfers: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # link type -> transfer size MB -> [count, transit time ms] (the ops' Size Distribution)
+    packets: dict[str, dict[float, list[float]]] = field(default_factory=dict)
 
     def add(self, kind: str, elapse_ms: float, group: str | None) -> None:
         self.elapse_ms[kind] = self.elapse_ms.get(kind, 0.0) + elapse_ms
