@@ -14,6 +14,7 @@ from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.ascend.kernels import read_kernels
+from tests.cli_run import run_cli
 from tests.conftest import REAL
 
 AICPU_KERNELS = "test__ut__advisor__advisor_backend__compute_advice__kernel_details.csv"
@@ -99,3 +100,17 @@ def test_the_kernel_reader_keeps_dtypes_and_op_state():
     assert sum(d.count for d in table.details) == table.rows == 29
     assert sum(d.dynamic_count for d in table.details) == 29
     assert any(d.input_dtypes == "DT_BF16;DT_BF16" for d in table.details)
+
+
+def test_the_report_shows_the_analyzer_tables(tmp_path: Path):
+    qwen = tmp_path / "qwen.html"
+    assert run_cli("report", str(_real("ascend-qwen3-pp2-4rank")), "-o", str(qwen)).exit_code == 0
+    page = qwen.read_text(encoding="utf-8")
+    section = page[page.index('id="analyzers"') :]
+    assert "The slowest rank against the fastest" in section
+    assert "<td>RealDiv</td><td>+15.7 ms</td><td>11 vs 0</td><td>loss chain</td>" in section
+    assert "<td>HCCS</td>" in section  # the link table
+    msprof = tmp_path / "msprof.html"
+    profile = _rank_folder(tmp_path / "in", AICPU_KERNELS)
+    assert run_cli("report", str(profile), "-o", str(msprof)).exit_code == 0
+    assert "<td>Cast</td><td>INT32</td><td>7.0</td>" in msprof.read_text(encoding="utf-8")
