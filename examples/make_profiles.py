@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.synth import PRESETS, Scenario, write_cluster, write_profile
+from tests.synth import PRESETS, Scenario, write_cluster, write_pipeline, write_profile
 
 ROOT = Path(__file__).resolve().parent / "profiles"
 SMALL = {"steps": 4, "layers": 2}
@@ -43,7 +43,20 @@ def generate(root: Path = ROOT) -> list[Path]:
         made.append(root / name)
     write_cluster(root / "slow-rank", PRESETS["healthy"].with_(**SMALL), ranks=4, slow_rank=2)
     made.append(root / "slow-rank")
+    made += analyzer_examples(root)
     return made
+
+
+def analyzer_examples(root: Path) -> list[Path]:
+    """The operator analyzers' situations: a two-stage pipeline whose last stage runs the
+    unfused fp32 cross-entropy (the slow-vs-fast diff names it and proposes a fused loss)."""
+    loss = root / "loss-on-last-stage"
+    base = PRESETS["healthy"].with_(**SMALL)
+    # eight ranks, as the bundled FSDP2 config (fsdp_size 8) the golden suggest output reads
+    write_pipeline(
+        loss, base, ranks_per_stage=4, stage_factor=1.0, last_stage={"loss_chain_us": 2500.0}
+    )
+    return [loss]
 
 
 if __name__ == "__main__":
