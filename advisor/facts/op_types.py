@@ -20,6 +20,8 @@ OP_TYPE_FACTS = (
     "ops.aicpu_ops",
     "ops.aicpu_by_op",
     "ops.dynamic_shape_share",
+    "ops.optimizer_ms_per_step",
+    "ops.optimizer_ratio",
 )
 # types kept in the table: far more than any model runs (~60 in a dense transformer)
 MAX_TYPES = 200
@@ -105,6 +107,30 @@ def _dynamic(
     return dynamic / total, note
 
 
+def _optimizer(
+    groups: list[KernelGroup], steps: int, out: Recorder, source: str, note: str
+) -> None:
+    """The optimizer update's device time, where it runs as fused optimizer kernels."""
+    pattern = analyzer_rules().optimizer_types
+    found = [g for g in groups if pattern.fullmatch(g.op_type) or pattern.fullmatch(g.example_name)]
+    if not found:
+        why = (
+            "no fused optimizer kernel (rules/analyzers.yaml optimizer types): an unfused "
+            "optimizer runs as elementwise kernels the kernel table cannot tell apart"
+        )
+        out.miss("ops.optimizer_ms_per_step", why)
+        out.miss("ops.optimizer_ratio", why)
+        return
+    ms = sum(g.total_us for g in found) / 1000.0 / steps
+    types = ", ".join(sorted({g.op_type for g in found}))
+    out.add("ops.optimizer_ms_per_step", ms, f"{source}:Type", f"{types}; {note}")
+    step = out.facts.get("step.time_ms")
+    if step is None or not isinstance(step.value, int | float) or step.value <= 0:
+        out.miss("ops.optimizer_ratio", "no step time")
+    else:
+        out.add("ops.optimizer_ratio", ms / float(step.value), f"{source}:Type", f"{types}; {note}")
+
+
 def derive(given: RankInputs, out: Recorder) -> None:
     rank, taxonomy = given.profile, given.taxonomy
     sel = select_kernels(rank, given.steady.steps)
@@ -118,13 +144,14 @@ def derive(given: RankInputs, out: Recorder) -> None:
             out.miss(fact_id, f"{sel.source} has no compute kernels in the steady steps")
         return
     out.add("ops.type_table", _type_table(compute, sel.steps), f"{sel.source}:Type", sel.note)
+    _optimizer(compute, sel.steps, out, sel.source, sel.note)
     details = _steady_details(rank, sel)
     if rank.platform != "ascend":
         for fact_id in ("ops.aicpu_ops", "ops.aicpu_by_op", "ops.dynamic_shape_share"):
             out.miss(fact_id, "a GPU trace: no AI CPU, no OP State")
         return
     if details is None:
-        for fact_id in OP_TYPE_FACTS[1:]:
+        for fact_id in ("ops.aicpu_ops", "ops.aicpu_by_op", "ops.dynamic_shape_share"):
             out.miss(fact_id, f"{sel.source} has no per-kernel dtypes or OP State")
         return
     rows, by_op = _aicpu(details, taxonomy.aicpu_core, sel.steps)
@@ -142,7 +169,7 @@ DERIVER = Deriver[RankInputs](
     name="op_types",
     scope=Scope.RANK,
     inputs=frozenset({"profile", "taxonomy", "steady"}),
-    reads=frozenset(),
+    reads=frozenset({"step.time_ms"}),
     writes=frozenset(OP_TYPE_FACTS),
     derive=derive,
 )

@@ -4,9 +4,11 @@ small or unaligned communication transfer."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from advisor.core.checked_data import load_checked
 from advisor.core.resources import rules_dir
@@ -25,12 +27,20 @@ class AnalyzerRules:
     sdma_links: tuple[str, ...]
     sdma_total: str
     alignment_bytes: int
+    optimizer_types: re.Pattern[str]
 
 
 def load_analyzer_rules(path: Path) -> AnalyzerRules:
     raw, errors = load_checked(path, "analyzers.schema.json")
     if errors:
         raise DataError(f"{path}: {errors[0]}")
+    try:
+        return _build(raw)
+    except re.error as exc:
+        raise DataError(f"{path}: invalid regular expression: {exc}") from None
+
+
+def _build(raw: dict[str, Any]) -> AnalyzerRules:
     slow_fast, aicpu, comm = raw["slow_fast"], raw["aicpu"], raw["communication"]
     return AnalyzerRules(
         loss_chain=frozenset(str(t) for t in raw["loss_chain"]["types"]),
@@ -43,6 +53,7 @@ def load_analyzer_rules(path: Path) -> AnalyzerRules:
         sdma_links=tuple(str(k) for k in comm["sdma_links"]),
         sdma_total=str(comm["sdma_total"]),
         alignment_bytes=int(comm["alignment_bytes"]),
+        optimizer_types=re.compile("|".join(f"(?:{t})" for t in raw["optimizer"]["types"])),
     )
 
 
