@@ -66,9 +66,13 @@ def stage(real: Path, scratch: Path) -> list[Path]:
 
 
 def run_msprof(exe: Path, folder: Path, out: Path) -> tuple[float, list[tuple[str, str]]]:
+    # a single rank is given as its own folder: msprof-analyze's advisor looks for the
+    # operator files there (given the parent, it runs only its cluster analyses)
+    ranks = sorted(folder.glob("*_ascend_pt"))
+    target = ranks[0] if len(ranks) == 1 else folder
     start = time.perf_counter()
     ran = subprocess.run(
-        [str(exe), "advisor", "all", "-d", str(folder), "-o", str(out), "-l", "en"],
+        [str(exe), "advisor", "all", "-d", str(target), "-o", str(out), "-l", "en"],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -80,8 +84,9 @@ def run_msprof(exe: Path, folder: Path, out: Path) -> tuple[float, list[tuple[st
         m = ROW.match(line)
         if m:
             problems.append((m.group(2), m.group(3)))
-    if ran.returncode != 0 and not problems:
-        problems.append(("(failed)", (ran.stderr or ran.stdout).strip().splitlines()[-1][:200]))
+    if not problems:
+        errors = [line for line in ran.stdout.splitlines() if "[ERROR]" in line]
+        problems.append(("(no result)", errors[-1][-200:] if errors else f"exit {ran.returncode}"))
     return took, problems
 
 
@@ -108,6 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
     parser.add_argument("--real", type=Path, default=ROOT.parent / "shared" / "real")
+    parser.add_argument("--only", nargs="*", default=None, help="folder names to compare")
     args = parser.parse_args()
     if not args.real.is_dir():
         sys.exit(f"{args.real} is absent: nothing to compare")
@@ -116,6 +122,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="advisor-vs-msprof-") as tmp:
         scratch = Path(tmp)
         for folder in stage(args.real, scratch / "in"):
+            if args.only is not None and folder.name not in args.only:
+                continue
             msprof_s, problems = run_msprof(exe, folder, scratch / "out" / folder.name)
             ours_s, main_bottleneck, symptoms = run_advisor(folder)
             print(f"\n## {folder.name}")
