@@ -96,8 +96,10 @@ def _count(value: float) -> str:
 
 def derive(given: JobInputs, job: Recorder) -> None:
     ranks = timed_ranks(given.recorders)
-    groups = given.stages[0] or compute_groups(ranks, given.taxonomy.stage_split_gap)
-    if not groups or len(ranks) < 2:
+    groups = None
+    if len(ranks) >= 2:
+        groups = given.stages[0] or compute_groups(ranks, given.taxonomy.stage_split_gap)
+    if not groups:
         for fact_id in DIFF_FACTS:
             job.miss(fact_id, "fewer than two ranks with step data")
         return
