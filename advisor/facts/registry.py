@@ -18,6 +18,7 @@ from advisor.facts import (
     comm,
     comm_quality,
     coverage,
+    frequency,
     groups,
     host,
     links,
@@ -48,6 +49,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     comm.DERIVER,
     comm_quality.DERIVER,
     memory.DERIVER,
+    frequency.DERIVER,
     # the job
     stages.DERIVER,
     op_diff.DERIVER,

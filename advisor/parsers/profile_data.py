@@ -176,6 +176,8 @@ class RankProfile:
     memory: MemorySummary | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None  # communication_matrix.json totals per link
+    # AI Core frequency samples in MHz (the database export's AICORE_FREQ); None: not recorded
+    aicore_freq_mhz: list[float] | None = None
     inputs: list[Path] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
     # text-export file name -> what was read in its place (a database export's table)

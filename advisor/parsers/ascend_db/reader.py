@@ -71,6 +71,7 @@ class DbProfile:
     trace: TraceData | None = None
     links: list[LinkStat] | None = None
     device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
+    aicore_freq_mhz: list[float] | None = None  # AICORE_FREQ samples
     # text-export file name -> the table it was read from instead
     sources: dict[str, str] = field(default_factory=dict)
     absent: dict[str, str] = field(default_factory=dict)
@@ -87,6 +88,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         out.metadata = _metadata(db)
         out.rank = _rank(db)
         out.device = _device(db)
+        out.aicore_freq_mhz = _aicore_freq(db)
         windows = _step_windows(db, origin)
         kernels = start_kernels(path, strings, origin, windows, taxonomy)
         out.sources["kernel_details.csv"] = f"{path.name}:TASK+COMPUTE_TASK_INFO"
@@ -162,6 +164,19 @@ def _device(db: Database) -> str | None:
         return None
     names = [n for (n,) in db.rows("NPU_INFO", "SELECT name FROM NPU_INFO") if isinstance(n, str)]
     return names[0].strip() or None if names else None
+
+
+def _aicore_freq(db: Database) -> list[float] | None:
+    """The AI Core frequency samples (MHz); None when the export has none."""
+    if not db.has("AICORE_FREQ", "freq"):
+        return None
+    sql = "SELECT freq FROM AICORE_FREQ"
+    freqs = [
+        float(f)
+        for (f,) in db.rows("AICORE_FREQ", sql)
+        if isinstance(f, int | float) and not isinstance(f, bool) and 0 < f < 100_000
+    ]
+    return freqs or None
 
 
 def _check_schema(db: Database) -> None:
