@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.synth import PRESETS, Scenario, write_cluster, write_profile
+from tests.synth import PRESETS, Scenario, write_cluster, write_pipeline, write_profile
 from tests.synth.cluster_file import StageSpec, write_cluster_analysis
 from tests.synth.kineto_jobs import all_to_all_trace, blocking_copy_trace, write_trace
 
@@ -50,6 +50,7 @@ def generate(root: Path = ROOT) -> list[Path]:
     for name, trace in GPU_TRACES.items():
         write_trace(root / name, trace())
         made.append(root / name)
+    made += analyzer_examples(root)
     return made
 
 
@@ -71,6 +72,18 @@ def pipeline_bubble(folder: Path) -> Path:
         ],
     )
     return folder
+
+
+def analyzer_examples(root: Path) -> list[Path]:
+    """The operator analyzers' situations: a two-stage pipeline whose last stage runs the
+    unfused fp32 cross-entropy (the slow-vs-fast diff names it and proposes a fused loss)."""
+    loss = root / "loss-on-last-stage"
+    base = PRESETS["healthy"].with_(**SMALL)
+    # eight ranks, as the bundled FSDP2 config (fsdp_size 8) the golden suggest output reads
+    write_pipeline(
+        loss, base, ranks_per_stage=4, stage_factor=1.0, last_stage={"loss_chain_us": 2500.0}
+    )
+    return [loss]
 
 
 if __name__ == "__main__":

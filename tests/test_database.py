@@ -26,6 +26,8 @@ PARITY_PRESETS = (
 )
 # facts whose source is a different kind of record in the two exports, checked separately
 NOT_COMPARED = {"profile.framework", "comm.groups", "trace.step_cross_check"}
+# the database export records no OP State (static / dynamic) of its kernels
+TEXT_ONLY = {"ops.dynamic_shape_share"}
 
 
 def _scalars(facts: FactSet) -> dict[tuple[str, str], object]:
@@ -57,9 +59,10 @@ def test_database_export_has_the_facts_of_the_text_export(tmp_path: Path, preset
     text_values, db_values = _scalars(text), _scalars(db)
     units = {(f.id, f.scope): f.unit for f in text.facts}
     # op_statistic-only and trace-only details aside, the database answers everything the text does
-    assert set(text_values) - set(db_values) == set()
+    assert {k for k in set(text_values) - set(db_values) if k[0] not in TEXT_ONLY} == set()
     for key, value in text_values.items():
-        _assert_close(key, value, db_values[key], units[key])
+        if key[0] not in TEXT_ONLY:
+            _assert_close(key, value, db_values[key], units[key])
     sources = {f.id: f.source for f in db.facts}
     assert sources["step.time_ms"].startswith("analysis.db:StepTraceTime")
     assert "ascend_pytorch_profiler_0.db" in sources["ops.kernels_per_step"]

@@ -51,9 +51,12 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "step.compute_ratio": 0.8,
         "ranks.count": 4,
         "job.pipeline_parallel": True,
+        "pipeline.stages": 2,
         "attrib.preparing_not_loading_ratio": 0.0,
         "comm.links_compared": 12,
         "comm.slowest_link": {"link": "3-11", "transport": "RDMA"},
+        "host.dispatch_bound_ratio": 0.2,
+        "step.comm_exposed_ratio": 0.3,
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))

@@ -172,7 +172,10 @@ def test_real_pipeline_job_leads_with_its_stage_imbalance(tmp_path: Path):
     assert "symptom.slow-rank" not in {s.id for s in run.diagnosis.symptoms}
     suggestion = _suggest(profile, tmp_path, 4)
     assert suggestion.recommendation is not None
-    assert suggestion.recommendation.feature == "feature.pipeline-balance-stages"
+    # the last stage's extra time is mostly the unfused cross-entropy: fused first, then layers
+    assert suggestion.recommendation.feature == "feature.fused-loss"
+    rejected = {r.feature: r for r in suggestion.rejected}
+    assert rejected["feature.pipeline-balance-stages"].code is RejectCode.after
 
 
 def test_a_feature_whose_target_is_hidden_is_not_proposed(tmp_path: Path):

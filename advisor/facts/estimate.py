@@ -181,6 +181,30 @@ def _devices() -> list[dict[str, Any]]:
     return devices
 
 
+@dataclass(frozen=True)
+class LinkPeaks:
+    """One device's link peaks from rules/devices.yaml: GB/s of one link per link type."""
+
+    name: str
+    match: str
+    peaks: dict[str, float]
+    source: str
+
+
+def link_peaks() -> list[LinkPeaks]:
+    """The devices whose link peaks rules/devices.yaml states."""
+    return [
+        LinkPeaks(
+            str(e["name"]),
+            str(e["match"]),
+            {str(k): float(v) for k, v in e["links"].items()},
+            str(e["links_source"]),
+        )
+        for e in _devices()
+        if "links" in e
+    ]
+
+
 def device_memory_gib(device: str) -> float | None:
     """The device's memory from rules/devices.yaml (None when the table does not say)."""
     for entry in _devices():

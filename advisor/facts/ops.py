@@ -33,7 +33,7 @@ ALL_OPS_FACTS = (
 
 
 @dataclass
-class _Selection:
+class KernelSelection:
     groups: list[KernelGroup]
     steps: int
     source: str
@@ -41,7 +41,7 @@ class _Selection:
     has_pmu: bool
 
 
-def _select(rank: RankProfile, steady: SteadySteps) -> _Selection | None:
+def select_kernels(rank: RankProfile, steady: SteadySteps) -> KernelSelection | None:
     if rank.kernels is not None:
         table = rank.kernels
         wanted = {int(label) for label in steady.labels if label.isdigit()}
@@ -57,7 +57,7 @@ def _select(rank: RankProfile, steady: SteadySteps) -> _Selection | None:
             reason = "no Step Id column" if not table.has_step_ids else "step ids do not match"
             note = f"all {table.rows} kernel rows ({reason}); per-step values divide by {steps} step(s)"
         source = f"{rank.origin}:kernels" if rank.origin else KERNELS
-        return _Selection(groups, steps, source, note, table.has_pmu)
+        return KernelSelection(groups, steps, source, note, table.has_pmu)
     if rank.op_stats is not None:
         groups = []
         for stat in rank.op_stats:
@@ -65,7 +65,7 @@ def _select(rank: RankProfile, steady: SteadySteps) -> _Selection | None:
             groups.append(g)
         steps = max(1, len(rank.step_rows or []))
         note = f"op_statistic.csv totals over all {steps} profiled step(s) (no kernel_details.csv)"
-        return _Selection(groups, steps, OP_STAT, note, False)
+        return KernelSelection(groups, steps, OP_STAT, note, False)
     return None
 
 
@@ -103,7 +103,7 @@ def _top(
 
 def derive(given: RankInputs, out: Recorder) -> None:
     taxonomy = given.taxonomy
-    sel = _select(given.profile, given.steady.steps)
+    sel = select_kernels(given.profile, given.steady.steps)
     if sel is None:
         for fact_id in ALL_OPS_FACTS:
             out.miss(fact_id, "no kernel_details.csv or op_statistic.csv")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.groups import LAYOUT_FACT, recorded_layout
+from advisor.parsers.profile_data import RankProfile
 
 INFO = "profiler_info.json"
 META = "profiler_metadata.json"
@@ -50,13 +51,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
     if not rank.env and rank.origin is None:
         reason = rank.absent.get(META, "has no ENV_VARIABLES")
         out.miss("env.*", f"{META} {reason}: the launch environment is unknown")
-    if rank.device:
-        out.add(
-            "profile.device",
-            rank.device,
-            f"{rank.origin}:deviceProperties",
-            "device 0 of the trace",
-        )
+    _device(rank, out)
     if rank.world_size is not None:
         out.add(
             "profile.world_size",
@@ -90,6 +85,18 @@ def derive(given: RankInputs, out: Recorder) -> None:
         out.add(
             f"env.{name}", value, f"{META}:ENV_VARIABLES", "as recorded when the profiler started"
         )
+
+
+def _device(rank: RankProfile, out: Recorder) -> None:
+    if rank.device and rank.origin:
+        out.add(
+            "profile.device",
+            rank.device,
+            f"{rank.origin}:deviceProperties",
+            "device 0 of the trace",
+        )
+    elif rank.device:
+        out.add("profile.device", rank.device, "NPU_INFO", "the chip the database export names")
 
 
 DERIVER = Deriver[RankInputs](

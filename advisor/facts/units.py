@@ -46,6 +46,8 @@ def _number(number: int | float, unit: str, compact: bool) -> str:
 
 
 def _mapping(value: dict[object, object], unit: str) -> str:
+    if not value:
+        return "none"
     if unit in ("ms", "GB/s"):
         return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
     if all(isinstance(v, int | float | str) for v in value.values()):

@@ -55,12 +55,31 @@ class KernelGroup:
     mte2_bound_us: float = 0.0  # duration of rows whose mte2 ratio exceeds the compute ratio
 
 
+@dataclass(slots=True)
+class OpDetail:
+    """Kernels of one type on one core kind with one input dtype list in one step: what the
+    operator analyzers read besides the kernel groups (AI-CPU dtypes, dynamic-shape state)."""
+
+    step: int | None
+    op_type: str
+    core: str
+    input_dtypes: str
+    count: int = 0
+    total_us: float = 0.0
+    dynamic_count: int = 0  # rows whose OP State is "dynamic"
+    dynamic_us: float = 0.0
+
+
 @dataclass(frozen=True)
 class KernelTable:
     groups: list[KernelGroup]
     has_pmu: bool
     has_step_ids: bool
     rows: int
+    # per (step, type, core, input dtypes); None where the source has no such columns
+    details: list[OpDetail] | None = None
+    # the source records each kernel's OP State (static / dynamic)
+    has_op_state: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,10 @@ class CommStep:
     link_time_ms: dict[str, float] = field(default_factory=dict)
     # communication group (as the profile names it) -> op kind -> elapse ms
     group_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    # link type -> each op's (transit size MB, transit time ms): small-transfer analysis
+    transfers: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # link type -> transfer size MB -> [count, transit time ms] (the ops' Size Distribution)
+    packets: dict[str, dict[float, list[float]]] = field(default_factory=dict)
 
     def add(self, kind: str, elapse_ms: float, group: str | None) -> None:
         self.elapse_ms[kind] = self.elapse_ms.get(kind, 0.0) + elapse_ms
@@ -153,6 +176,8 @@ class RankProfile:
     memory: MemorySummary | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None  # communication_matrix.json totals per link
+    # AI Core frequency samples in MHz (the database export's AICORE_FREQ); None: not recorded
+    aicore_freq_mhz: list[float] | None = None
     inputs: list[Path] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
     # text-export file name -> what was read in its place (a database export's table)

@@ -21,6 +21,7 @@ from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
 from advisor.render import effect_words, words
 from advisor.render.compare_words import metric_change, metric_value, note_text
+from advisor.render.html_analyzers import analyzer_section
 from advisor.render.html_bottlenecks import bottleneck_table, first_sentence, symptom_table
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
@@ -326,6 +327,9 @@ def report_html(data: ReportView) -> str:
             )
         )
     sections.append(_section("Top operators (device time per step)", _operators(facts), "ops"))
+    analyzers = analyzer_section(facts)
+    if analyzers:
+        sections.append(_section("Operators and links in detail", analyzers, "analyzers"))
     sections.append(_section("The one next change", _change(data.suggestion, data.notes), "change"))
     sections.append(_comparison(data))
     sections.append(_ledger(data))

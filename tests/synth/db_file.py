@@ -29,7 +29,7 @@ PROFILER_TABLES = {
     "globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, "
     "streamId INTEGER, taskId INTEGER, modelId INTEGER",
     "COMPUTE_TASK_INFO": "name INTEGER, globalTaskId INTEGER PRIMARY KEY, blockDim INTEGER, "
-    "mixBlockDim INTEGER, taskType INTEGER, opType INTEGER",
+    "mixBlockDim INTEGER, taskType INTEGER, opType INTEGER, inputDataTypes INTEGER",
     "TASK_PMU_INFO": "globalTaskId INTEGER, name INTEGER, value NUMERIC",
     "COMMUNICATION_OP": "opName INTEGER, startNs INTEGER, endNs INTEGER, connectionId INTEGER, "
     "groupName INTEGER, opId INTEGER PRIMARY KEY, relay INTEGER, retry INTEGER, "
@@ -204,9 +204,10 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
                 (_abs(p.start), _abs(p.start + k.dur), p.flow_id, task_id),
             )
             conn.execute(
-                "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId, taskType, opType) "
-                "VALUES (?, ?, ?, ?)",
-                (sid(k.name), task_id, sid(k.core), sid(k.op_type)),
+                "INSERT INTO COMPUTE_TASK_INFO "
+                "(name, globalTaskId, taskType, opType, inputDataTypes) VALUES (?, ?, ?, ?, ?)",
+                # the text table's dtypes (tables.py)
+                (sid(k.name), task_id, sid(k.core), sid(k.op_type), sid("DT_BF16;DT_BF16")),
             )
             conn.execute(
                 "INSERT INTO CANN_API (startNs, endNs, type, connectionId, name) "

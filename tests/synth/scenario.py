@@ -42,6 +42,8 @@ class Scenario:
     small_op_us: float = 20.0
     moe_gemm_us: float = 0.0  # two grouped expert GEMMs per layer when > 0
     aicpu_us: float = 0.0  # one AI-CPU kernel per layer when > 0
+    # the unfused fp32 cross-entropy after the last layer (Cast, Exp, Sub, RealDiv, Mul) when > 0
+    loss_chain_us: float = 0.0
     mte2_bound: bool = False  # matmuls limited by memory loads (mte2) rather than the cube
     compute_scale: float = 1.0  # >1 makes every kernel slower (a slow rank)
     launch_us: float = 5.0  # host time per kernel launch

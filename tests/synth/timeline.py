@@ -141,6 +141,22 @@ def layer_kernels(s: Scenario) -> list[Kernel]:
     return out
 
 
+# the unfused fp32 cross-entropy as the real Qwen3 PP2 profile's last stage runs it: each kernel
+# type's share of the chain
+LOSS_CHAIN = (("Cast", 0.25), ("Exp", 0.2), ("Sub", 0.2), ("RealDiv", 0.2), ("Mul", 0.15))
+
+
+def loss_kernels(s: Scenario) -> list[Kernel]:
+    """The loss's kernels once per step after the last layer (none when loss_chain_us is 0)."""
+    return [
+        Kernel(
+            f"aclnn{t}_{t}AiCore_{t}", t, "AI_VECTOR_CORE", _ns(s.loss_chain_us * share), 0.5, 0.4
+        )
+        for t, share in LOSS_CHAIN
+        if s.loss_chain_us > 0
+    ]
+
+
 def _union_length(intervals: list[tuple[int, int]]) -> int:
     total, cur_a, cur_b = 0, None, None
     for a, b in sorted(intervals):
@@ -171,7 +187,7 @@ def _spread(count: int, lo: int, hi: int) -> list[int]:
 
 
 def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
-    recipe = layer_kernels(s) * s.layers
+    recipe = layer_kernels(s) * s.layers + loss_kernels(s)
     plans: list[StepPlan] = []
     t = epoch_start
     flow = 1

@@ -185,10 +185,12 @@ def write_pipeline(
     ranks_per_stage: int = 2,
     stage_factor: float = 1.7,
     p2p_us: float = 300.0,
+    last_stage: dict[str, object] | None = None,
 ) -> list[Written]:
     """A pipeline-parallel job: stage s computes stage_factor**s times the first stage's work.
     Every rank exchanges activations with batchSendRecv after its kernels; a faster stage waits
-    there for the slowest one (its send/recv lasts the compute difference longer)."""
+    there for the slowest one (its send/recv lasts the compute difference longer). `last_stage`:
+    scenario changes of the last stage's ranks only (the loss, which only that stage runs)."""
     one_step = plan_steps(base.with_(steps=1))[0]
     compute_us = sum(p.kernel.dur for p in one_step.kernels) / NS
     slowest = stage_factor ** (stages - 1)
@@ -205,5 +207,7 @@ def write_pipeline(
                 exposed_comm="batchsendrecv",
                 comm_exposed_us=p2p_us + wait_us,
             )
+            if last_stage and stage == stages - 1:
+                s = s.with_(**last_stage)  # what only the last stage runs (the loss)
             written.append(write_profile(parent, s))
     return written

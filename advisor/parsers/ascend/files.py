@@ -287,6 +287,27 @@ def _add_comm_op(
             continue
         step.link_size_mb[link] = step.link_size_mb.get(link, 0.0) + size
         step.link_time_ms[link] = step.link_time_ms.get(link, 0.0) + time
+        if size > 0:
+            step.transfers.setdefault(link, []).append((size, time))
+        _add_packets(step, link, stats.get("Size Distribution"), where)
+
+
+def _add_packets(step: CommStep, link: str, sizes: object, where: _Where) -> None:
+    """An op's Size Distribution: {"<size MB>": [count, transit time ms]}; entries that are not
+    that shape are left out (the op's totals are kept)."""
+    if not isinstance(sizes, dict):
+        return
+    for size_text, entry in sizes.items():
+        size = _float(size_text)
+        if size is None or size <= 0 or not isinstance(entry, list) or len(entry) != 2:
+            continue
+        count = where.value(f"{link} Size Distribution {size_text} count", entry[0])
+        time = where.value(f"{link} Size Distribution {size_text} time", entry[1])
+        if not isinstance(count, float) or not isinstance(time, float):
+            continue
+        slot = step.packets.setdefault(link, {}).setdefault(size, [0.0, 0.0])
+        slot[0] += count
+        slot[1] += time
 
 
 def _float(value: Any) -> float | None:

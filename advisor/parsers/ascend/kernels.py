@@ -12,7 +12,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
-from advisor.parsers.profile_data import KernelGroup, KernelTable
+from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
 
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
 
@@ -26,6 +26,7 @@ def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -
     mte2_bound, compute_used = taxonomy.mte2_bound_min_ratio, taxonomy.compute_well_used_ratio
     # raw cells as keys; cleaned once per group at the end
     groups: dict[tuple[str, str, str], KernelGroup] = {}
+    details: dict[tuple[str, str, str, str], OpDetail] = {}
     rows = 0
     for row in table.rows():
         duration = _kernel_duration(path, table, row, columns.duration, bad)
@@ -44,6 +45,8 @@ def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -
         ratios = columns.pipe_ratios(row, table.line, bad) if columns.has_pmu else None
         if ratios is not None:
             add_pipes(group, duration, *ratios, mte2_bound, compute_used)
+        if columns.has_details:
+            columns.add_detail(details, row, key, duration)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
@@ -51,6 +54,8 @@ def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -
         has_pmu=columns.has_pmu,
         has_step_ids=columns.step is not None,
         rows=rows,
+        details=list(details.values()) if columns.has_details else None,
+        has_op_state=columns.op_state is not None,
     )
 
 
@@ -85,6 +90,31 @@ class _KernelColumns:
         self.aic_mac, self.aic_mte2, self.aiv_vec, self.aiv_mte2 = (
             i if i is not None else -1 for i in pipes
         )
+        self.dtypes = table.column("Input Data Types")
+        self.op_state = table.column("OP State")
+        self.has_details = self.dtypes is not None or self.op_state is not None
+
+    def add_detail(
+        self,
+        details: dict[tuple[str, str, str, str], OpDetail],
+        row: list[str],
+        key: tuple[str, str, str],
+        duration: float,
+    ) -> None:
+        """Count the row under its (step, type, core, input dtypes), and whether it ran as a
+        dynamic-shape operator."""
+        dtypes = row[self.dtypes] if self.dtypes is not None else ""
+        detail_key = (*key, dtypes)
+        detail = details.get(detail_key)
+        if detail is None:
+            detail = details[detail_key] = OpDetail(
+                integer(key[0]), clean(key[1]), clean(key[2]), clean(dtypes)
+            )
+        detail.count += 1
+        detail.total_us += duration
+        if self.op_state is not None and clean(row[self.op_state]).lower() == "dynamic":
+            detail.dynamic_count += 1
+            detail.dynamic_us += duration
 
     def key(self, row: list[str]) -> tuple[str, str, str]:
         """(step, type, core) as the raw cells."""

@@ -335,6 +335,8 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.memory = content.memory
     rank.trace = content.trace
     rank.links = content.links
+    rank.device = rank.device or content.device
+    rank.aicore_freq_mhz = content.aicore_freq_mhz
     rank.sources.update(content.sources)
     rank.absent.update(content.absent)
     analysis = analysis_db(path.parent)

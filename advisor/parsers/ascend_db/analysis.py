@@ -96,27 +96,53 @@ def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
     if db.has(
         "CommAnalyzerBandwidth", "hccl_op_name", "transport_type", "transit_size", "transit_time"
     ):
-        sql = (
-            "SELECT hccl_op_name, transport_type, transit_size, transit_time, step "
-            "FROM CommAnalyzerBandwidth"
-        )
-        seen: set[tuple[str, str, str]] = set()
-        for name, link, size, time, step_text in db.rows("CommAnalyzerBandwidth", sql):
-            key = (str(name), str(link), str(step_text))
-            # one row per packet-size bucket, each repeating the op's link totals
-            if str(name).startswith("Total Op Info") or key in seen:
-                continue
-            seen.add(key)
-            size, time = parse_measure(size), parse_measure(time)
-            if not isinstance(size, float) or not isinstance(time, float):
-                continue
-            number = step_number(step_text)
-            step = by_step.setdefault(number, CommStep(step=number))
-            step.link_size_mb[str(link)] = step.link_size_mb.get(str(link), 0.0) + size
-            step.link_time_ms[str(link)] = step.link_time_ms.get(str(link), 0.0) + time
+        _read_bandwidth(db, by_step)
     if not by_step:
         raise InputError(str(db.path), "table CommAnalyzerTime has no rows")
     return list(by_step.values())
+
+
+def _read_bandwidth(db: Database, by_step: dict[int | None, CommStep]) -> None:
+    """CommAnalyzerBandwidth: each op's link totals (repeated on every packet-size row) and,
+    where the table has them, its packet sizes (communication.json's Size Distribution)."""
+    packets = db.has("CommAnalyzerBandwidth", "package_size", "count", "total_duration")
+    sql = (
+        "SELECT hccl_op_name, transport_type, transit_size, transit_time, step, "
+        + ("package_size, count, total_duration " if packets else "NULL, NULL, NULL ")
+        + "FROM CommAnalyzerBandwidth"
+    )
+    seen: set[tuple[str, str, str]] = set()
+    for name, link, size, time, step_text, packet, count, duration in db.rows(
+        "CommAnalyzerBandwidth", sql
+    ):
+        if str(name).startswith("Total Op Info"):
+            continue
+        number = step_number(step_text)
+        step = by_step.setdefault(number, CommStep(step=number))
+        _add_packet(step, str(link), packet, count, duration)
+        key = (str(name), str(link), str(step_text))
+        # one row per packet-size bucket, each repeating the op's link totals
+        if key in seen:
+            continue
+        seen.add(key)
+        size, time = parse_measure(size), parse_measure(time)
+        if not isinstance(size, float) or not isinstance(time, float):
+            continue
+        step.link_size_mb[str(link)] = step.link_size_mb.get(str(link), 0.0) + size
+        step.link_time_ms[str(link)] = step.link_time_ms.get(str(link), 0.0) + time
+        if size > 0:
+            step.transfers.setdefault(str(link), []).append((size, time))
+
+
+def _add_packet(step: CommStep, link: str, size: object, count: object, time: object) -> None:
+    size_mb, n, ms = parse_measure(size), parse_measure(count), parse_measure(time)
+    if not isinstance(size_mb, float) or not isinstance(n, float) or not isinstance(ms, float):
+        return
+    if size_mb <= 0 or n <= 0:
+        return  # the op's row for a link it did not use
+    slot = step.packets.setdefault(link, {}).setdefault(size_mb, [0.0, 0.0])
+    slot[0] += n
+    slot[1] += ms
 
 
 def read_links(db: Database) -> list[LinkStat] | None:

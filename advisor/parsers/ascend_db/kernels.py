@@ -18,7 +18,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.ascend_db.checks import PMU_RATIO_OK, PMU_RATIOS, valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
-from advisor.parsers.profile_data import KernelGroup, KernelTable
+from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
 from advisor.parsers.traces.steps import StepWindow
 
 _PIPES = PMU_RATIOS
@@ -141,7 +141,38 @@ def _kernels(
         groups.append(group)
     if rows == 0:
         raise InputError(str(db.path), "table COMPUTE_TASK_INFO has no kernels with device times")
-    return KernelTable(groups, has_pmu, has_step_ids=bool(windows), rows=rows)
+    details = _details(db, strings, origin)
+    return KernelTable(groups, has_pmu, has_step_ids=bool(windows), rows=rows, details=details)
+
+
+def _details(db: Database, strings: dict[int, str], origin: int) -> list[OpDetail] | None:
+    """Kernels per (step, type, core, input dtypes): what the AI-CPU analyzer lists. The
+    export records no OP State, so no kernel counts as dynamic-shape (has_op_state stays off)."""
+    if not db.has("COMPUTE_TASK_INFO", "inputDataTypes"):
+        return None
+    sql = _DETAIL_SQL.format(valid=valid_interval(origin, "t."))
+    details = []
+    for step, op_type, core, dtypes, count, total in db.rows("COMPUTE_TASK_INFO", sql):
+        detail = OpDetail(
+            step,
+            strings.get(op_type, str(op_type)),
+            strings.get(core, str(core)),
+            strings.get(dtypes, "" if dtypes is None else str(dtypes)),
+        )
+        detail.count, detail.total_us = count, total
+        details.append(detail)
+    return details
+
+
+_DETAIL_SQL = """
+SELECT
+  (SELECT CASE WHEN t.startNs < s.hi THEN s.id END FROM temp.advisor_steps s
+   WHERE s.lo <= t.startNs ORDER BY s.lo DESC LIMIT 1) AS step,
+  c.opType, c.taskType, c.inputDataTypes, COUNT(*), TOTAL((t.endNs - t.startNs) / 1000.0)
+FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId
+WHERE {valid}
+GROUP BY 1, 2, 3, 4
+"""
 
 
 def _pmu_cte(ids: dict[str, int]) -> str:

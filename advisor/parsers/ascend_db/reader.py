@@ -70,6 +70,8 @@ class DbProfile:
     memory: MemorySummary | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None
+    device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
+    aicore_freq_mhz: list[float] | None = None  # AICORE_FREQ samples
     # text-export file name -> the table it was read from instead
     sources: dict[str, str] = field(default_factory=dict)
     absent: dict[str, str] = field(default_factory=dict)
@@ -85,6 +87,8 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         check_intervals(db, origin, bad)
         out.metadata = _metadata(db)
         out.rank = _rank(db)
+        out.device = _device(db)
+        out.aicore_freq_mhz = _aicore_freq(db)
         windows = _step_windows(db, origin)
         kernels = start_kernels(path, strings, origin, windows, taxonomy)
         out.sources["kernel_details.csv"] = f"{path.name}:TASK+COMPUTE_TASK_INFO"
@@ -152,6 +156,27 @@ def _rank(db: Database) -> int | None:
         if ranks and isinstance(ranks[0], int) and ranks[0] >= 0:
             return ranks[0]
     return None
+
+
+def _device(db: Database) -> str | None:
+    """The chip the export names (NPU_INFO.name, e.g. Ascend910B); None when it does not."""
+    if not db.has("NPU_INFO", "name"):
+        return None
+    names = [n for (n,) in db.rows("NPU_INFO", "SELECT name FROM NPU_INFO") if isinstance(n, str)]
+    return names[0].strip() or None if names else None
+
+
+def _aicore_freq(db: Database) -> list[float] | None:
+    """The AI Core frequency samples (MHz); None when the export has none."""
+    if not db.has("AICORE_FREQ", "freq"):
+        return None
+    sql = "SELECT freq FROM AICORE_FREQ"
+    freqs = [
+        float(f)
+        for (f,) in db.rows("AICORE_FREQ", sql)
+        if isinstance(f, int | float) and not isinstance(f, bool) and 0 < f < 100_000
+    ]
+    return freqs or None
 
 
 def _check_schema(db: Database) -> None:

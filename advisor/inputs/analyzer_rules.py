@@ -1,0 +1,62 @@
+"""The analyzers' data loaded from rules/analyzers.yaml: the loss chain's operator types, how
+the slowest and fastest ranks are told apart, what the AI-CPU list shows, and what counts as a
+small or unaligned communication transfer."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from advisor.core.checked_data import load_checked
+from advisor.core.resources import rules_dir
+from advisor.model import DataError
+
+
+@dataclass(frozen=True)
+class AnalyzerRules:
+    loss_chain: frozenset[str]
+    loss_min_share: float
+    same_count_tolerance: float
+    slow_fast_top: int
+    aicpu_top: int
+    fallback_dtypes: frozenset[str]
+    small_transfer_mb: dict[str, float]
+    sdma_links: tuple[str, ...]
+    sdma_total: str
+    alignment_bytes: int
+    optimizer_types: re.Pattern[str]
+
+
+def load_analyzer_rules(path: Path) -> AnalyzerRules:
+    raw, errors = load_checked(path, "analyzers.schema.json")
+    if errors:
+        raise DataError(f"{path}: {errors[0]}")
+    try:
+        return _build(raw)
+    except re.error as exc:
+        raise DataError(f"{path}: invalid regular expression: {exc}") from None
+
+
+def _build(raw: dict[str, Any]) -> AnalyzerRules:
+    slow_fast, aicpu, comm = raw["slow_fast"], raw["aicpu"], raw["communication"]
+    return AnalyzerRules(
+        loss_chain=frozenset(str(t) for t in raw["loss_chain"]["types"]),
+        loss_min_share=float(slow_fast["loss_min_share"]),
+        same_count_tolerance=float(slow_fast["same_count_tolerance"]),
+        slow_fast_top=int(slow_fast["top"]),
+        aicpu_top=int(aicpu["top"]),
+        fallback_dtypes=frozenset(str(d).upper() for d in aicpu["fallback_dtypes"]),
+        small_transfer_mb={str(k): float(v) for k, v in comm["small_transfer_mb"].items()},
+        sdma_links=tuple(str(k) for k in comm["sdma_links"]),
+        sdma_total=str(comm["sdma_total"]),
+        alignment_bytes=int(comm["alignment_bytes"]),
+        optimizer_types=re.compile("|".join(f"(?:{t})" for t in raw["optimizer"]["types"])),
+    )
+
+
+@cache
+def analyzer_rules() -> AnalyzerRules:
+    return load_analyzer_rules(rules_dir() / "analyzers.yaml")

@@ -1,0 +1,99 @@
+"""The report's analyzer tables: what the slowest rank runs beyond the fastest, the AI-CPU
+operators, and how the collectives use their links. Each table appears only when its facts do;
+a missing fact is left out here (the diagnosis lists what is unknown and how to collect it)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from advisor.facts.units import format_value
+from advisor.model import FactSet
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    cells = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _slow_fast(facts: FactSet) -> str:
+    extra = facts.value("ops.slow_fast_extra_by_type")
+    pair = facts.value("ops.slow_fast_ranks")
+    if not isinstance(extra, dict) or not extra or not isinstance(pair, dict):
+        return ""
+    counts = facts.value("ops.slow_fast_counts")
+    counts = counts if isinstance(counts, dict) else {}
+    loss = facts.value("ops.slow_stage_loss_by_type")
+    loss = loss if isinstance(loss, dict) else {}
+    rows = [
+        [
+            str(op_type),
+            f"+{float(ms):.1f} ms",
+            str(counts.get(op_type, "?")),
+            "loss chain" if op_type in loss else "",
+        ]
+        for op_type, ms in extra.items()
+    ]
+    cause = facts.value("ops.slow_fast_cause")
+    share = facts.value("ops.slow_fast_extra_ratio")
+    lead = (
+        f"<p>Rank {escape(str(pair.get('slow')))} against rank {escape(str(pair.get('fast')))}: "
+        f"{escape(format_value(share, 'ratio'))} of the step more device compute; cause: "
+        f"<b>{escape(str(cause))}</b>.</p>"
+    )
+    table = _table(["kernel type", "extra per step", "kernels per step (slow vs fast)", ""], rows)
+    return f"<h3>The slowest rank against the fastest</h3>{lead}{table}"
+
+
+def _aicpu(facts: FactSet) -> str:
+    ops = facts.value("ops.aicpu_ops")
+    if not isinstance(ops, list) or not ops:
+        return ""
+    rows = [
+        [
+            str(op.get("type")),
+            str(op.get("input_dtypes") or "-"),
+            f"{op.get('per_step_count')}",
+            f"{float(op.get('per_step_ms') or 0.0):.3f} ms",
+            ", ".join(op.get("fallback_dtypes") or []) or "-",
+        ]
+        for op in ops
+        if isinstance(op, dict)
+    ]
+    table = _table(
+        ["operator", "input dtypes", "kernels per step", "time per step", "dtypes AI Core lacks"],
+        rows,
+    )
+    return f"<h3>AI-CPU operators</h3>{table}"
+
+
+def _links(facts: FactSet) -> str:
+    achieved = facts.value("comm.bandwidth_gbps_by_link")
+    if not isinstance(achieved, dict) or not achieved:
+        return ""
+    peak = facts.value("comm.link_peak_ratio_by_link")
+    peak = peak if isinstance(peak, dict) else {}
+    rows = [
+        [
+            str(link),
+            f"{float(gbps):.2f} GB/s",
+            format_value(peak[link], "ratio") if link in peak else "unknown",
+        ]
+        for link, gbps in achieved.items()
+    ]
+    table = _table(["link type", "achieved", "share of the link's peak"], rows)
+    extra = []
+    for fact_id, label in (
+        ("comm.small_transfer_ratio", "collectives moving small transfers"),
+        ("comm.unaligned_ratio", "SDMA time in sizes not a multiple of 512 bytes"),
+    ):
+        value = facts.value(fact_id)
+        if value is not None:
+            extra.append(f"<li>{escape(label)}: {escape(format_value(value, 'ratio'))}</li>")
+    more = f"<ul>{''.join(extra)}</ul>" if extra else ""
+    return f"<h3>Links</h3>{table}{more}"
+
+
+def analyzer_section(facts: FactSet) -> str:
+    """The analyzer tables the facts allow ("" when none)."""
+    return "".join(part for part in (_slow_fast(facts), _aicpu(facts), _links(facts)) if part)

@@ -1,0 +1,53 @@
+"""Communication quality on the real 2-card DDP job: the achieved HCCS/SDMA bandwidth against
+the link peak, and the all-reduce transfers that are not 512-byte aligned (what msprof-analyze's
+advisor reports on the same profiles)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
+from advisor.app.pipeline import profile_facts
+from advisor.inputs.taxonomy import default_taxonomy
+from advisor.parsers.ascend.files import read_communication
+from tests.conftest import REAL
+
+
+def _real(name: str) -> Path:
+    folder = REAL / name
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent: ../shared is not beside the checkout")
+    return folder
+
+
+def test_the_ddp_job_s_links_against_their_peak_and_its_unaligned_all_reduce():
+    facts = profile_facts(_real("ascend-ddp-2rank-text"))
+    by_link = facts.value("comm.link_peak_ratio_by_link")
+    # 15.5 GB/s achieved over HCCS (msprof-analyze: 15.6) of a 56 GB/s link
+    assert by_link["HCCS"] == pytest.approx(15.5 / 56, abs=0.01)
+    assert facts.value("comm.unaligned_ratio") == pytest.approx(0.015, abs=0.002)
+    assert facts.value("comm.small_transfer_ratio") == 0.0
+    run = run_diagnose(JobOptions(profile=_real("ascend-ddp-2rank-text")))
+    main = run.diagnosis.main
+    assert main is not None and main.id == "bottleneck.communication"
+    assert "of the link peak" in main.message and "512 bytes" in main.message
+    fired = {s.id for s in run.diagnosis.symptoms}
+    assert {"symptom.link-below-peak", "symptom.unaligned-transfers"} <= fired
+    assert "symptom.small-transfers" not in fired
+
+
+def test_the_database_export_names_its_chip_and_so_its_peaks():
+    facts = profile_facts(_real("ascend-ddp-2rank-db"))
+    assert facts.value("profile.device") == "Ascend910B"
+    note = next(f.note for f in facts.facts if f.id == "comm.link_peak_ratio")
+    assert "Ascend 910B link peaks" in note
+
+
+def test_the_communication_reader_keeps_each_op_s_transfers_and_sizes():
+    path = _real("ascend-ddp-2rank-text") / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"
+    (step,) = read_communication(path / "communication.json", default_taxonomy())
+    assert len(step.transfers["SDMA"]) == 4  # four all-reduce ops, Total Op Info left out
+    assert step.packets["HCCS"][1.937312] == pytest.approx([2.0, 0.2379], abs=1e-4)
