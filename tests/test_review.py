@@ -146,13 +146,13 @@ def test_stdin_filename_suffix_decides_over_the_content():
 UNREADABLE = {
     "eval": (
         "#!/bin/bash\nexport TASK_QUEUE_ENABLE=2\n"
-        "eval torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n",
+        "eval torchrun --nproc_per_node $(nproc) train_fsdp2.py config.yaml\n",
         3,
         "runs through eval",
     ),
     "variable": (
         '#!/bin/bash\nCMD="torchrun --nproc_per_node 8 train_fsdp2.py config.yaml"\n'
-        'echo "starting torchrun"\n$CMD\n',
+        'echo "starting torchrun"\nbash -c "$CMD"\n',
         2,
         "held in CMD",
     ),
@@ -188,7 +188,7 @@ def test_an_unreadable_launch_is_waived_like_any_finding(tmp_path: Path):
     script = tmp_path / "run.sh"
     script.write_text(
         "#!/bin/bash\n# advisor: ignore[policy.launch-unreadable] the command is built per node\n"
-        "eval torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n",
+        "eval torchrun --nproc_per_node $(nproc) train_fsdp2.py config.yaml\n",
         encoding="utf-8",
     )
     (finding,) = run_check(RULES, configs=[script]).findings
