@@ -119,8 +119,11 @@ def sourcing_scripts(path: Path, walked: dict[Path, list[Path]] | None = None) -
 
 
 UNREADABLE = "policy.launch-unreadable"
+FILE_UNREADABLE = "policy.file-unreadable"
 # a launcher as a word of the line (not part of a path or another name)
-_LAUNCHER = re.compile(r"(?<![\w./-])(?:torchrun|torch\.distributed\.(?:run|launch))(?![\w-])")
+_LAUNCHER = re.compile(
+    r"(?<![\w./-])(?:torchrun|msrun|torch\.distributed\.(?:run|launch))(?![\w-])"
+)
 _NOT_RUN = ("#", "echo ", "printf ", "log ")
 _HOLDS = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+\S+\s+)?([A-Za-z_]\w*)=")
 
@@ -157,19 +160,21 @@ def unreadable_launch(path: Path) -> tuple[int, str] | None:
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A named script whose training command could not be read: where, and why."""
+    """A file that could not be read (a script's training command, a file that does not
+    parse): where, why, and the policy that reports it."""
 
     path: Path
     line: int
     why: str
+    rule: str = UNREADABLE
 
 
 def _unreadable_findings(rules: RuleSet, found: list[Unreadable]) -> list[Finding]:
-    rule = rules.rules.get(UNREADABLE)
-    if not isinstance(rule, PolicyRule) or not rule.enabled:
-        return []
     findings = []
     for item in found:
+        rule = rules.rules.get(item.rule)
+        if not isinstance(rule, PolicyRule) or not rule.enabled:
+            continue
         message = render(rule.message, detail=item.why)
         finding = Finding(
             rule.id, rule.effective_severity, message, str(item.path), item.line, 1, "launch"
@@ -183,43 +188,88 @@ def _unreadable_findings(rules: RuleSet, found: list[Unreadable]) -> list[Findin
     return findings
 
 
+def root_of(path: Path, root: Path | None) -> Path:
+    """The folder a file's scripts run from: `--root` when given, else the top level of the
+    file's git repository, else the working folder."""
+    return root or _repository(path) or Path.cwd()
+
+
+def _line_of(exc: InputError, path: Path) -> tuple[int, str]:
+    """The line an error names (`file:12`, or `at line 12` in the problem) and the problem."""
+    where = exc.path[len(str(path)) :].lstrip(":")
+    if where.isdigit():
+        return int(where), exc.problem
+    m = re.search(r"at line (\d+)", exc.problem)
+    return (int(m.group(1)) if m else 1), exc.problem
+
+
+def _unreadable(path: Path, exc: InputError, named: bool) -> Unreadable | tuple[str, str]:
+    """A file whose reading failed: a launch script whose command cannot be followed is that
+    finding; another named file is a finding that it cannot be read; a file found in a folder
+    walk is skipped with the reason (nothing says it is a training file)."""
+    place = None if ":" in exc.path[len(str(path)) :] else _quietly(path)
+    if place is not None:
+        return Unreadable(path, *place)
+    if named:
+        line, problem = _line_of(exc, path)
+        return Unreadable(path, line, problem, FILE_UNREADABLE)
+    return str(path), f"cannot be read: {exc.problem}"
+
+
+@dataclass
+class Loaded:
+    documents: list[Document]
+    skipped: list[tuple[str, str]]
+    # a named file that is no training file but that launch scripts of its repository source
+    through: dict[Path, list[Document]]
+    # files that could not be read, reported as findings
+    unreadable: list[Unreadable]
+
+
 def load_documents(
-    paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
-) -> tuple[list[Document], list[tuple[str, str]], dict[Path, list[Document]], list[Unreadable]]:
+    paths: list[Path] | tuple[Path, ...],
+    launches: list[Path] | tuple[Path, ...],
+    root: Path | None = None,
+) -> Loaded:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
     repository's CI or tool YAML, a sourced env file) with the reason when they were named.
     A named file that is no training file but that launch scripts of its repository source is
-    checked through them: the third part maps it (as named) to those scripts. The fourth
-    holds the named scripts that write a training command advisor cannot read."""
+    checked through them. No file stops the others: one that cannot be read is a finding, or
+    a skip with its reason."""
     documents: list[Document] = []
     unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
     unreadable: list[Unreadable] = []
+    skipped: list[tuple[str, str]] = []
     for path in files:
         try:
-            doc = read_document(path)
+            doc = read_document(path, root_of(path, root))
         except InputError as exc:
-            # one reader follows the command (bash expands `$CMD`), the line reader does not:
-            # a finding on the command's line; an error at a line of its own stays an error
-            place = None if ":" in exc.path[len(str(path)) :] else unreadable_launch(path)
-            if place is None:
-                raise
-            unreadable.append(Unreadable(path, *place))
+            outcome = _unreadable(path, exc, path not in found)
+            if isinstance(outcome, Unreadable):
+                unreadable.append(outcome)
+            else:
+                skipped.append(outcome)
             continue
         if doc is not None:
             documents.append(doc)
         elif path not in found:
             unread.append(path)
+        elif path.suffix in SHELL_SUFFIXES:
+            # a script found in a folder whose training command cannot be followed (eval of a
+            # computed text): a finding, never a quiet skip
+            place = _quietly(path)
+            if place is not None:
+                unreadable.append(Unreadable(path, *place))
     # a file a checked script sources is checked through it (its exports, on its own lines)
     sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
-    skipped: list[tuple[str, str]] = []
     through: dict[Path, list[Document]] = {}
     walked: dict[Path, list[Path]] = {}
     for path in unread:
         if path.resolve() in sourced:
             continue
         scripts = sourcing_scripts(path, walked)
-        place = None if scripts else unreadable_launch(path)
+        place = None if scripts else _quietly(path)
         if scripts:
             through[path] = scripts
         elif place is not None:
@@ -227,7 +277,15 @@ def load_documents(
             unreadable.append(Unreadable(path, *place))
         else:
             skipped.append((str(path), _not_training()))
-    return documents, skipped, through, unreadable
+    return Loaded(documents, skipped, through, unreadable)
+
+
+def _quietly(path: Path) -> tuple[int, str] | None:
+    """unreadable_launch, for a file already read once: a failure to read it again is None."""
+    try:
+        return unreadable_launch(path)
+    except InputError:
+        return None
 
 
 def load_baseline(path: Path) -> set[str]:
@@ -260,22 +318,22 @@ def run_check(
     configs: list[Path] | tuple[Path, ...] = (),
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
+    root: Path | None = None,
 ) -> CheckResult:
-    documents, skipped, through, unreadable = load_documents(configs, launches)
+    loaded = load_documents(configs, launches, root)
     accepted = load_baseline(baseline) if baseline else set()
     findings = []
     origins = []
-    for doc in documents:
+    for doc in loaded.documents:
         checks = registry().of(doc.dialect_id).checks
         for finding in check_document(doc, rules, checks):
-            in_baseline = finding.fingerprint in accepted
-            findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
+            findings.append(finding)
             origins.append(doc)
     # a sourced file named alone: what the scripts sourcing it find on its own lines (the
     # scripts' other findings are not about this change); one finding per place, however many
     # scripts source it
     seen: set[tuple[str, str, int, int, str]] = set()
-    for named, scripts in through.items():
+    for named, scripts in loaded.through.items():
         target = named.resolve()
         for doc in scripts:
             checks = registry().of(doc.dialect_id).checks
@@ -284,16 +342,44 @@ def run_check(
                 if Path(finding.file).resolve() != target or place in seen:
                     continue
                 seen.add(place)
-                in_baseline = finding.fingerprint in accepted
-                findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
+                findings.append(finding)
                 origins.append(doc)
-    sources = {str(p): [str(d.path) for d in scripts] for p, scripts in through.items()}
-    result = CheckResult(documents, findings, skipped, origins, sources)
-    for finding in _unreadable_findings(rules, unreadable):
+    findings, origins = aggregated(rules, findings, origins)
+    findings = [dataclasses.replace(f, in_baseline=f.fingerprint in accepted) for f in findings]
+    sources = {str(p): [str(d.path) for d in scripts] for p, scripts in loaded.through.items()}
+    result = CheckResult(loaded.documents, findings, loaded.skipped, origins, sources)
+    for finding in _unreadable_findings(rules, loaded.unreadable):
         in_baseline = finding.fingerprint in accepted
         result.findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
         result.unreadable.append(finding.file)
     return result
+
+
+def aggregated(
+    rules: RuleSet, findings: list[Finding], origins: list[Document]
+) -> tuple[list[Finding], list[Document]]:
+    """A rule marked `aggregate` gives one finding per distinct message, at its first place,
+    saying how many places share it (a note repeated over a repository is read once)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, finding in enumerate(findings):
+        rule = rules.rules.get(finding.rule_id)
+        if isinstance(rule, PolicyRule) and rule.aggregate and finding.suppressed is None:
+            groups.setdefault((finding.rule_id, finding.message), []).append(i)
+    if not groups:
+        return findings, origins
+    dropped = {i for places in groups.values() for i in places[1:]}
+    out, kept = [], []
+    for i, finding in enumerate(findings):
+        if i in dropped:
+            continue
+        places = groups.get((finding.rule_id, finding.message), [])
+        if len(places) > 1 and places[0] == i:
+            files = len({findings[j].file for j in places})
+            more = f" ({len(places)} places in {files} file(s); the first is shown)"
+            finding = dataclasses.replace(finding, message=finding.message + more)
+        out.append(finding)
+        kept.append(origins[i])
+    return out, kept
 
 
 STDIN = "<stdin>"
@@ -381,10 +467,16 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
 
 
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
-    """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
-    return [
-        doc.fix_changes(_fixes([f], safe_only=False))
-        if f.patch and (doc := result.origin(i)) is not None
-        else []
-        for i, f in enumerate(result.findings)
-    ]
+    """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`. A fix that
+    cannot be built is left out; the finding is still reported."""
+    out: list[list[FileChange]] = []
+    for i, finding in enumerate(result.findings):
+        doc = result.origin(i)
+        changes: list[FileChange] = []
+        if finding.patch is not None and doc is not None:
+            try:
+                changes = doc.fix_changes(_fixes([finding], safe_only=False))
+            except InputError:
+                changes = []
+        out.append(changes)
+    return out

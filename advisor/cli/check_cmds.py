@@ -64,6 +64,15 @@ def check_cmd(
             "suffix tells YAML from shell, else the content does.",
         ),
     ] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="The folder the scripts run from: relative sourced files and config paths are "
+            "found there (else beside the script). Default: each file's git repository top "
+            "level, else the working folder.",
+        ),
+    ] = None,
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     quiet: QuietOpt = False,
@@ -87,6 +96,8 @@ def check_cmd(
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
+    if root is not None and not root.is_dir():
+        raise DataError(f"--root {root}: not a folder")
     if Path("-") in files:
         if fix or update_baseline:
             raise DataError(
@@ -102,6 +113,7 @@ def check_cmd(
             configs=files,
             launches=scripts,
             baseline=baseline if not update_baseline else None,
+            root=root,
         )
     if update_baseline:
         if baseline is None:
@@ -117,7 +129,9 @@ def check_cmd(
         write_changes(changes)
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
-            result = run_check(policies, configs=files, launches=scripts, baseline=baseline)
+            result = run_check(
+                policies, configs=files, launches=scripts, baseline=baseline, root=root
+            )
     report = CheckReport(
         result.findings,
         names,

@@ -116,8 +116,8 @@ class _Labels(Mapping[str, str]):
 LABELS: Mapping[str, str] = _Labels()
 
 
-def probe(path: Path) -> Probe:
-    return Probe(path, read_text(path))
+def probe(path: Path, root: Path | None = None) -> Probe:
+    return Probe(path, read_text(path), root)
 
 
 def document_dialect(path: Path) -> str | None:
@@ -126,9 +126,10 @@ def document_dialect(path: Path) -> str | None:
     return found.id if found is not None else None
 
 
-def read_document(path: Path) -> Document | None:
-    """The file as the dialect its content shows; None when no dialect recognises it."""
-    looked = probe(path)
+def read_document(path: Path, root: Path | None = None) -> Document | None:
+    """The file as the dialect its content shows; None when no dialect recognises it. Paths
+    its scripts name are found from `root` (the folder they run from)."""
+    looked = probe(path, root)
     found = registry().detect(looked)
     return found.load(looked) if found is not None else None
 

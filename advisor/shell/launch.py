@@ -10,17 +10,17 @@ from __future__ import annotations
 import copy
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from advisor.core.text import read_text
-from advisor.core.values import bool_word
+from advisor.core.values import bool_word, get_path
 from advisor.model import InputError
 from advisor.shell.commands import line_of
 from advisor.shell.expand import OPAQUE, ShellError
-from advisor.shell.launcher import PREFIXES
+from advisor.shell.launcher import command_start, env_unsets
 from advisor.shell.reader import CommandReading, read_command
 from advisor.shell.words import word_end
 
@@ -40,6 +40,7 @@ class Export:
     line: int  # 1-based
     # a plain `NAME=value` line: it changes the value only of a variable exported somewhere
     bare: bool = False
+    unset: bool = False  # `env -u NAME` before the command: NAME is not in its environment
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class LaunchScript:
     program: str | None = None  # the training program the launcher runs (train_fsdp2.py)
     # the command has arguments only running the script gives (`$@`, `$(...)`)
     opaque_arguments: bool = False
+    argument_count: int = 0  # the fields after the program
+    config_found: bool = True  # False: the config the command names cannot be found
 
     @property
     def env_view(self) -> EnvView:
@@ -85,7 +88,13 @@ class LaunchScript:
         """Exported variables as the training command sees them: the last assignment before it
         wins, a plain `NAME=value` counting only for a variable that is exported."""
         exported = {e.name for e in self.exports if not e.bare}
-        return {e.name: e.value for e in self.exports if e.name in exported}
+        env: dict[str, str] = {}
+        for e in self.exports:
+            if e.unset:
+                env.pop(e.name, None)
+            elif e.name in exported:
+                env[e.name] = e.value
+        return env
 
     @property
     def world_size(self) -> int | None:
@@ -222,12 +231,14 @@ def _command_prefixes(script: LaunchScript, reading: CommandReading, line: int) 
     """`NAME=v torchrun ...` and `env NAME=v torchrun ...`: the command's own environment, which
     wins over every export, so the checks read it as the last export before the command."""
     assert reading.command is not None
-    for word in reading.command.texts(reading.text):
+    words = reading.command.texts(reading.text)
+    prefix = words[: command_start(words)]
+    for word in prefix:
         if _ASSIGNMENT.match(word):
             name, _, value = word.partition("=")
             script.exports.append(Export(name, _unquote(value), script.path, line))
-        elif word.rsplit("/", 1)[-1] not in PREFIXES and not word.startswith("-"):
-            return
+    for name in env_unsets(prefix):
+        script.exports.append(Export(name, "", script.path, line, unset=True))
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -244,6 +255,7 @@ def _take_command(script: LaunchScript, reading: CommandReading) -> None:
     script.nproc_per_node = reading.nproc_per_node
     if reading.world_size is not None and reading.nnodes is None:
         script.nnodes, script.nproc_per_node = 1, reading.world_size  # msrun's worker count
+    script.argument_count = len(reading.arguments)
     texts = []
     for f in reading.arguments:
         if OPAQUE in f.text:
@@ -295,11 +307,13 @@ def resolve_source(path: Path, written: str, where: str, root: Path | None = Non
     return target
 
 
-def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
+def _read_exports(
+    path: Path, script: LaunchScript, seen: set[Path], text: str | None = None
+) -> None:
     if path in seen:
         return
     seen.add(path)
-    text = read_text(path)
+    text = read_text(path) if text is None else text
     script.texts[path] = text
     for number, _last, line in _logical_lines(text):
         main = path == script.path
@@ -323,21 +337,24 @@ def _read_exports(path: Path, script: LaunchScript, seen: set[Path]) -> None:
             _read_exports(target, script, seen)
 
 
-def parse_launch(path: Path, root: Path | None = None) -> LaunchScript:
+def parse_launch(
+    path: Path, root: Path | None = None, reading: CommandReading | None = None
+) -> LaunchScript:
     """The script's environment and launcher command; paths it names are found from `root`
-    (the folder it runs from)."""
+    (the folder it runs from). `reading`: the command as the shell reader already read it."""
     script = LaunchScript(path=path, root=root)
-    text = read_text(path)
-    try:
-        reading = read_command(path, text)
-    except ShellError as exc:
-        raise InputError(
-            f"{path}:{line_of(text, exc.offset)}", f"cannot parse the launch command: {exc}"
-        ) from None
+    if reading is None:
+        text = read_text(path)
+        try:
+            reading = read_command(path, text)
+        except ShellError as exc:
+            raise InputError(
+                f"{path}:{line_of(text, exc.offset)}", f"cannot parse the launch command: {exc}"
+            ) from None
     if reading.command is None:
         raise InputError(str(path), "no torchrun (torch.distributed.run) training command found")
     _take_command(script, reading)
-    _read_exports(path, script, set())
+    _read_exports(path, script, set(), reading.text)
     assert reading.command is not None and script.command_line is not None
     _command_prefixes(script, reading, script.command_line)
     return script
@@ -358,17 +375,41 @@ def cli_value(text: str | None) -> object:
     return text
 
 
+def _full_key(key: str, known: Collection[str] | None) -> str | None:
+    """The key argparse takes a flag's name for: itself, or the one key it is a unique prefix
+    of; None when argparse rejects or ignores it (ambiguous, or no such key)."""
+    if known is None or key in known:
+        return key
+    longer = [k for k in known if k.startswith(key)]
+    return longer[0] if len(longer) == 1 else None
+
+
 def effective_config(
-    config: Mapping[str, object], launch: LaunchScript | None
+    config: Mapping[str, object],
+    launch: LaunchScript | None,
+    keys: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, object]:
+    """The config the backend runs with: the YAML, then the command line's `--section.key`
+    flags as argparse reads them (a unique prefix names its key, a bare flag is true). The
+    backend appends the YAML's values after the command line for every key not written there
+    by its full name, so an abbreviated flag, or a bare flag at the very end, loses to a key
+    the YAML sets. `keys` (section -> its keys) resolves prefixes; without it flags are taken
+    as written."""
     merged = copy.deepcopy(dict(config))
     if launch is None:
         return merged
-    for override in launch.overrides:
-        if override.value is None:
-            continue  # a bare flag is not recognised as an override by the backend
+    overrides = launch.overrides
+    for i, override in enumerate(overrides):
         section, _, key = override.path.partition(".")
+        known = None if keys is None else keys.get(section, ())
+        full = _full_key(key, known)
+        if full is None:
+            continue
+        in_yaml = get_path(config, f"{section}.{full}") is not None
+        bare_last = override.value is None and i == len(overrides) - 1
+        if in_yaml and (full != key or bare_last):
+            continue  # the YAML's value, appended after the command line, wins
         node = merged.setdefault(section, {})
         if isinstance(node, dict):
-            node[key] = cli_value(override.value)
+            node[full] = True if override.value is None else cli_value(override.value)
     return merged

@@ -34,6 +34,9 @@ class FSDP2Config(YamlConfig):
         base = YamlConfig.read(probe)
         return cls(base.path, base.text, base.lines, base.located)
 
+    def effective(self, launch: LaunchScript | None) -> dict[str, object]:
+        return effective_config(self.data, launch, fsdp2_keys())
+
     @cached_property
     def problems(self) -> list[ConfigProblem]:
         return config_problems(self.data)
@@ -56,7 +59,7 @@ class FSDP2Config(YamlConfig):
             )
 
     def check_same_job(self, world_size: int, launch: LaunchScript | None) -> None:
-        fsdp = fsdp_size(effective_config(self.data, launch))
+        fsdp = fsdp_size(self.effective(launch))
         if fsdp is not None and fsdp not in (1, world_size):
             raise InputError(
                 str(self.path),

@@ -7,6 +7,7 @@ from advisor.dialects.base import SHELL_SUFFIXES, Dialect, Probe
 from advisor.dialects.fsdp2 import checks
 from advisor.dialects.fsdp2.config import FSDP2Config, detects
 from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
+from advisor.dialects.launch_checks import LAUNCH_CHECKS
 from advisor.dialects.megatron.document import training_command
 
 FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
@@ -42,6 +43,7 @@ FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(
         "cli-abbreviated-flag": lambda r, d: checks.cli_flags(r, d, "abbreviated"),
         "cli-unknown-flag": lambda r, d: checks.cli_flags(r, d, "unknown"),
         "fsdp-size-world": checks.fsdp_world,
+        **LAUNCH_CHECKS,
     },
     not_a_config="is an FSDP2 launch script: give it as --launch, with its YAML config",
 )

@@ -63,7 +63,7 @@ class MegatronDocument:
     def load(cls, probe: Probe) -> MegatronDocument:
         megatron = training_command(probe) or read_megatron(probe.path, probe.text)
         layout = layout_of(megatron.args, megatron.world_size)
-        script = parse_launch(probe.path)
+        script = parse_launch(probe.path, probe.root, megatron.reading)
         return cls(probe.path, probe.text, split_lines(probe.text), script, megatron, layout)
 
     @property
@@ -75,8 +75,8 @@ class MegatronDocument:
         return self.config
 
     @property
-    def policy_env(self) -> dict[str, str]:
-        return self.script.env
+    def policy_env(self) -> Mapping[str, str]:
+        return self.script.env_view
 
     @property
     def launch(self) -> LaunchScript:
