@@ -13,7 +13,7 @@ from advisor.core.text import read_text
 from advisor.core.yamlio import locate
 from advisor.dialects.base import SHELL_SUFFIXES, Document, Probe, split_lines
 from advisor.dialects.megatron.script import read_megatron
-from advisor.dialects.registry import LABELS, read_document, registry
+from advisor.dialects.registry import LABELS, read_checked, read_document, registry
 from advisor.edit.writer import write_file
 from advisor.engine.policy import check_document, waivers
 from advisor.engine.rule_model import PolicyRule
@@ -243,7 +243,7 @@ def load_documents(
     skipped: list[tuple[str, str]] = []
     for path in files:
         try:
-            doc = read_document(path, root_of(path, root))
+            doc, why = read_checked(path, root_of(path, root))
         except InputError as exc:
             outcome = _unreadable(path, exc, path not in found)
             if isinstance(outcome, Unreadable):
@@ -253,6 +253,8 @@ def load_documents(
             continue
         if doc is not None:
             documents.append(doc)
+        elif why is not None:
+            skipped.append((str(path), why))
         elif path not in found:
             unread.append(path)
         elif path.suffix in SHELL_SUFFIXES:

@@ -9,6 +9,7 @@ from advisor.dialects.fsdp2.config import FSDP2Config, detects
 from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
 from advisor.dialects.launch_checks import LAUNCH_CHECKS
 from advisor.dialects.megatron.document import training_command
+from advisor.dialects.programs import programs
 
 FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
     id=FSDP2Config.dialect_id,
@@ -26,9 +27,17 @@ FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
 
 
 def _is_launch(probe: Probe) -> bool:
-    """A shell script whose training command a launcher starts (the Megatron dialect, asked
-    first, takes those whose flags are Megatron's)."""
-    return probe.is_shell and training_command(probe) is not None
+    """A shell script whose launcher starts an FSDP2 program, or an unknown program taking
+    `--section.key` overrides (the Megatron dialects, asked first, take theirs)."""
+    command = training_command(probe) if probe.is_shell else None
+    if command is None or command.program is None:
+        return False
+    known = programs()
+    if command.program in known.fsdp2_training | known.fsdp2_serving:
+        return True
+    if command.program in known.known:
+        return False
+    return any("." in o.flag for o in command.args.occurrences)
 
 
 FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(

@@ -143,3 +143,12 @@ def megatron_flag_position(doc: MegatronDocument, flag: str) -> tuple[int, int]:
         return script.command_line or 1, 1
     line_start = script.text.rfind("\n", 0, pos) + 1
     return script.text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+@dataclass
+class MegatronServingDocument(MegatronDocument):
+    """A Megatron-backend script running inference or evaluation (inference.py,
+    evaluation.py): read as any Megatron script, judged only by the rules that hold without a
+    training schedule (rules name it `megatron-inference`)."""
+
+    dialect_id: ClassVar[str] = "megatron-inference"
