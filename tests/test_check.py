@@ -86,13 +86,13 @@ def test_text_format_and_exit_codes(tmp_path: Path):
     assert runner.invoke(app, ["check", str(config), "--fail-on", "note"]).exit_code == 1
     config.write_text("parallel:\n  ep_dispatcher: turbo\n")
     assert runner.invoke(app, ["check", str(config)]).exit_code == 1
+    # a named file that does not parse is a finding on it: the report is written, exit 1
     config.write_text("parallel: [unclosed\n")
     broken = subprocess.run(
         [sys.executable, "-m", "advisor.cli", "check", str(config)], capture_output=True, text=True
     )
-    assert (
-        broken.returncode == 2 and "Traceback" not in broken.stderr and str(config) in broken.stderr
-    )
+    assert broken.returncode == 1 and "Traceback" not in broken.stderr
+    assert f"{config}:2:1: error [policy.file-unreadable] cannot be read" in broken.stdout
 
 
 def test_json_and_github_formats(tmp_path: Path):

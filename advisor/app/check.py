@@ -12,7 +12,6 @@ from pathlib import Path
 from advisor.core.text import read_text
 from advisor.core.yamlio import locate
 from advisor.dialects.base import SHELL_SUFFIXES, Document, Probe, split_lines
-from advisor.dialects.megatron.script import read_megatron
 from advisor.dialects.registry import LABELS, read_checked, read_document, registry
 from advisor.edit.writer import write_file
 from advisor.engine.policy import check_document, waivers
@@ -20,6 +19,9 @@ from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
 from advisor.engine.templates import render
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
+from advisor.shell.commands import line_of
+from advisor.shell.expand import ShellError
+from advisor.shell.reader import read_command
 
 BASELINE_SCHEMA = "advisor/baseline@1"
 
@@ -132,25 +134,46 @@ def _is_shell(path: Path, text: str) -> bool:
     return Probe(path, text).is_shell
 
 
-def unreadable_launch(path: Path) -> tuple[int, str] | None:
-    """Where and why a named shell script writes a training command that cannot be read (None:
-    it writes none, as an env file)."""
+def _runs_launcher(line: str) -> bool:
+    """The launcher is the command of one of the line's pipeline parts (or of an eval, or the
+    value a variable holds), not an argument of another command (`grep torchrun`)."""
+    for part in re.split(r"\|\|?|&&|;", line.split(" #", 1)[0]):
+        match = _LAUNCHER.search(part)
+        if match is None:
+            continue
+        before = part[: match.start()].split()
+        if all(
+            w in ("eval", "exec", "nohup", "time", "env")
+            or "=" in w
+            or w.startswith(("-", "python"))
+            for w in before
+        ):
+            return True
+    return False
+
+
+def unreadable_launch(path: Path, named: bool = True) -> tuple[int, str] | None:
+    """Where and why a shell script writes a training command that cannot be read (None: it
+    writes none, as an env file). A script found in a folder walk is reported only for what
+    surely runs a launcher: a line that does not parse, or an eval of a computed command."""
     text = read_text(path)
     if not _is_shell(path, text):
         return None
     try:
-        read_megatron(path, text)
-    except InputError as exc:
+        if read_command(path, text).command is not None:
+            return None  # a launcher command that is read: its program decides, not this
+    except ShellError as exc:
         # the reader names the line it stopped at when a line does not parse
-        where = exc.path.rsplit(":", 1)
-        if len(where) == 2 and where[1].isdigit():
-            return int(where[1]), f"line {where[1]} cannot be read ({exc.problem})"
+        line = line_of(text, exc.offset)
+        return line, f"line {line} cannot be read ({exc})"
     for number, line in enumerate(split_lines(text), start=1):
         stripped = line.lstrip()
-        if stripped.startswith(_NOT_RUN) or not _LAUNCHER.search(line.split(" #", 1)[0]):
+        if stripped.startswith(_NOT_RUN) or not _runs_launcher(line):
             continue  # a comment or a message naming the launcher does not run it
         if stripped.split(maxsplit=1)[0] == "eval":
             return number, "the training command runs through eval (a command built at run time)"
+        if not named:
+            continue
         held = _HOLDS.match(line)
         if held:
             return number, f"the training command is held in {held.group(1)} and run elsewhere"
@@ -260,7 +283,7 @@ def load_documents(
         elif path.suffix in SHELL_SUFFIXES:
             # a script found in a folder whose training command cannot be followed (eval of a
             # computed text): a finding, never a quiet skip
-            place = _quietly(path)
+            place = _quietly(path, named=False)
             if place is not None:
                 unreadable.append(Unreadable(path, *place))
     # a file a checked script sources is checked through it (its exports, on its own lines)
@@ -282,10 +305,10 @@ def load_documents(
     return Loaded(documents, skipped, through, unreadable)
 
 
-def _quietly(path: Path) -> tuple[int, str] | None:
+def _quietly(path: Path, named: bool = True) -> tuple[int, str] | None:
     """unreadable_launch, for a file already read once: a failure to read it again is None."""
     try:
-        return unreadable_launch(path)
+        return unreadable_launch(path, named)
     except InputError:
         return None
 

@@ -6,13 +6,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-PREFIXES = {"exec", "nohup", "time", "env"}  # words that run the command after them
+# words that run the command after them (with options of their own: env, stdbuf)
+PREFIXES = {"exec", "nohup", "time", "env", "stdbuf"}
 MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # torchrun, and MindSpore's msrun (MindSpeed-LLM's MindSpore backend, MindFormers)
 LAUNCHERS = ("torchrun", "msrun")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-# options of `env` before the command: those taking a value as the next word
-_ENV_VALUED = {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}
+# the options of prefix commands that take a value as the next word
+_VALUED = {
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "stdbuf": {"-i", "-o", "-e"},
+}
 
 
 def env_unsets(words: Sequence[str]) -> list[str]:
@@ -32,16 +36,17 @@ def command_start(words: Sequence[str]) -> int:
     """The index of the command word: past leading `NAME=v` assignments, exec/nohup/time/env
     and env's own options (`env -u NAME -i`)."""
     i = 0
-    in_env = False
+    valued: set[str] | None = None  # the options of the prefix command being read
     while i < len(words):
         word = words[i]
+        name = word.rsplit("/", 1)[-1]
         if _ASSIGNMENT.match(word):
             i += 1
-        elif word.rsplit("/", 1)[-1] in PREFIXES:
-            in_env = word.rsplit("/", 1)[-1] == "env"
+        elif name in PREFIXES:
+            valued = _VALUED.get(name)
             i += 1
-        elif in_env and word.startswith("-"):
-            i += 2 if word in _ENV_VALUED else 1
+        elif valued is not None and word.startswith("-"):
+            i += 2 if word in valued else 1
         else:
             break
     return i
