@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,23 +29,24 @@ BASELINE_SCHEMA = "advisor/baseline@1"
 
 @dataclass
 class CheckResult:
+    # the documents whose findings carry a fix (what --fix and SARIF edit); the others are not
+    # kept, so a run's memory does not grow with the files it checks
     documents: list[Document]
     findings: list[Finding]
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
-    # the document each finding came from (a sourced file's finding: the script that sources it)
-    origins: list[Document] = dataclasses.field(default_factory=list)
+    # the document each finding with a fix came from (a sourced file's finding: the script
+    # that sources it); None for a finding without a fix
+    origins: list[Document | None] = dataclasses.field(default_factory=list)
     # a named file checked only through the scripts that source it: file -> those scripts
     through: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     # the named scripts whose command could not be read (their findings have no document)
     unreadable: list[str] = dataclasses.field(default_factory=list)
+    # every checked file -> its dialect
+    dialects: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def origin(self, index: int) -> Document | None:
         return self.origins[index] if index < len(self.origins) else None
-
-    @property
-    def dialects(self) -> dict[str, str]:
-        return {str(d.path): d.dialect_id for d in self.documents}
 
 
 _NOT_SOURCES = {"node_modules", "__pycache__", "venv"}
@@ -164,8 +166,8 @@ def unreadable_launch(path: Path, named: bool = True) -> tuple[int, str] | None:
             return None  # a launcher command that is read: its program decides, not this
     except ShellError as exc:
         # the reader names the line it stopped at when a line does not parse
-        line = line_of(text, exc.offset)
-        return line, f"line {line} cannot be read ({exc})"
+        at = line_of(text, exc.offset)
+        return at, f"line {at} cannot be read ({exc})"
     for number, line in enumerate(split_lines(text), start=1):
         stripped = line.lstrip()
         if stripped.startswith(_NOT_RUN) or not _runs_launcher(line):
@@ -241,7 +243,7 @@ def _unreadable(path: Path, exc: InputError, named: bool) -> Unreadable | tuple[
 
 @dataclass
 class Loaded:
-    documents: list[Document]
+    dialects: dict[str, str]  # every document read -> its dialect (each went to `visit`)
     skipped: list[tuple[str, str]]
     # a named file that is no training file but that launch scripts of its repository source
     through: dict[Path, list[Document]]
@@ -252,14 +254,16 @@ class Loaded:
 def load_documents(
     paths: list[Path] | tuple[Path, ...],
     launches: list[Path] | tuple[Path, ...],
+    visit: Callable[[Document], None],
     root: Path | None = None,
 ) -> Loaded:
     """Each file as the dialect its content shows; files of no known dialect are skipped (a
     repository's CI or tool YAML, a sourced env file) with the reason when they were named.
     A named file that is no training file but that launch scripts of its repository source is
     checked through them. No file stops the others: one that cannot be read is a finding, or
-    a skip with its reason."""
-    documents: list[Document] = []
+    a skip with its reason. Each document goes to `visit` as it is read and is not kept."""
+    dialects: dict[str, str] = {}
+    sourced: set[Path] = set()
     unread: list[Path] = []
     files, found = expand_paths([*paths, *launches])
     unreadable: list[Unreadable] = []
@@ -275,7 +279,10 @@ def load_documents(
                 skipped.append(outcome)
             continue
         if doc is not None:
-            documents.append(doc)
+            visit(doc)
+            dialects[str(doc.path)] = doc.dialect_id
+            # a file a checked script sources is checked through it (its exports, on its lines)
+            sourced.update(p.resolve() for p in doc.source_texts())
         elif why is not None:
             skipped.append((str(path), why))
         elif path not in found:
@@ -286,8 +293,6 @@ def load_documents(
             place = _quietly(path, named=False)
             if place is not None:
                 unreadable.append(Unreadable(path, *place))
-    # a file a checked script sources is checked through it (its exports, on its own lines)
-    sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
     through: dict[Path, list[Document]] = {}
     walked: dict[Path, list[Path]] = {}
     for path in unread:
@@ -302,7 +307,7 @@ def load_documents(
             unreadable.append(Unreadable(path, *place))
         else:
             skipped.append((str(path), _not_training()))
-    return Loaded(documents, skipped, through, unreadable)
+    return Loaded(dialects, skipped, through, unreadable)
 
 
 def _quietly(path: Path, named: bool = True) -> tuple[int, str] | None:
@@ -345,15 +350,18 @@ def run_check(
     baseline: Path | None = None,
     root: Path | None = None,
 ) -> CheckResult:
-    loaded = load_documents(configs, launches, root)
     accepted = load_baseline(baseline) if baseline else set()
-    findings = []
-    origins = []
-    for doc in loaded.documents:
+    findings: list[Finding] = []
+    origins: list[Document | None] = []
+
+    def visit(doc: Document) -> None:
         checks = registry().of(doc.dialect_id).checks
         for finding in check_document(doc, rules, checks):
             findings.append(finding)
-            origins.append(doc)
+            # a document is kept only for a finding that carries a fix (--fix, SARIF)
+            origins.append(doc if finding.patch is not None else None)
+
+    loaded = load_documents(configs, launches, visit, root)
     # a sourced file named alone: what the scripts sourcing it find on its own lines (the
     # scripts' other findings are not about this change); one finding per place, however many
     # scripts source it
@@ -368,11 +376,12 @@ def run_check(
                     continue
                 seen.add(place)
                 findings.append(finding)
-                origins.append(doc)
-    findings, origins = aggregated(rules, findings, origins)
+                origins.append(doc if finding.patch is not None else None)
+    findings, kept = aggregated(rules, findings, origins)
     findings = [dataclasses.replace(f, in_baseline=f.fingerprint in accepted) for f in findings]
     sources = {str(p): [str(d.path) for d in scripts] for p, scripts in loaded.through.items()}
-    result = CheckResult(loaded.documents, findings, loaded.skipped, origins, sources)
+    documents = list({id(d): d for d in kept if d is not None}.values())
+    result = CheckResult(documents, findings, loaded.skipped, kept, sources, [], loaded.dialects)
     for finding in _unreadable_findings(rules, loaded.unreadable):
         in_baseline = finding.fingerprint in accepted
         result.findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
@@ -381,8 +390,8 @@ def run_check(
 
 
 def aggregated(
-    rules: RuleSet, findings: list[Finding], origins: list[Document]
-) -> tuple[list[Finding], list[Document]]:
+    rules: RuleSet, findings: list[Finding], origins: list[Document | None]
+) -> tuple[list[Finding], list[Document | None]]:
     """A rule marked `aggregate` gives one finding per distinct message, at its first place,
     saying how many places share it (a note repeated over a repository is read once)."""
     groups: dict[tuple[str, str], list[int]] = {}
@@ -484,7 +493,7 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
     changes: list[FileChange] = []
     # the scripts a named sourced file was checked through are fixed too (by identity: a
     # document need not be hashable)
-    docs = list({id(d): d for d in [*result.documents, *result.origins]}.values())
+    docs = list({id(d): d for d in [*result.documents, *result.origins] if d is not None}.values())
     for doc in docs:
         mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
         changes.extend(doc.fix_changes(_fixes(mine, safe_only=True)))

@@ -122,7 +122,7 @@ def check_cmd(
         console.note(f"wrote {baseline} ({len(result.findings)} findings accepted)")
         return
     # a sourced file named alone was checked (through the scripts that source it)
-    names = [str(d.path) for d in result.documents] + list(result.through) + result.unreadable
+    names = list(result.dialects) + list(result.through) + result.unreadable
     if fix:
         changes = safe_fix_changes(result)
         diff = unified_diff(changes)

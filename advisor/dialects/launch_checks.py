@@ -75,13 +75,14 @@ def no_arguments(rule: PolicyRule, doc: ScriptDocument) -> Iterator[Finding]:
 def config_missing(rule: PolicyRule, doc: ScriptDocument) -> Iterator[Finding]:
     """The config the training command names is in neither the run folder nor the script's."""
     script = doc.launch
-    if script.config_found or not str(script.config_arg).endswith((".yaml", ".yml")):
+    config = script.config_arg
+    if script.config_found or config is None or not config.endswith((".yaml", ".yml")):
         return
     start = script.command_line or 1
     end = script.command_end_line or start
     line, col = start, 1
     for i in range(start - 1, min(end, len(doc.lines))):
-        found = doc.lines[i].find(script.config_arg)
+        found = doc.lines[i].find(config)
         if found >= 0:
             line, col = i + 1, found + 1
             break
@@ -91,8 +92,8 @@ def config_missing(rule: PolicyRule, doc: ScriptDocument) -> Iterator[Finding]:
         doc.path,
         line,
         col,
-        f"config:{script.config_arg}",
-        config=script.config_arg,
+        f"config:{config}",
+        config=config,
         where=f"{where}{doc.path.parent}",
     )
 

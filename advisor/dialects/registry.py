@@ -89,7 +89,9 @@ def unsupported(probe: Probe) -> str | None:
     if probe.is_shell:
         command = training_command(probe)
         field = command.reading.program_field if command is not None else None
-        found = known.unsupported_program(field.text) if field is not None else None
+        if field is None:
+            return None
+        found = known.unsupported_program(field.text)
         if found is not None:
             return f"a {found.label} script ({field.text.rsplit('/', 1)[-1]}): not supported yet"
         return None

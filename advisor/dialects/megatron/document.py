@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from advisor.dialects.base import Probe, export_location, split_lines
 from advisor.dialects.megatron.edit import megatron_changes
@@ -60,7 +60,7 @@ class MegatronDocument:
     layout: Layout  # and their parallel arithmetic
 
     @classmethod
-    def load(cls, probe: Probe) -> MegatronDocument:
+    def load(cls, probe: Probe) -> Self:
         megatron = training_command(probe) or read_megatron(probe.path, probe.text)
         layout = layout_of(megatron.args, megatron.world_size)
         script = parse_launch(probe.path, probe.root, megatron.reading)
