@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUFFIXES = (".sh", ".bash", ".yaml", ".yml")
+# the files a repository's release is read from (advisor/engine/targets.py)
+VERSION_FILES = ("setup.py", "mindformers/__init__.py")
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ def extract(item: Upstream, into: Path) -> Path | None:
         parts = meta.split()
         # a symbolic link (120000) is left out: its target is walked once, as itself
         regular = len(parts) == 3 and parts[0] in (b"100644", b"100755") and parts[1] == b"blob"
-        if regular and path.endswith(SUFFIXES):
+        if regular and (path.endswith(SUFFIXES) or path in VERSION_FILES):
             wanted.append((parts[2].decode(), path))
     for path, blob in zip(
         (p for _, p in wanted), _blobs(git_dir, [b for b, _ in wanted]), strict=True

@@ -18,6 +18,7 @@ from advisor.edit.writer import write_file
 from advisor.engine.policy import check_document, waivers
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
+from advisor.engine.targets import Target, repository_target
 from advisor.engine.templates import render
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 from advisor.shell.commands import line_of
@@ -349,14 +350,24 @@ def run_check(
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
     root: Path | None = None,
+    target: Target | None = None,
 ) -> CheckResult:
+    """Check the files; `target` (product -> release, `--target`) decides the rules whose
+    claim depends on the release, else each file's repository says its release."""
     accepted = load_baseline(baseline) if baseline else set()
     findings: list[Finding] = []
     origins: list[Document | None] = []
+    targets: dict[Path, Target] = {}
+
+    def target_of(doc: Document) -> Target:
+        folder = root_of(doc.path, root)
+        if folder not in targets:
+            targets[folder] = repository_target(folder)
+        return {**targets[folder], **(target or {})}
 
     def visit(doc: Document) -> None:
         checks = registry().of(doc.dialect_id).checks
-        for finding in check_document(doc, rules, checks):
+        for finding in check_document(doc, rules, checks, target_of(doc)):
             findings.append(finding)
             # a document is kept only for a finding that carries a fix (--fix, SARIF)
             origins.append(doc if finding.patch is not None else None)
@@ -367,12 +378,12 @@ def run_check(
     # scripts source it
     seen: set[tuple[str, str, int, int, str]] = set()
     for named, scripts in loaded.through.items():
-        target = named.resolve()
+        sourced = named.resolve()
         for doc in scripts:
             checks = registry().of(doc.dialect_id).checks
-            for finding in check_document(doc, rules, checks):
+            for finding in check_document(doc, rules, checks, target_of(doc)):
                 place = (finding.rule_id, finding.file, finding.line, finding.col, finding.message)
-                if Path(finding.file).resolve() != target or place in seen:
+                if Path(finding.file).resolve() != sourced or place in seen:
                     continue
                 seen.add(place)
                 findings.append(finding)

@@ -73,6 +73,15 @@ def check_cmd(
             "level, else the working folder.",
         ),
     ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            help="The release the files are written for, PRODUCT@VERSION "
+            "(mindspeed-llm@2.2.0, mindformers@1.5.0; repeatable). Default: what the "
+            "repository's setup.py / package version says, else the newest release.",
+        ),
+    ] = None,
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     quiet: QuietOpt = False,
@@ -96,6 +105,9 @@ def check_cmd(
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
+    from advisor.engine.targets import parse_target
+
+    releases = dict(parse_target(t) for t in target or [])
     if root is not None and not root.is_dir():
         raise DataError(f"--root {root}: not a folder")
     if Path("-") in files:
@@ -114,6 +126,7 @@ def check_cmd(
             launches=scripts,
             baseline=baseline if not update_baseline else None,
             root=root,
+            target=releases,
         )
     if update_baseline:
         if baseline is None:
@@ -130,7 +143,12 @@ def check_cmd(
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
             result = run_check(
-                policies, configs=files, launches=scripts, baseline=baseline, root=root
+                policies,
+                configs=files,
+                launches=scripts,
+                baseline=baseline,
+                root=root,
+                target=releases,
             )
     report = CheckReport(
         result.findings,
