@@ -168,6 +168,7 @@ def test_each_real_dialect_is_one_registry_entry_with_its_own_id():
     ids = [d.id for d in registry().dialects]
     assert sorted(ids) == [
         "fsdp2-config",
+        "launch-inference",
         "launch-script",
         "megatron-inference",
         "megatron-script",
@@ -184,6 +185,7 @@ def test_each_real_dialect_is_one_registry_entry_with_its_own_id():
 _HOME = {
     "fsdp2-config": "dialects/fsdp2/",
     "launch-script": "dialects/fsdp2/",
+    "launch-inference": "dialects/fsdp2/",
     "megatron-script": "dialects/megatron/",
     "megatron-inference": "dialects/megatron/",
     "mindformers-config": "dialects/mindformers.py",

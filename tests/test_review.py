@@ -131,11 +131,16 @@ def test_stdin_megatron_script_without_shebang_is_checked():
 
 
 def test_stdin_errors_name_stdin_never_a_temporary_file():
+    # a document that does not parse is a finding on it (exit 1), named as given
     code, output = _stdin("training:\n  micro_batch_size: [1\n")
-    assert code == 2
-    assert "<stdin>: did not find expected" in output and "tmp" not in output
+    assert code == 1
+    assert (
+        "<stdin>:3:1: error [policy.file-unreadable] cannot be read: did not find expected"
+        in output
+    )
+    assert "tmp" not in output
     code, output = _stdin("training:\n  micro_batch_size: [1\n", "--stdin-filename", "c/t.yaml")
-    assert code == 2 and "c/t.yaml:" in output and "tmp" not in output
+    assert code == 1 and "c/t.yaml:3:1:" in output and "tmp" not in output
 
 
 def test_stdin_filename_suffix_decides_over_the_content():

@@ -17,7 +17,7 @@ from typing import Any
 
 from advisor.core.text import read_text
 from advisor.dialects.base import Dialect, Document, JobConfig, Probe, plain_config
-from advisor.dialects.fsdp2.dialect import FSDP2_CONFIG, FSDP2_LAUNCH
+from advisor.dialects.fsdp2.dialect import FSDP2_CONFIG, FSDP2_LAUNCH, FSDP2_SERVING
 from advisor.dialects.megatron.dialect import MEGATRON, MEGATRON_SERVING
 from advisor.dialects.megatron.document import training_command
 from advisor.dialects.mindformers import MINDFORMERS, MINDFORMERS_INFERENCE
@@ -104,7 +104,15 @@ def unsupported(probe: Probe) -> str | None:
 
 
 _registry = Registry(
-    (MINDFORMERS_INFERENCE, MINDFORMERS, FSDP2_CONFIG, MEGATRON_SERVING, MEGATRON, FSDP2_LAUNCH)
+    (
+        MINDFORMERS_INFERENCE,
+        MINDFORMERS,
+        FSDP2_CONFIG,
+        MEGATRON_SERVING,
+        MEGATRON,
+        FSDP2_SERVING,
+        FSDP2_LAUNCH,
+    )
 )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from advisor.core.text import read_text
 from advisor.core.yamlio import locate
@@ -69,7 +69,7 @@ class FSDP2LaunchScript:
     yaml: dict[str, object] | None  # the YAML the command names (None: it cannot be read)
 
     @classmethod
-    def load(cls, probe: Probe) -> FSDP2LaunchScript:
+    def load(cls, probe: Probe) -> Self:
         reading = training_command(probe)
         script = parse_launch(probe.path, probe.root, reading.reading if reading else None)
         named = _named_config(script)
@@ -127,3 +127,12 @@ class FSDP2LaunchScript:
 
     def fix_changes(self, patches: Sequence[Patch]) -> list[FileChange]:
         return env_fix_changes(self.script, patches) if patches else []
+
+
+@dataclass
+class FSDP2ServingScript(FSDP2LaunchScript):
+    """A launch script of FSDP2's inference program: read as any FSDP2 launch script, judged
+    only by the rules that hold without a training schedule (rules name it
+    `launch-inference`)."""
+
+    dialect_id: ClassVar[str] = "launch-inference"
