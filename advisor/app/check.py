@@ -145,7 +145,7 @@ def _runs_launcher(line: str) -> bool:
         match = _LAUNCHER.search(part)
         if match is None:
             continue
-        before = part[: match.start()].split()
+        before = part[: match.start()].replace('"', " ").replace("'", " ").split()
         if all(
             w in ("eval", "exec", "nohup", "time", "env")
             or "=" in w

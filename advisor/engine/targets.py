@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advisor.model import InputError
+from advisor.model import DataError
 
 Version = tuple[int, ...]
 Target = dict[str, Version]  # product -> version
@@ -27,12 +27,11 @@ def version(text: str) -> Version:
 
 
 def parse_target(text: str) -> tuple[str, Version]:
-    """`mindspeed-llm@2.2.0` -> ("mindspeed-llm", (2, 2, 0)); InputError when malformed."""
+    """`mindspeed-llm@2.2.0` -> ("mindspeed-llm", (2, 2, 0)); DataError when malformed."""
     product, at, release = text.partition("@")
     if not at or product not in _MARKERS or not re.fullmatch(r"[0-9]+(\.[0-9]+)*", release):
-        raise InputError(
-            "--target",
-            f"{text!r}: expected PRODUCT@VERSION with PRODUCT one of {', '.join(_MARKERS)}",
+        raise DataError(
+            f"--target {text!r}: expected PRODUCT@VERSION with PRODUCT one of {', '.join(_MARKERS)}",
         )
     return product, version(release)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.shell.commands import Command, line_of, split_commands
-from advisor.shell.expand import Char, Expander, Field, Value, split_fields
+from advisor.shell.expand import OPAQUE, Char, Expander, Field, Value, split_fields
 from advisor.shell.launcher import launcher_end
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
@@ -127,6 +127,9 @@ class _Reader:
         assert m is not None
         name = m.group(1)
         value = self.expander.word(m.end(), end)
+        if m.end() == end and text[end : end + 1] == "(":
+            # `NAME=(a b c)`: an array, whose elements this reader does not keep: unknown
+            value = (Char(OPAQUE, None, split=True),)
         previous = self.reading.variables.get(name)
         if m.group(2) and previous is not None:
             value = previous.value + value
