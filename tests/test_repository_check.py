@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from advisor.app.check import run_check
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
-from advisor.shell.launch import LaunchScript, Override, effective_config, parse_launch
+from advisor.shell.launch import LaunchScript, Override, parse_launch
+from advisor.shell.overrides import effective_config
 from tests.cli_run import run_cli
 
 runner = CliRunner()

@@ -12,7 +12,8 @@ from advisor.dialects.base import ConfigProblem, Probe
 from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys, fsdp_size
 from advisor.dialects.yaml_config import YamlConfig
 from advisor.model import InputError
-from advisor.shell.launch import LaunchScript, effective_config
+from advisor.shell.launch import LaunchScript
+from advisor.shell.overrides import effective_config
 
 
 def detects(probe: Probe) -> bool:

@@ -18,7 +18,8 @@ from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys
 from advisor.dialects.megatron.document import training_command
 from advisor.edit.patch import env_fix_changes
 from advisor.model import FileChange, InputError, Patch
-from advisor.shell.launch import LaunchScript, effective_config, parse_launch, run_path
+from advisor.shell.launch import LaunchScript, parse_launch, run_path
+from advisor.shell.overrides import effective_config
 
 
 def _named_config(script: LaunchScript) -> dict[str, object] | None:

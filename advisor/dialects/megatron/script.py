@@ -20,7 +20,7 @@ from pathlib import Path
 from advisor.model import InputError
 from advisor.shell.commands import Command, line_of
 from advisor.shell.expand import OPAQUE, Char, Field, ShellError, Value, split_fields
-from advisor.shell.launch import cli_value
+from advisor.shell.overrides import cli_value
 from advisor.shell.reader import CommandReading, Variable, read_command
 
 
