@@ -135,8 +135,19 @@ def run_check(
 def aggregated(
     rules: RuleSet, findings: list[Finding], origins: list[Document | None]
 ) -> tuple[list[Finding], list[Document | None]]:
-    """A rule marked `aggregate` gives one finding per distinct message, at its first place,
-    saying how many places share it (a note repeated over a repository is read once)."""
+    """One finding per place (a file sourced by many scripts), and a rule marked `aggregate`
+    gives one finding per distinct message, at its first place, saying how many places share
+    it (a note repeated over a repository is read once)."""
+    # one finding per place: an env file sourced by many scripts is reported once
+    places: set[tuple[str, str, int, int, str]] = set()
+    unique: list[int] = []
+    for i, f in enumerate(findings):
+        place = (f.rule_id, f.file, f.line, f.col, f.message)
+        if place not in places:
+            places.add(place)
+            unique.append(i)
+    findings = [findings[i] for i in unique]
+    origins = [origins[i] for i in unique]
     groups: dict[tuple[str, str], list[int]] = {}
     for i, finding in enumerate(findings):
         rule = rules.rules.get(finding.rule_id)
