@@ -139,12 +139,12 @@ def aggregated(
     gives one finding per distinct message, at its first place, saying how many places share
     it (a note repeated over a repository is read once)."""
     # one finding per place: an env file sourced by many scripts is reported once
-    places: set[tuple[str, str, int, int, str]] = set()
+    seen: set[tuple[str, str, int, int, str]] = set()
     unique: list[int] = []
     for i, f in enumerate(findings):
         place = (f.rule_id, f.file, f.line, f.col, f.message)
-        if place not in places:
-            places.add(place)
+        if place not in seen:
+            seen.add(place)
             unique.append(i)
     findings = [findings[i] for i in unique]
     origins = [origins[i] for i in unique]
