@@ -1,14 +1,23 @@
-"""Benchmark `advisor check` on 40 config files: start-up and checking time, printed separately.
+"""Benchmark `advisor check`: start-up and checking time on 40 config files, and one run per
+upstream repository folder as CI runs it (wall time, peak memory, findings by rule).
 
     python benchmarks/bench_check.py [--files 40]
+    python -m benchmarks.bench_check --corpus [DIR]     # the repositories of benchmarks/corpus.py
 
 The configs are variations of examples/fsdp2/config.yaml (some with problems to report), plus
-the example launch script.
+the example launch script. With --corpus each repository is checked by `advisor check .
+--format sarif` in its own process (the CI recipe); its peak resident memory is read from the
+process's own accounting (wait4), and must stay under the 600 MB the issue sets.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,12 +36,67 @@ VARIANTS = (
 )
 
 
+MEMORY_LIMIT_MB = 600
+
+
+def _one_folder(folder: Path) -> tuple[float, float, int, list[dict[str, object]]]:
+    """(seconds, peak MB, exit code, SARIF results) of `advisor check .` run in the folder."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "advisor", "check", ".", "--format", "sarif", "-q"],
+            cwd=folder,
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8")
+    seconds = time.perf_counter() - started
+    results = json.loads(text)["runs"][0]["results"] if proc.returncode in (0, 1) else []
+    return seconds, usage.ru_maxrss / 1024, proc.returncode, results
+
+
+def corpus_run(base: Path | None) -> None:
+    from benchmarks.corpus import corpus
+
+    found = corpus(base)
+    if not found:
+        print("no upstream repository could be had (no mirror, no network): skipped")
+        return
+    worst = 0.0
+    for name, folder in found.items():
+        seconds, peak, code, results = _one_folder(folder)
+        worst = max(worst, peak)
+        files = sum(1 for p in folder.rglob("*") if p.suffix in (".sh", ".yaml", ".yml"))
+        print(
+            f"{name:24} {files:5} files  {seconds:6.1f} s  peak {peak:6.0f} MB  exit {code}  "
+            f"{len(results)} findings"
+        )
+        by_rule = collections.Counter(str(r["ruleId"]) for r in results)
+        for rule, count in by_rule.most_common():
+            print(f"    {count:4}  {rule}")
+    verdict = "under" if worst < MEMORY_LIMIT_MB else "OVER"
+    print(f"largest peak {worst:.0f} MB: {verdict} the {MEMORY_LIMIT_MB} MB of one folder run")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--files", type=int, default=40)
+    parser.add_argument(
+        "--corpus",
+        nargs="?",
+        const="",
+        default=None,
+        help="check each upstream repository (folder: where benchmarks/corpus.py puts them)",
+    )
     args = parser.parse_args()
+    if args.corpus is not None:
+        corpus_run(Path(args.corpus) if args.corpus else None)
+        return
     base = (EXAMPLE / "config.yaml").read_text()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,14 +167,23 @@ def test_yaml_bombs_are_refused_quickly(tmp_path: Path):
         previous = name
     path = tmp_path / "bomb.yaml"
     path.write_text(bomb + f"training:\n  profile_ranks: *{previous}\n", encoding="utf-8")
-    assert_one_line_error(run("check", str(path)), "alias bomb")
+    _unreadable_finding(run("check", str(path)), "alias bomb")
     deep = tmp_path / "deep.yaml"
     deep.write_text("training:\n  x: " + "[\n" * 50_000 + "]\n" * 50_000, encoding="utf-8")
-    assert_one_line_error(run("check", str(deep)), "nested 50,000 levels deep")
+    _unreadable_finding(run("check", str(deep)), "nested 50,000 levels deep")
     tag = tmp_path / "tag.yaml"
     tag.write_text('training: !!python/object/apply:os.system ["touch PWNED"]\n', encoding="utf-8")
-    assert_one_line_error(run("check", str(tag)), "python/object")
+    _unreadable_finding(run("check", str(tag)), "python/object")
     assert not (tmp_path / "PWNED").exists()
+
+
+def _unreadable_finding(proc: subprocess.CompletedProcess[str], fragment: str) -> None:
+    """check reports a named file it cannot read as one error finding on it (exit 1), the
+    report written, never a traceback."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = [ln for ln in proc.stdout.splitlines() if "policy.file-unreadable" in ln]
+    assert fragment in line
 
 
 def test_a_non_utf8_launch_script_is_one_line(tmp_path: Path):

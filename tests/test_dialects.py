@@ -150,7 +150,7 @@ def test_a_registered_dialect_is_detected_checked_and_fixed_end_to_end(tmp_path:
         (change,) = safe_fix_changes(result)
         assert change.after == "training.stage = sft\noptimization.chunk_loss_size = 1024\n"
     # once the dialect is gone, the file is no training file any more
-    assert run_check(rules, [tmp_path]).documents == []
+    assert run_check(rules, [tmp_path]).dialects == {}
 
 
 def test_a_dialect_that_is_not_a_job_config_is_refused_as_one_in_one_line(tmp_path: Path):
@@ -168,9 +168,12 @@ def test_each_real_dialect_is_one_registry_entry_with_its_own_id():
     ids = [d.id for d in registry().dialects]
     assert sorted(ids) == [
         "fsdp2-config",
+        "launch-inference",
         "launch-script",
+        "megatron-inference",
         "megatron-script",
         "mindformers-config",
+        "mindformers-inference",
     ]
     assert registry().default_for("mindspore") == "mindformers-config"
     assert registry().default_for("pytorch") == "fsdp2-config"
@@ -182,8 +185,11 @@ def test_each_real_dialect_is_one_registry_entry_with_its_own_id():
 _HOME = {
     "fsdp2-config": "dialects/fsdp2/",
     "launch-script": "dialects/fsdp2/",
+    "launch-inference": "dialects/fsdp2/",
     "megatron-script": "dialects/megatron/",
+    "megatron-inference": "dialects/megatron/",
     "mindformers-config": "dialects/mindformers.py",
+    "mindformers-inference": "dialects/mindformers.py",
 }
 
 

@@ -69,7 +69,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "configs").mkdir()
     (repo / "scripts").mkdir()
     shutil.copy(EXAMPLES / "fsdp2" / "config.yaml", repo / "configs" / "train.yaml")
-    shutil.copy(EXAMPLES / "fsdp2" / "run.sh", repo / "scripts" / "run.sh")
+    # the launch script names its config as it is found from the repository's top level
+    run = (EXAMPLES / "fsdp2" / "run.sh").read_text(encoding="utf-8")
+    run = run.replace("train_fsdp2.py config.yaml", "train_fsdp2.py configs/train.yaml")
+    (repo / "scripts" / "run.sh").write_text(run, encoding="utf-8")
     shutil.copy(EXAMPLES / "fsdp2" / "env.sh", repo / "scripts" / "env.sh")
     shutil.copy(EXAMPLES / "mindformers" / "config.yaml", repo / "configs" / "mindformers.yaml")
     (repo / "scripts" / "pretrain_llama.sh").write_text(MEGATRON_SCRIPT, encoding="utf-8")
@@ -256,15 +259,24 @@ def test_gitlab_recipe_writes_a_code_quality_report(scratch: Path):
         report_file.unlink(missing_ok=True)
 
 
-def test_recipe_fails_the_job_on_a_broken_run(scratch: Path):
-    """Exit 2 (input error) is not swallowed by the recipe's `|| [ $? -eq 1 ]`."""
+def test_recipe_reports_the_repository_around_a_broken_file(scratch: Path):
+    """One YAML that does not parse never stops the report: found in the walk it is skipped
+    with its reason and the SARIF is written; named, it is an error finding (exit 1). A usage
+    error (exit 2) is not swallowed by the recipe's `|| [ $? -eq 1 ]`."""
     (command,) = _recipe("github")
     broken = scratch / "configs" / "broken.yaml"
     broken.write_text("training:\n  micro_batch_size: [1\n", encoding="utf-8")
     try:
         proc = _run_recipe(scratch, command)
-        assert proc.returncode != 0
-        assert "broken.yaml" in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr
+        sarif = json.loads((scratch / "advisor.sarif").read_text(encoding="utf-8"))
+        assert sarif["runs"][0]["results"]  # the rest of the repository is reported
+        named = _run_recipe(scratch, "advisor check configs/broken.yaml")
+        assert named.returncode == 1
+        assert "configs/broken.yaml:3:1: error [policy.file-unreadable]" in named.stdout
+        usage = _run_recipe(scratch, command.replace("check .", "check . --fail-on nothing"))
+        assert usage.returncode != 0  # the job fails
     finally:
         broken.unlink()
+        (scratch / "advisor.sarif").unlink(missing_ok=True)
         (scratch / "advisor.sarif").unlink(missing_ok=True)

@@ -131,11 +131,16 @@ def test_stdin_megatron_script_without_shebang_is_checked():
 
 
 def test_stdin_errors_name_stdin_never_a_temporary_file():
+    # a document that does not parse is a finding on it (exit 1), named as given
     code, output = _stdin("training:\n  micro_batch_size: [1\n")
-    assert code == 2
-    assert "<stdin>: did not find expected" in output and "tmp" not in output
+    assert code == 1
+    assert (
+        "<stdin>:3:1: error [policy.file-unreadable] cannot be read: did not find expected"
+        in output
+    )
+    assert "tmp" not in output
     code, output = _stdin("training:\n  micro_batch_size: [1\n", "--stdin-filename", "c/t.yaml")
-    assert code == 2 and "c/t.yaml:" in output and "tmp" not in output
+    assert code == 1 and "c/t.yaml:3:1:" in output and "tmp" not in output
 
 
 def test_stdin_filename_suffix_decides_over_the_content():
@@ -146,13 +151,13 @@ def test_stdin_filename_suffix_decides_over_the_content():
 UNREADABLE = {
     "eval": (
         "#!/bin/bash\nexport TASK_QUEUE_ENABLE=2\n"
-        "eval torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n",
+        "eval torchrun --nproc_per_node $(nproc) train_fsdp2.py config.yaml\n",
         3,
         "runs through eval",
     ),
     "variable": (
         '#!/bin/bash\nCMD="torchrun --nproc_per_node 8 train_fsdp2.py config.yaml"\n'
-        'echo "starting torchrun"\n$CMD\n',
+        'echo "starting torchrun"\nbash -c "$CMD"\n',
         2,
         "held in CMD",
     ),
@@ -188,7 +193,7 @@ def test_an_unreadable_launch_is_waived_like_any_finding(tmp_path: Path):
     script = tmp_path / "run.sh"
     script.write_text(
         "#!/bin/bash\n# advisor: ignore[policy.launch-unreadable] the command is built per node\n"
-        "eval torchrun --nproc_per_node 8 train_fsdp2.py config.yaml\n",
+        "eval torchrun --nproc_per_node $(nproc) train_fsdp2.py config.yaml\n",
         encoding="utf-8",
     )
     (finding,) = run_check(RULES, configs=[script]).findings

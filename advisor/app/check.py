@@ -9,16 +9,21 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.app.check_files import (
+    CONFIG_MISSING,
+    load_documents,
+    root_of,
+    unreadable_findings,
+)
 from advisor.core.text import read_text
 from advisor.core.yamlio import locate
-from advisor.dialects.base import SHELL_SUFFIXES, Document, Probe, split_lines
-from advisor.dialects.megatron.script import read_megatron
-from advisor.dialects.registry import LABELS, read_document, registry
+from advisor.dialects.base import SHELL_SUFFIXES, Document
+from advisor.dialects.registry import registry
 from advisor.edit.writer import write_file
-from advisor.engine.policy import check_document, waivers
+from advisor.engine.policy import check_document
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
-from advisor.engine.templates import render
+from advisor.engine.targets import Target, repository_target
 from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 
 BASELINE_SCHEMA = "advisor/baseline@1"
@@ -26,208 +31,24 @@ BASELINE_SCHEMA = "advisor/baseline@1"
 
 @dataclass
 class CheckResult:
+    # the documents whose findings carry a fix (what --fix and SARIF edit); the others are not
+    # kept, so a run's memory does not grow with the files it checks
     documents: list[Document]
     findings: list[Finding]
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
-    # the document each finding came from (a sourced file's finding: the script that sources it)
-    origins: list[Document] = dataclasses.field(default_factory=list)
+    # the document each finding with a fix came from (a sourced file's finding: the script
+    # that sources it); None for a finding without a fix
+    origins: list[Document | None] = dataclasses.field(default_factory=list)
     # a named file checked only through the scripts that source it: file -> those scripts
     through: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     # the named scripts whose command could not be read (their findings have no document)
     unreadable: list[str] = dataclasses.field(default_factory=list)
+    # every checked file -> its dialect
+    dialects: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def origin(self, index: int) -> Document | None:
         return self.origins[index] if index < len(self.origins) else None
-
-    @property
-    def dialects(self) -> dict[str, str]:
-        return {str(d.path): d.dialect_id for d in self.documents}
-
-
-_NOT_SOURCES = {"node_modules", "__pycache__", "venv"}
-
-
-def _not_training() -> str:
-    return "not a training config or launch script (" + ", ".join(LABELS.values()) + ")"
-
-
-def expand_paths(paths: list[Path] | tuple[Path, ...]) -> tuple[list[Path], set[Path]]:
-    """Files as given, folders recursed (YAML and shell files; hidden and tool folders left
-    out); the set holds the files found in folders, which are skipped quietly when they are
-    no training file."""
-    files: list[Path] = []
-    found: set[Path] = set()
-    suffixes = registry().suffixes
-    for path in paths:
-        if not path.is_dir():
-            files.append(path)
-            continue
-        for item in sorted(path.rglob("*")):
-            parts = item.relative_to(path).parts
-            if any(p in _NOT_SOURCES or p.startswith(".") for p in parts[:-1]):
-                continue
-            if item.suffix in suffixes and item.is_file():
-                files.append(item)
-                found.add(item)
-    return files, found
-
-
-def _repository(path: Path) -> Path | None:
-    """The root of the git repository holding the file (None: it is in none)."""
-    for folder in path.resolve().parents:
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
-def _as_named(path: Path) -> Path:
-    """A path found by a search, relative to the working folder when below it (as a user, or
-    pre-commit at the repository's root, names files)."""
-    try:
-        return path.relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
-
-
-def sourcing_scripts(path: Path, walked: dict[Path, list[Path]] | None = None) -> list[Document]:
-    """The launch scripts of the file's repository that source it: a sourced env file changed
-    alone (pre-commit hands over only the staged file) is checked through the scripts that run
-    it. `walked` keeps each repository's shell files for the next file of the same run."""
-    root = _repository(path)
-    if root is None or path.suffix not in SHELL_SUFFIXES:
-        return []
-    walked = {} if walked is None else walked
-    if root not in walked:
-        files, _ = expand_paths([root])
-        walked[root] = [f for f in files if f.suffix in SHELL_SUFFIXES]
-    target = path.resolve()
-    found = []
-    for candidate in walked[root]:
-        if candidate.resolve() == target:
-            continue
-        try:
-            # only a script that names the file can source it; the rest are not parsed
-            if target.name not in read_text(candidate):
-                continue
-            doc = read_document(_as_named(candidate))
-        except InputError:
-            continue  # another script's own problem is not this file's
-        if doc is not None and target in {p.resolve() for p in doc.source_texts()}:
-            found.append(doc)
-    return found
-
-
-UNREADABLE = "policy.launch-unreadable"
-# a launcher as a word of the line (not part of a path or another name)
-_LAUNCHER = re.compile(r"(?<![\w./-])(?:torchrun|torch\.distributed\.(?:run|launch))(?![\w-])")
-_NOT_RUN = ("#", "echo ", "printf ", "log ")
-_HOLDS = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+\S+\s+)?([A-Za-z_]\w*)=")
-
-
-def _is_shell(path: Path, text: str) -> bool:
-    return Probe(path, text).is_shell
-
-
-def unreadable_launch(path: Path) -> tuple[int, str] | None:
-    """Where and why a named shell script writes a training command that cannot be read (None:
-    it writes none, as an env file)."""
-    text = read_text(path)
-    if not _is_shell(path, text):
-        return None
-    try:
-        read_megatron(path, text)
-    except InputError as exc:
-        # the reader names the line it stopped at when a line does not parse
-        where = exc.path.rsplit(":", 1)
-        if len(where) == 2 and where[1].isdigit():
-            return int(where[1]), f"line {where[1]} cannot be read ({exc.problem})"
-    for number, line in enumerate(split_lines(text), start=1):
-        stripped = line.lstrip()
-        if stripped.startswith(_NOT_RUN) or not _LAUNCHER.search(line.split(" #", 1)[0]):
-            continue  # a comment or a message naming the launcher does not run it
-        if stripped.split(maxsplit=1)[0] == "eval":
-            return number, "the training command runs through eval (a command built at run time)"
-        held = _HOLDS.match(line)
-        if held:
-            return number, f"the training command is held in {held.group(1)} and run elsewhere"
-        return number, "the training command on this line cannot be followed"
-    return None
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    """A named script whose training command could not be read: where, and why."""
-
-    path: Path
-    line: int
-    why: str
-
-
-def _unreadable_findings(rules: RuleSet, found: list[Unreadable]) -> list[Finding]:
-    rule = rules.rules.get(UNREADABLE)
-    if not isinstance(rule, PolicyRule) or not rule.enabled:
-        return []
-    findings = []
-    for item in found:
-        message = render(rule.message, detail=item.why)
-        finding = Finding(
-            rule.id, rule.effective_severity, message, str(item.path), item.line, 1, "launch"
-        )
-        marks = waivers(split_lines(read_text(item.path)))
-        for line in (item.line, item.line - 1):
-            ids, reason = marks.get(line, (set(), ""))
-            if (rule.id in ids or "*" in ids) and reason:
-                finding = dataclasses.replace(finding, suppressed=reason)
-        findings.append(finding)
-    return findings
-
-
-def load_documents(
-    paths: list[Path] | tuple[Path, ...], launches: list[Path] | tuple[Path, ...]
-) -> tuple[list[Document], list[tuple[str, str]], dict[Path, list[Document]], list[Unreadable]]:
-    """Each file as the dialect its content shows; files of no known dialect are skipped (a
-    repository's CI or tool YAML, a sourced env file) with the reason when they were named.
-    A named file that is no training file but that launch scripts of its repository source is
-    checked through them: the third part maps it (as named) to those scripts. The fourth
-    holds the named scripts that write a training command advisor cannot read."""
-    documents: list[Document] = []
-    unread: list[Path] = []
-    files, found = expand_paths([*paths, *launches])
-    unreadable: list[Unreadable] = []
-    for path in files:
-        try:
-            doc = read_document(path)
-        except InputError as exc:
-            # one reader follows the command (bash expands `$CMD`), the line reader does not:
-            # a finding on the command's line; an error at a line of its own stays an error
-            place = None if ":" in exc.path[len(str(path)) :] else unreadable_launch(path)
-            if place is None:
-                raise
-            unreadable.append(Unreadable(path, *place))
-            continue
-        if doc is not None:
-            documents.append(doc)
-        elif path not in found:
-            unread.append(path)
-    # a file a checked script sources is checked through it (its exports, on its own lines)
-    sourced = {p.resolve() for doc in documents for p in doc.source_texts()}
-    skipped: list[tuple[str, str]] = []
-    through: dict[Path, list[Document]] = {}
-    walked: dict[Path, list[Path]] = {}
-    for path in unread:
-        if path.resolve() in sourced:
-            continue
-        scripts = sourcing_scripts(path, walked)
-        place = None if scripts else unreadable_launch(path)
-        if scripts:
-            through[path] = scripts
-        elif place is not None:
-            # a launch script that cannot be followed: a finding, never a quiet skip
-            unreadable.append(Unreadable(path, *place))
-        else:
-            skipped.append((str(path), _not_training()))
-    return documents, skipped, through, unreadable
 
 
 def load_baseline(path: Path) -> set[str]:
@@ -260,40 +81,93 @@ def run_check(
     configs: list[Path] | tuple[Path, ...] = (),
     launches: list[Path] | tuple[Path, ...] = (),
     baseline: Path | None = None,
+    root: Path | None = None,
+    target: Target | None = None,
 ) -> CheckResult:
-    documents, skipped, through, unreadable = load_documents(configs, launches)
+    """Check the files; `target` (product -> release, `--target`) decides the rules whose
+    claim depends on the release, else each file's repository says its release."""
     accepted = load_baseline(baseline) if baseline else set()
-    findings = []
-    origins = []
-    for doc in documents:
+    findings: list[Finding] = []
+    origins: list[Document | None] = []
+    targets: dict[Path, Target] = {}
+
+    def target_of(doc: Document) -> Target:
+        folder = root_of(doc.path, root)
+        if folder not in targets:
+            targets[folder] = repository_target(folder)
+        return {**targets[folder], **(target or {})}
+
+    def visit(doc: Document) -> None:
         checks = registry().of(doc.dialect_id).checks
-        for finding in check_document(doc, rules, checks):
-            in_baseline = finding.fingerprint in accepted
-            findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
-            origins.append(doc)
+        for finding in check_document(doc, rules, checks, target_of(doc)):
+            findings.append(finding)
+            # a document is kept only for a finding that carries a fix (--fix, SARIF)
+            origins.append(doc if finding.patch is not None else None)
+
+    loaded = load_documents(configs, launches, visit, root)
     # a sourced file named alone: what the scripts sourcing it find on its own lines (the
     # scripts' other findings are not about this change); one finding per place, however many
     # scripts source it
     seen: set[tuple[str, str, int, int, str]] = set()
-    for named, scripts in through.items():
-        target = named.resolve()
+    for named, scripts in loaded.through.items():
+        sourced = named.resolve()
         for doc in scripts:
             checks = registry().of(doc.dialect_id).checks
-            for finding in check_document(doc, rules, checks):
+            for finding in check_document(doc, rules, checks, target_of(doc)):
                 place = (finding.rule_id, finding.file, finding.line, finding.col, finding.message)
-                if Path(finding.file).resolve() != target or place in seen:
+                if Path(finding.file).resolve() != sourced or place in seen:
                     continue
                 seen.add(place)
-                in_baseline = finding.fingerprint in accepted
-                findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
-                origins.append(doc)
-    sources = {str(p): [str(d.path) for d in scripts] for p, scripts in through.items()}
-    result = CheckResult(documents, findings, skipped, origins, sources)
-    for finding in _unreadable_findings(rules, unreadable):
+                findings.append(finding)
+                origins.append(doc if finding.patch is not None else None)
+    findings, kept = aggregated(rules, findings, origins)
+    findings = [dataclasses.replace(f, in_baseline=f.fingerprint in accepted) for f in findings]
+    sources = {str(p): [str(d.path) for d in scripts] for p, scripts in loaded.through.items()}
+    documents = list({id(d): d for d in kept if d is not None}.values())
+    result = CheckResult(documents, findings, loaded.skipped, kept, sources, [], loaded.dialects)
+    for finding in unreadable_findings(rules, loaded.unreadable):
         in_baseline = finding.fingerprint in accepted
         result.findings.append(dataclasses.replace(finding, in_baseline=in_baseline))
         result.unreadable.append(finding.file)
     return result
+
+
+def aggregated(
+    rules: RuleSet, findings: list[Finding], origins: list[Document | None]
+) -> tuple[list[Finding], list[Document | None]]:
+    """One finding per place (a file sourced by many scripts), and a rule marked `aggregate`
+    gives one finding per distinct message, at its first place, saying how many places share
+    it (a note repeated over a repository is read once)."""
+    # one finding per place: an env file sourced by many scripts is reported once
+    seen: set[tuple[str, str, int, int, str]] = set()
+    unique: list[int] = []
+    for i, f in enumerate(findings):
+        place = (f.rule_id, f.file, f.line, f.col, f.message)
+        if place not in seen:
+            seen.add(place)
+            unique.append(i)
+    findings = [findings[i] for i in unique]
+    origins = [origins[i] for i in unique]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, finding in enumerate(findings):
+        rule = rules.rules.get(finding.rule_id)
+        if isinstance(rule, PolicyRule) and rule.aggregate and finding.suppressed is None:
+            groups.setdefault((finding.rule_id, finding.message), []).append(i)
+    if not groups:
+        return findings, origins
+    dropped = {i for places in groups.values() for i in places[1:]}
+    out, kept = [], []
+    for i, finding in enumerate(findings):
+        if i in dropped:
+            continue
+        places = groups.get((finding.rule_id, finding.message), [])
+        if len(places) > 1 and places[0] == i:
+            files = len({findings[j].file for j in places})
+            more = f" ({len(places)} places in {files} file(s); the first is shown)"
+            finding = dataclasses.replace(finding, message=finding.message + more)
+        out.append(finding)
+        kept.append(origins[i])
+    return out, kept
 
 
 STDIN = "<stdin>"
@@ -353,7 +227,10 @@ def check_text(rules: RuleSet, text: str, label: str = STDIN) -> TextCheck:
         except InputError as exc:
             named = exc.path.replace(str(path), label)
             raise InputError(named, exc.problem.replace(str(path), label)) from None
-    result.findings = [dataclasses.replace(f, file=label) for f in result.findings]
+    # a config the command names has no folder to be found in either: not "missing"
+    result.findings = [
+        dataclasses.replace(f, file=label) for f in result.findings if f.rule_id != CONFIG_MISSING
+    ]
     result.skipped = [(label, why) for _, why in result.skipped]
     return TextCheck(result, sources)
 
@@ -373,7 +250,7 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
     changes: list[FileChange] = []
     # the scripts a named sourced file was checked through are fixed too (by identity: a
     # document need not be hashable)
-    docs = list({id(d): d for d in [*result.documents, *result.origins]}.values())
+    docs = list({id(d): d for d in [*result.documents, *result.origins] if d is not None}.values())
     for doc in docs:
         mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
         changes.extend(doc.fix_changes(_fixes(mine, safe_only=True)))
@@ -381,10 +258,16 @@ def safe_fix_changes(result: CheckResult) -> list[FileChange]:
 
 
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
-    """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`."""
-    return [
-        doc.fix_changes(_fixes([f], safe_only=False))
-        if f.patch and (doc := result.origin(i)) is not None
-        else []
-        for i, f in enumerate(result.findings)
-    ]
+    """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`. A fix that
+    cannot be built is left out; the finding is still reported."""
+    out: list[list[FileChange]] = []
+    for i, finding in enumerate(result.findings):
+        doc = result.origin(i)
+        changes: list[FileChange] = []
+        if finding.patch is not None and doc is not None:
+            try:
+                changes = doc.fix_changes(_fixes([finding], safe_only=False))
+            except InputError:
+                changes = []
+        out.append(changes)
+    return out

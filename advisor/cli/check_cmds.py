@@ -64,6 +64,24 @@ def check_cmd(
             "suffix tells YAML from shell, else the content does.",
         ),
     ] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="The folder the scripts run from: relative sourced files and config paths are "
+            "found there (else beside the script). Default: each file's git repository top "
+            "level, else the working folder.",
+        ),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            help="The release the files are written for, PRODUCT@VERSION "
+            "(mindspeed-llm@2.2.0, mindformers@1.5.0; repeatable). Default: what the "
+            "repository's setup.py / package version says, else the newest release.",
+        ),
+    ] = None,
     settings: SettingsOpt = None,
     rules_dir: RulesDirOpt = None,
     quiet: QuietOpt = False,
@@ -87,6 +105,11 @@ def check_cmd(
     scripts = list(launch or [])
     if not files and not scripts:
         raise DataError("give config files and/or --launch scripts to check")
+    from advisor.engine.targets import parse_target
+
+    releases = dict(parse_target(t) for t in target or [])
+    if root is not None and not root.is_dir():
+        raise DataError(f"--root {root}: not a folder")
     if Path("-") in files:
         if fix or update_baseline:
             raise DataError(
@@ -102,6 +125,8 @@ def check_cmd(
             configs=files,
             launches=scripts,
             baseline=baseline if not update_baseline else None,
+            root=root,
+            target=releases,
         )
     if update_baseline:
         if baseline is None:
@@ -110,14 +135,21 @@ def check_cmd(
         console.note(f"wrote {baseline} ({len(result.findings)} findings accepted)")
         return
     # a sourced file named alone was checked (through the scripts that source it)
-    names = [str(d.path) for d in result.documents] + list(result.through) + result.unreadable
+    names = list(result.dialects) + list(result.through) + result.unreadable
     if fix:
         changes = safe_fix_changes(result)
         diff = unified_diff(changes)
         write_changes(changes)
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
         if changes:
-            result = run_check(policies, configs=files, launches=scripts, baseline=baseline)
+            result = run_check(
+                policies,
+                configs=files,
+                launches=scripts,
+                baseline=baseline,
+                root=root,
+                target=releases,
+            )
     report = CheckReport(
         result.findings,
         names,

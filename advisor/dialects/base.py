@@ -37,6 +37,8 @@ class Probe:
 
     path: Path
     text: str
+    # the folder the file's scripts run from: relative sourced and config paths are found there
+    root: Path | None = None
 
     @property
     def is_yaml(self) -> bool:
@@ -99,7 +101,7 @@ class Document(Protocol):
         """What `config:` conditions read (a script: the config it names, with overrides)."""
 
     @property
-    def policy_env(self) -> dict[str, str] | None:
+    def policy_env(self) -> Mapping[str, str] | None:
         """The environment `env:` conditions of policies read (None: the file sets none)."""
 
     @property

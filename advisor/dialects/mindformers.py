@@ -95,14 +95,44 @@ class MindFormersConfig(YamlConfig):
             )
 
 
-def _detects(probe: Probe) -> bool:
+@dataclass
+class MindFormersInferenceConfig(MindFormersConfig):
+    """A MindFormers config whose `run_mode` is predict or eval: no training schedule, so
+    only the rules that hold without one judge it (rules name it `mindformers-inference`)."""
+
+    dialect_id: ClassVar[str] = "mindformers-inference"
+
+
+# run modes that train (MindFormers' RunMode: train, finetune); the others run a model
+_TRAINING_MODES = {"train", "finetune"}
+
+
+def _is_mindformers(probe: Probe) -> bool:
     data = probe.mapping if probe.is_yaml else None
     return bool(data) and bool({str(k) for k in data or {}} & _OWN_KEYS)
+
+
+def _serves(data: dict[str, Any] | None) -> bool:
+    mode = (data or {}).get("run_mode")
+    return isinstance(mode, str) and mode.lower() not in _TRAINING_MODES
+
+
+def _detects(probe: Probe) -> bool:
+    return _is_mindformers(probe) and not _serves(probe.mapping)
+
+
+def _detects_serving(probe: Probe) -> bool:
+    return _is_mindformers(probe) and _serves(probe.mapping)
 
 
 def _load(probe: Probe) -> MindFormersConfig:
     base = YamlConfig.read(probe)
     return MindFormersConfig(base.path, base.text, base.lines, base.located)
+
+
+def _load_serving(probe: Probe) -> MindFormersInferenceConfig:
+    base = YamlConfig.read(probe)
+    return MindFormersInferenceConfig(base.path, base.text, base.lines, base.located)
 
 
 def _check_keys(rule: PolicyRule, doc: MindFormersConfig) -> Iterator[Finding]:
@@ -123,4 +153,14 @@ MINDFORMERS: Dialect[MindFormersConfig] = Dialect(
     checks={"mindformers-config-keys": _check_keys},
     default_for=("mindspore",),
     keys_hint="MindSpore Transformers ones (parallel_config, runner_config, ...)",
+)
+
+MINDFORMERS_INFERENCE: Dialect[MindFormersInferenceConfig] = Dialect(
+    id=MindFormersInferenceConfig.dialect_id,
+    label="MindSpore Transformers predict/eval config",
+    suffixes=(".yaml", ".yml"),
+    detects=_detects_serving,
+    load=_load_serving,
+    checks={"mindformers-config-keys": _check_keys},
+    not_a_config="is a predict or eval config (run_mode): no training job to tune",
 )

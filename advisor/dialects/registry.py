@@ -17,9 +17,11 @@ from typing import Any
 
 from advisor.core.text import read_text
 from advisor.dialects.base import Dialect, Document, JobConfig, Probe, plain_config
-from advisor.dialects.fsdp2.dialect import FSDP2_CONFIG, FSDP2_LAUNCH
-from advisor.dialects.megatron.dialect import MEGATRON
-from advisor.dialects.mindformers import MINDFORMERS
+from advisor.dialects.fsdp2.dialect import FSDP2_CONFIG, FSDP2_LAUNCH, FSDP2_SERVING
+from advisor.dialects.megatron.dialect import MEGATRON, MEGATRON_SERVING
+from advisor.dialects.megatron.document import training_command
+from advisor.dialects.mindformers import MINDFORMERS, MINDFORMERS_INFERENCE
+from advisor.dialects.programs import programs
 from advisor.dialects.yaml_config import yaml_mapping
 from advisor.model import InputError
 
@@ -32,6 +34,8 @@ class Registry:
         return next(d for d in self.dialects if d.id == dialect_id)
 
     def detect(self, probe: Probe) -> Dialect[Any] | None:
+        if unsupported(probe) is not None:
+            return None
         return next((d for d in self.dialects if d.detects(probe)), None)
 
     @property
@@ -78,7 +82,38 @@ class Registry:
         )
 
 
-_registry = Registry((MINDFORMERS, FSDP2_CONFIG, MEGATRON, FSDP2_LAUNCH))
+def unsupported(probe: Probe) -> str | None:
+    """Why a file of a repository advisor does not support yet is not checked (None: it is
+    not one): a launcher starting one of its programs, a YAML with its own keys."""
+    known = programs()
+    if probe.is_shell:
+        command = training_command(probe)
+        field = command.reading.program_field if command is not None else None
+        if field is None:
+            return None
+        found = known.unsupported_program(field.text)
+        if found is not None:
+            return f"a {found.label} script ({field.text.rsplit('/', 1)[-1]}): not supported yet"
+        return None
+    try:
+        data = probe.mapping if probe.is_yaml else None
+    except InputError:
+        return None
+    found = known.unsupported_config(data) if data else None
+    return f"a {found.label} config: not supported yet" if found is not None else None
+
+
+_registry = Registry(
+    (
+        MINDFORMERS_INFERENCE,
+        MINDFORMERS,
+        FSDP2_CONFIG,
+        MEGATRON_SERVING,
+        MEGATRON,
+        FSDP2_SERVING,
+        FSDP2_LAUNCH,
+    )
+)
 
 
 def registry() -> Registry:
@@ -116,8 +151,8 @@ class _Labels(Mapping[str, str]):
 LABELS: Mapping[str, str] = _Labels()
 
 
-def probe(path: Path) -> Probe:
-    return Probe(path, read_text(path))
+def probe(path: Path, root: Path | None = None) -> Probe:
+    return Probe(path, read_text(path), root)
 
 
 def document_dialect(path: Path) -> str | None:
@@ -126,9 +161,21 @@ def document_dialect(path: Path) -> str | None:
     return found.id if found is not None else None
 
 
-def read_document(path: Path) -> Document | None:
-    """The file as the dialect its content shows; None when no dialect recognises it."""
-    looked = probe(path)
+def read_checked(path: Path, root: Path | None = None) -> tuple[Document | None, str | None]:
+    """The file as its dialect, or None with why it is skipped when it is a file advisor
+    recognises but does not support yet (None, None: no training file)."""
+    looked = probe(path, root)
+    why = unsupported(looked)
+    if why is not None:
+        return None, why
+    found = registry().detect(looked)
+    return (found.load(looked) if found is not None else None), None
+
+
+def read_document(path: Path, root: Path | None = None) -> Document | None:
+    """The file as the dialect its content shows; None when no dialect recognises it. Paths
+    its scripts name are found from `root` (the folder they run from)."""
+    looked = probe(path, root)
     found = registry().detect(looked)
     return found.load(looked) if found is not None else None
 

@@ -13,7 +13,8 @@ from advisor.core.yamlio import LocatedDocument
 from advisor.dialects.base import Probe, split_lines, yaml_position
 from advisor.edit.patch import place_env, place_yaml, yaml_fix_changes
 from advisor.model import FileChange, InputError, Patch, PatchTarget
-from advisor.shell.launch import LaunchScript, effective_config
+from advisor.shell.launch import LaunchScript
+from advisor.shell.overrides import effective_config
 
 
 def yaml_mapping(probe: Probe) -> tuple[LocatedDocument, dict[str, Any]]:

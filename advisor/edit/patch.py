@@ -20,7 +20,8 @@ from advisor.core.yamlio import locate
 from advisor.edit.launch_text import LaunchTextEditor, shell_value
 from advisor.edit.yaml_text import YamlTextEditor
 from advisor.model import FileChange, InputError, Patch, PatchOp, PatchTarget
-from advisor.shell.launch import LaunchScript, effective_config
+from advisor.shell.launch import LaunchScript
+from advisor.shell.overrides import effective_config
 
 
 def _label(path: Path) -> str:

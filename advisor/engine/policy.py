@@ -19,6 +19,7 @@ from advisor.core.values import get_path
 from advisor.engine.conditions import Context, evaluate, names
 from advisor.engine.rule_model import Change, PolicyRule
 from advisor.engine.rules import RuleSet
+from advisor.engine.targets import Target, holds
 from advisor.engine.templates import render
 from advisor.model import Finding, Patch, PatchOp, PatchTarget, Severity
 
@@ -37,7 +38,7 @@ class PolicyDocument(Protocol):
     @property
     def config(self) -> Mapping[str, object] | None: ...
     @property
-    def policy_env(self) -> dict[str, str] | None: ...
+    def policy_env(self) -> Mapping[str, str] | None: ...
     def reports_config(self, paths: Sequence[str]) -> bool: ...
     def config_position(self, dotted: str) -> tuple[int, int]: ...
     def env_location(self, name: str) -> tuple[Path, int, int]: ...
@@ -173,10 +174,16 @@ def _waived(doc: PolicyDocument, findings: list[Finding]) -> list[Finding]:
     return waived
 
 
-def check_document(doc: PolicyDocument, rules: RuleSet, checks: Checks) -> list[Finding]:
-    """Every policy of the document's dialect; `checks` are the dialect's structural ones."""
+def check_document(
+    doc: PolicyDocument, rules: RuleSet, checks: Checks, target: Target | None = None
+) -> list[Finding]:
+    """Every policy of the document's dialect; `checks` are the dialect's structural ones.
+    A rule whose claim depends on the release (`targets`) runs only when it holds for the
+    release the file is written for (unknown: the newest)."""
     findings: list[Finding] = []
     for rule in sorted(rules.of_type(PolicyRule), key=lambda r: r.id):
+        if rule.targets and not holds(rule.targets, target or {}):
+            continue
         if doc.dialect_id in rule.applies_to:
             findings.extend(_produced(rule, doc, checks, rules))
     return sorted(_waived(doc, findings), key=lambda f: (f.line, f.col, f.rule_id))

@@ -29,7 +29,20 @@ CONFIG_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 SYMPTOM_FIELDS = {"value", "threshold", "fine", "level", "facts"}
 BOTTLENECK_FIELDS = {"cost", "evidence", "facts"}
 NOTES_FIELDS = {"facts"}
-POLICY_FIELDS = {"path", "detail", "flag", "fsdp", "world", "ids", "value"}
+POLICY_FIELDS = {
+    "path",
+    "detail",
+    "flag",
+    "fsdp",
+    "world",
+    "ids",
+    "value",
+    "config",
+    "where",
+    "count",
+    "program",
+    "next",
+}
 
 
 def check_rule_data(rule: Rule) -> Rule:

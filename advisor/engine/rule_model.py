@@ -253,6 +253,10 @@ class PolicyRule(Rule):
     check: str | None = None
     location: Location | None = None
     change: Change | None = None
+    # one finding per run for each distinct message, counting the places (a repeated note)
+    aggregate: bool = False
+    # the releases the rule's claim holds for ("mindspeed-llm>=2.3"); empty: every release
+    targets: tuple[str, ...] = ()
     severity_override: Severity | None = field(default=None, metadata=LOADED)
 
     @property

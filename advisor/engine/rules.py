@@ -290,6 +290,8 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
         if location
         else None,
         change=_change(top.node("change")) if "change" in top else None,
+        aggregate=top.scalar("aggregate") is True,
+        targets=top.texts("targets"),
         severity_override=settings.severity,
     )
 

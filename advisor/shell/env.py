@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advisor.shell.commands import Command, split_commands
 from advisor.shell.expand import OPAQUE, Expander, Value, split_fields
-from advisor.shell.launcher import PREFIXES, launcher_end
+from advisor.shell.launcher import command_start, env_unsets, launcher_end
 
 _EXPORTERS = {"export", "declare", "typeset"}
 
@@ -169,15 +169,16 @@ class _Walker:
 
     def _command_env(self, expander: Expander, text: str, cmd: Command, sure: bool) -> None:
         """The launcher's own environment: the `NAME=v` words before it, also those after
-        `env` (`env NAME=v torchrun`: the prefix wins over any export). launcher_end admits no
-        option of env, so each word up to the command is an assignment or a prefix word."""
-        for w in cmd.words:
-            word = text[w.start : w.end]
+        `env` (`env NAME=v torchrun`: the prefix wins over any export); `env -u NAME` removes
+        NAME from it."""
+        words = cmd.texts(text)
+        end = command_start(words)
+        for word, w in zip(words[:end], cmd.words[:end], strict=True):
             if _is_assignment(word):
                 name = self.assign(expander, text, w.start, w.end, sure)
                 self.vars[name].exported = True
-            elif word.rsplit("/", 1)[-1] not in PREFIXES:
-                return
+        for name in env_unsets(words[:end]):  # `env -u NAME`: not in the command's environment
+            self._unset([name], sure)
 
     def _launches(self, expander: Expander, cmd: Command, k: int) -> bool:
         words = cmd.words[k:]

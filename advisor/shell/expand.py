@@ -20,6 +20,7 @@ from advisor.shell.words import double_quoted_end, group_end
 
 OPAQUE = "\x00"  # stands for text only running the script would produce
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(?:@|\*|0)\]")
 _DEFAULT_FORM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(:?[-=])(.*)$", re.DOTALL)
 
 
@@ -230,6 +231,10 @@ class Expander:
         inner = self.text[start + 2 : close - 1]
         if _NAME.fullmatch(inner):
             return self._variable(inner, (start, close), quoted)
+        element = _ELEMENT.fullmatch(inner)
+        if element is not None:
+            # a plain string is an array of one element: ${V[@]}, ${V[*]} and ${V[0]} give it
+            return self._variable(element.group(1), (start, close), quoted)
         m = _DEFAULT_FORM.match(inner)
         if m is None:
             return [Char(OPAQUE, None, split=not quoted)]

@@ -106,7 +106,7 @@ def cli_flags(rule: PolicyRule, doc: FSDP2LaunchScript, mode: str) -> Iterator[F
     overrides = doc.script.overrides
     for i, override in enumerate(overrides):
         last = i == len(overrides) - 1
-        detail = _flag_detail(mode, override.path, override.value, last, doc.config)
+        detail = _flag_detail(mode, override.path, override.value, last, doc.yaml)
         if detail:
             message = render(rule.message, flag=detail, path=override.path)
             where = doc.flag_position(override.path)

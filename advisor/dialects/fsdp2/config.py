@@ -12,7 +12,8 @@ from advisor.dialects.base import ConfigProblem, Probe
 from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys, fsdp_size
 from advisor.dialects.yaml_config import YamlConfig
 from advisor.model import InputError
-from advisor.shell.launch import LaunchScript, effective_config
+from advisor.shell.launch import LaunchScript
+from advisor.shell.overrides import effective_config
 
 
 def detects(probe: Probe) -> bool:
@@ -33,6 +34,9 @@ class FSDP2Config(YamlConfig):
     def load(cls, probe: Probe) -> FSDP2Config:
         base = YamlConfig.read(probe)
         return cls(base.path, base.text, base.lines, base.located)
+
+    def effective(self, launch: LaunchScript | None) -> dict[str, object]:
+        return effective_config(self.data, launch, fsdp2_keys())
 
     @cached_property
     def problems(self) -> list[ConfigProblem]:
@@ -56,7 +60,7 @@ class FSDP2Config(YamlConfig):
             )
 
     def check_same_job(self, world_size: int, launch: LaunchScript | None) -> None:
-        fsdp = fsdp_size(effective_config(self.data, launch))
+        fsdp = fsdp_size(self.effective(launch))
         if fsdp is not None and fsdp not in (1, world_size):
             raise InputError(
                 str(self.path),

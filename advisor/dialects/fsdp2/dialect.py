@@ -6,8 +6,10 @@ from __future__ import annotations
 from advisor.dialects.base import SHELL_SUFFIXES, Dialect, Probe
 from advisor.dialects.fsdp2 import checks
 from advisor.dialects.fsdp2.config import FSDP2Config, detects
-from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
+from advisor.dialects.fsdp2.launch import FSDP2LaunchScript, FSDP2ServingScript
+from advisor.dialects.launch_checks import LAUNCH_CHECKS
 from advisor.dialects.megatron.document import training_command
+from advisor.dialects.programs import programs
 
 FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
     id=FSDP2Config.dialect_id,
@@ -25,9 +27,19 @@ FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
 
 
 def _is_launch(probe: Probe) -> bool:
-    """A shell script whose training command a launcher starts (the Megatron dialect, asked
-    first, takes those whose flags are Megatron's)."""
-    return probe.is_shell and training_command(probe) is not None
+    """A shell script whose launcher starts an FSDP2 program, or an unknown program taking
+    `--section.key` overrides (the Megatron dialects, asked first, take theirs)."""
+    command = training_command(probe) if probe.is_shell else None
+    if command is None or command.program is None:
+        return False
+    known = programs()
+    if command.program in known.fsdp2_serving:
+        return False  # FSDP2_SERVING's
+    if command.program in known.fsdp2_training:
+        return True
+    if command.program in known.known:
+        return False
+    return any("." in o.flag for o in command.args.occurrences)
 
 
 FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(
@@ -42,6 +54,25 @@ FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(
         "cli-abbreviated-flag": lambda r, d: checks.cli_flags(r, d, "abbreviated"),
         "cli-unknown-flag": lambda r, d: checks.cli_flags(r, d, "unknown"),
         "fsdp-size-world": checks.fsdp_world,
+        **LAUNCH_CHECKS,
     },
     not_a_config="is an FSDP2 launch script: give it as --launch, with its YAML config",
+)
+
+
+def _serves(probe: Probe) -> bool:
+    """A launcher starting FSDP2's inference program (its own `inference` section, no
+    training schedule)."""
+    command = training_command(probe) if probe.is_shell else None
+    return command is not None and command.program in programs().fsdp2_serving
+
+
+FSDP2_SERVING: Dialect[FSDP2ServingScript] = Dialect(
+    id=FSDP2ServingScript.dialect_id,
+    label="FSDP2 inference launch script",
+    suffixes=SHELL_SUFFIXES,
+    detects=_serves,
+    load=FSDP2ServingScript.load,
+    checks=LAUNCH_CHECKS,
+    not_a_config="is an FSDP2 inference script: no training job to tune",
 )

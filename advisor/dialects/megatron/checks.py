@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from advisor.dialects.launch_checks import LAUNCH_CHECKS
 from advisor.dialects.megatron.document import MegatronDocument as Document
 from advisor.dialects.megatron.document import megatron_flag_position
 from advisor.dialects.megatron.flags import megatron_flags
@@ -87,4 +88,5 @@ MEGATRON_CHECKS: dict[str, Callable[[PolicyRule, Document], Iterator[Finding]]] 
     "megatron-deprecated-flag": _deprecated,
     "megatron-doubled-flag": _doubled,
     "megatron-hidden-args": _hidden,
+    **LAUNCH_CHECKS,
 }

@@ -5,13 +5,33 @@ from __future__ import annotations
 
 from advisor.dialects.base import SHELL_SUFFIXES, Dialect, Probe
 from advisor.dialects.megatron.checks import MEGATRON_CHECKS
-from advisor.dialects.megatron.document import MegatronDocument, training_command
+from advisor.dialects.megatron.document import (
+    MegatronDocument,
+    MegatronServingDocument,
+    training_command,
+)
+from advisor.dialects.programs import programs
 
 
 def _detects(probe: Probe) -> bool:
+    """A training program of MindSpeed-LLM's Megatron backend (PyTorch or MindSpore), or an
+    unknown program taking Megatron's core flags (never dotted, as FSDP2's overrides are)."""
     command = training_command(probe)
-    occurrences = command.args.occurrences if command is not None else []
-    return bool(occurrences) and not any("." in o.flag for o in occurrences)
+    if command is None or command.program is None:
+        return False
+    known = programs()
+    if command.program in known.megatron_training:
+        return True
+    if command.program in known.known:
+        return False
+    flags = {o.flag for o in command.args.occurrences}
+    return bool(flags & known.megatron_core_flags) and not any("." in f for f in flags)
+
+
+def _serves(probe: Probe) -> bool:
+    """An inference or evaluation program of the Megatron backend: no training schedule."""
+    command = training_command(probe)
+    return command is not None and command.program in programs().megatron_serving
 
 
 MEGATRON: Dialect[MegatronDocument] = Dialect(
@@ -21,4 +41,14 @@ MEGATRON: Dialect[MegatronDocument] = Dialect(
     detects=_detects,
     load=MegatronDocument.load,
     checks=MEGATRON_CHECKS,
+)
+
+MEGATRON_SERVING: Dialect[MegatronServingDocument] = Dialect(
+    id=MegatronServingDocument.dialect_id,
+    label="MindSpeed-LLM Megatron-backend inference or evaluation script",
+    suffixes=SHELL_SUFFIXES,
+    detects=_serves,
+    load=MegatronServingDocument.load,
+    checks=MEGATRON_CHECKS,
+    not_a_config="is an inference or evaluation script: no training job to tune",
 )

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from advisor.dialects.base import Probe, export_location, split_lines
 from advisor.dialects.megatron.edit import megatron_changes
@@ -60,10 +60,10 @@ class MegatronDocument:
     layout: Layout  # and their parallel arithmetic
 
     @classmethod
-    def load(cls, probe: Probe) -> MegatronDocument:
+    def load(cls, probe: Probe) -> Self:
         megatron = training_command(probe) or read_megatron(probe.path, probe.text)
         layout = layout_of(megatron.args, megatron.world_size)
-        script = parse_launch(probe.path)
+        script = parse_launch(probe.path, probe.root, megatron.reading)
         return cls(probe.path, probe.text, split_lines(probe.text), script, megatron, layout)
 
     @property
@@ -75,8 +75,8 @@ class MegatronDocument:
         return self.config
 
     @property
-    def policy_env(self) -> dict[str, str]:
-        return self.script.env
+    def policy_env(self) -> Mapping[str, str]:
+        return self.script.env_view
 
     @property
     def launch(self) -> LaunchScript:
@@ -143,3 +143,12 @@ def megatron_flag_position(doc: MegatronDocument, flag: str) -> tuple[int, int]:
         return script.command_line or 1, 1
     line_start = script.text.rfind("\n", 0, pos) + 1
     return script.text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+@dataclass
+class MegatronServingDocument(MegatronDocument):
+    """A Megatron-backend script running inference or evaluation (inference.py,
+    evaluation.py): read as any Megatron script, judged only by the rules that hold without a
+    training schedule (rules name it `megatron-inference`)."""
+
+    dialect_id: ClassVar[str] = "megatron-inference"

@@ -13,27 +13,15 @@ not seen after an opaque argument (it might be in there).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.model import InputError
-from advisor.shell.commands import Command, line_of, split_commands
-from advisor.shell.expand import (
-    OPAQUE,
-    Char,
-    Expander,
-    Field,
-    ShellError,
-    Value,
-    split_fields,
-)
-from advisor.shell.launch import cli_value
-from advisor.shell.launcher import launcher_end
-
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
-_DECLARERS = {"export", "declare", "typeset", "readonly", "local"}
+from advisor.shell.commands import Command, line_of
+from advisor.shell.expand import OPAQUE, Char, Field, ShellError, Value, split_fields
+from advisor.shell.overrides import cli_value
+from advisor.shell.reader import CommandReading, Variable, read_command
 
 
 @dataclass(frozen=True)
@@ -117,47 +105,43 @@ class MegatronArgs(Mapping[str, object]):
 
 
 @dataclass
-class Variable:
-    name: str
-    value: Value
-    line: int
-    conditional: bool = False
-    alternatives: tuple[Value, ...] = ()  # other values it may hold (set inside a block)
-
-
-@dataclass
 class MegatronScript:
-    path: Path
-    text: str
-    variables: dict[str, Variable] = field(default_factory=dict)
-    launcher: list[Field] = field(default_factory=list)  # fields before the training program
-    program: str | None = None  # pretrain_gpt.py, posttrain_gpt.py, ...
+    """The script's training command (`reading`) and the Megatron arguments it passes."""
+
+    reading: CommandReading
     args: MegatronArgs = field(default_factory=lambda: MegatronArgs([], None, set()))
-    command: Command | None = None
-    notes: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return self.reading.path
+
+    @property
+    def text(self) -> str:
+        return self.reading.text
+
+    @property
+    def variables(self) -> dict[str, Variable]:
+        return self.reading.variables
+
+    @property
+    def program(self) -> str | None:
+        return self.reading.program
+
+    @property
+    def command(self) -> Command | None:
+        return self.reading.command
+
+    @property
+    def notes(self) -> list[str]:
+        return self.reading.notes
 
     @property
     def command_line(self) -> int | None:
-        return line_of(self.text, self.command.start) if self.command else None
-
-    def launcher_value(self, *names: str) -> int | None:
-        texts = [f.text for f in self.launcher]
-        for i, text in enumerate(texts):
-            for name in names:
-                value = None
-                if text == name and i + 1 < len(texts):
-                    value = texts[i + 1]
-                elif text.startswith(name + "="):
-                    value = text.split("=", 1)[1]
-                if value is not None and value.isdigit():
-                    return int(value)
-        return None
+        return self.reading.command_line
 
     @property
     def world_size(self) -> int | None:
-        nodes = self.launcher_value("--nnodes")
-        per_node = self.launcher_value("--nproc_per_node", "--nproc-per-node")
-        return nodes * per_node if nodes is not None and per_node is not None else None
+        return self.reading.world_size
 
 
 def _unquoted_opaque(f: Field) -> bool:
@@ -203,105 +187,35 @@ def _is_flag(f: Field) -> bool:
     return f.text.startswith("--") and len(f.text) > 2
 
 
-class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.script = MegatronScript(path, text)
-        self.expander = Expander(text, self._lookup)
+def _uncertain_flags(reading: CommandReading) -> set[str]:
+    """Flags a conditionally assigned variable might add: those of its other values."""
+    used = {c.var for f in reading.arguments for c in f.chars if c.var is not None and not c.sure}
+    flags: set[str] = set()
+    for name in used:
+        var = reading.variables.get(name)
+        for alternative in var.alternatives if var else ():
+            for f in split_fields(tuple(replace(c, split=True) for c in alternative)):
+                if f.text.startswith("--"):
+                    flags.add(f.text[2:].partition("=")[0])
+    return flags
 
-    def _lookup(self, name: str) -> Value | None:
-        var = self.script.variables.get(name)
-        return var.value if var is not None else None
 
-    def _assign(self, text: str, start: int, end: int, depth: int) -> None:
-        m = _ASSIGN.match(text, start)
-        assert m is not None
-        name = m.group(1)
-        value = self.expander.word(m.end(), end)
-        previous = self.script.variables.get(name)
-        if m.group(2) and previous is not None:
-            value = previous.value + value
-        line = line_of(text, start)
-        if depth == 0:
-            self.script.variables[name] = Variable(name, value, line)
-            return
-        # inside a block: it may or may not run, so the value is either
-        unsure = tuple(replace(c, sure=False) for c in value)
-        alternatives = (previous.value,) if previous is not None else ((),)
-        self.script.variables[name] = Variable(name, unsure, line, True, alternatives)
-
-    def command(self, cmd: Command) -> None:
-        text = self.script.text
-        words = cmd.texts(text)
-        first = words[0]
-        if first in _DECLARERS:
-            for word, w in zip(words[1:], cmd.words[1:], strict=True):
-                if _ASSIGN.match(word):
-                    self._assign(text, w.start, w.end, 1 if cmd.conditional else 0)
-            return
-        if first == "unset":
-            for word in words[1:]:
-                self.script.variables.pop(word, None)
-            return
-        k = 0
-        while k < len(words) and _ASSIGN.match(words[k]):
-            k += 1
-        if k == len(words):  # only assignments: they set script variables
-            for w in cmd.words:
-                self._assign(text, w.start, w.end, 1 if cmd.conditional else 0)
-            return
-        fields: list[Field] = []
-        for w in cmd.words[k:]:
-            fields.extend(split_fields(self.expander.word(w.start, w.end)))
-        past = launcher_end([f.text for f in fields])
-        if past is not None:
-            self._training_command(cmd, fields[past:])
-
-    def _training_command(self, cmd: Command, fields: list[Field]) -> None:
-        script = self.script
-        program = next((i for i, f in enumerate(fields) if f.text.endswith(".py")), None)
-        if program is None:
-            return
-        if script.command is not None:
-            script.notes.append(
-                f"line {line_of(script.text, cmd.start)}: a second launcher command; the last is read"
-            )
-        script.command = cmd
-        script.launcher = fields[:program]
-        script.program = fields[program].text.rsplit("/", 1)[-1]
-        training = fields[program + 1 :]
-        if cmd.depth > 0:
-            training = [Field(tuple(replace(c, sure=False) for c in f.chars)) for f in training]
-            script.notes.append("the training command sits inside a block: every flag is unknown")
-        occurrences, opaque_at = _occurrences(training)
-        script.args = MegatronArgs(occurrences, opaque_at, self._uncertain_flags(training))
-
-    def _uncertain_flags(self, training: list[Field]) -> set[str]:
-        """Flags a conditionally assigned variable might add: those of its other values."""
-        used = {c.var for f in training for c in f.chars if c.var is not None and not c.sure}
-        flags: set[str] = set()
-        for name in used:
-            var = self.script.variables.get(name)
-            for alternative in var.alternatives if var else ():
-                for f in split_fields(tuple(replace(c, split=True) for c in alternative)):
-                    if f.text.startswith("--"):
-                        flags.add(f.text[2:].partition("=")[0])
-        return flags
+def megatron_args(reading: CommandReading) -> MegatronArgs:
+    occurrences, opaque_at = _occurrences(reading.arguments)
+    return MegatronArgs(occurrences, opaque_at, _uncertain_flags(reading))
 
 
 def read_megatron(path: Path, text: str) -> MegatronScript:
-    reader = _Reader(path, text)
     try:
-        for cmd in split_commands(text):
-            reader.command(cmd)
+        reading = read_command(path, text)
     except ShellError as exc:
         raise InputError(f"{path}:{line_of(text, exc.offset)}", str(exc)) from None
-    script = reader.script
-    if script.command is None:
+    if reading.command is None:
         raise InputError(str(path), "no torchrun / torch.distributed training command found")
-    if reader.expander.undefined:
-        names = ", ".join(sorted(reader.expander.undefined))
-        script.notes.append(f"read but never set (bash expands them to nothing): {names}")
-    return script
+    if reading.undefined:
+        names = ", ".join(sorted(reading.undefined))
+        reading.notes.append(f"read but never set (bash expands them to nothing): {names}")
+    return MegatronScript(reading, megatron_args(reading))
 
 
 def expanded(chars: Value) -> str:

@@ -20,7 +20,7 @@ from advisor.dialects.megatron.script import MegatronScript, Occurrence, read_me
 from advisor.edit.launch_text import bash_accepts
 from advisor.model import InputError
 from advisor.shell.expand import Field
-from advisor.shell.launch import cli_value
+from advisor.shell.overrides import cli_value
 
 _SAFE = re.compile(r"^[A-Za-z0-9_./:,=+@%-]+$")
 
