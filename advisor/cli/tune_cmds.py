@@ -68,9 +68,7 @@ def tune_cmd(
     ] = None,
     output_format: Annotated[
         ReportFormat,
-        typer.Option(
-            "--format", "-f", help="text table, the advisor/tune@1 JSON, or markdown."
-        ),
+        typer.Option("--format", "-f", help="text table, the advisor/tune@1 JSON, or markdown."),
     ] = ReportFormat.text,
     ledger: Annotated[
         Path | None,

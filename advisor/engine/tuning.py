@@ -12,6 +12,7 @@ from pathlib import Path
 from advisor.model import Patch, Recommendation
 
 TUNE_SCHEMA = "advisor/tune@1"
+FAILED_RUN_SCHEMA = "advisor/failed-run@1"  # compare --failed
 FAILED_IN_A_ROW = 2  # failed runs in a row that end the loop
 
 
@@ -89,3 +90,13 @@ class TuneResult:
     @property
     def kept(self) -> list[Change]:
         return [c for c in self.changes if c.verdict is Verdict3.keep]
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A candidate run that crashed: the cause its log names, and what the ledger recorded."""
+
+    cause: str  # out-of-memory, hccl-timeout, nan, crashed
+    log: Path | None
+    feature: str | None  # the change marked failed (None: no ledger, or nothing to mark)
+    ledger_note: str | None
