@@ -189,6 +189,25 @@ def test_two_failed_runs_in_a_row_stop_with_every_file_restored(job: Path) -> No
     _ledger_tells_the_changes(result)
 
 
+def test_a_profile_level_the_advice_needs_is_collected_without_counting(job: Path) -> None:
+    config = job / "config.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            "profile_level: level1", "profile_level: level0"
+        ),
+        encoding="utf-8",
+    )
+    result = _tune(job, max_changes=2)
+    verdicts = [c.verdict for c in result.changes]
+    assert Verdict3.collect in verdicts
+    collected = result.changes[verdicts.index(Verdict3.collect)]
+    assert collected.feature == "feature.collect-level1-profile"
+    assert collected.predicted["source"] == "none"
+    assert load_data(config)["training"]["profile_level"] == "level1"
+    assert len([v for v in verdicts if v is not Verdict3.collect]) == 2  # --max-changes 2
+    assert result.stopped is Stop.max_changes
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

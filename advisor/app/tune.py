@@ -62,6 +62,9 @@ class _Interrupted(Exception):
     """Ctrl-C during a run or a step of the loop, after the files were restored."""
 
 
+NO_PREDICTION: dict[str, object] = {"metric": "step_ms", "source": "none"}
+
+
 def predicted_of(rec: Recommendation, baseline: Measure) -> dict[str, object]:
     """The change's predicted effect: the most step time it can recover (the planner's ceiling:
     the attributed cost the feature addresses), as the step time it would leave at best."""
@@ -70,7 +73,7 @@ def predicted_of(rec: Recommendation, baseline: Measure) -> dict[str, object]:
         # no ceiling of its own: at most the cost of the bottleneck it addresses
         source, ratio = "bottleneck-cost", rec.cause.cost_ratio
     if ratio is None or baseline.step_ms is None:
-        return {"metric": "step_ms", "source": "none"}
+        return dict(NO_PREDICTION)
     saves = rec.ceiling_ms if source == "ceiling" and rec.ceiling_ms else ratio * baseline.step_ms
     return {
         "metric": "step_ms",
@@ -185,6 +188,8 @@ class Tuner:
                 # advice, or a change for a person to read: left to them; the next answer may
                 # be one the loop can apply
                 kind = "advice" if rec.patch is None else rec.patch.applicability.value
+                if rec.patch is not None and not rec.patch.changes:
+                    kind = "no-file"  # lines to add by hand: an export without --launch
                 self.result.set_aside.append((rec.feature, kind))
                 continue
             assert rec.patch is not None
@@ -244,7 +249,8 @@ class Tuner:
         """Apply the change, run, and keep or restore; the ledger records each step."""
         patch = rec.patch
         assert patch is not None
-        predicted = predicted_of(rec, kept.measure)
+        # a collection change makes the next profile decide; it predicts no speed-up
+        predicted = NO_PREDICTION if collecting else predicted_of(rec, kept.measure)
         change = Change(rec.feature, rec.bottleneck, patch, predicted, Verdict3.interrupted)
         saved = {Path(c.path): Path(c.path).read_bytes() for c in patch.changes}
         self.progress(f"applying {rec.feature}")

@@ -63,7 +63,7 @@ def _ms(value: float | None) -> str:
 def predicted_text(predicted: dict[str, object]) -> str:
     saves = predicted.get("saves_at_most_ms")
     if not isinstance(saves, int | float):
-        return "not estimated"
+        return "-"
     if predicted.get("source") == "ceiling":
         return f"up to -{saves:.1f} ms"
     # the cost of the bottleneck it addresses: an order of magnitude, not a bound
@@ -118,7 +118,8 @@ def _summary(result: TuneResult) -> list[str]:
         f"stopped: {stop_text(result)}"
     )
     if result.set_aside:
-        left = ", ".join(f"{feature} ({kind})" for feature, kind in result.set_aside)
+        words = {"no-file": "no file to edit: give --launch", "advice": "advice"}
+        left = ", ".join(f"{f} ({words.get(k, k)})" for f, k in result.set_aside)
         lines.append(
             f"left for you to read and apply (advisor suggest shows the diff; --accept review "
             f"lets the loop apply review changes): {left}"
