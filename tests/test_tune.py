@@ -314,3 +314,29 @@ def test_only_the_rank_folders_this_run_wrote_are_read(tmp_path: Path) -> None:
     found = new_profile(tmp_path / "prof", 10, tmp_path / "links")
     assert found == tmp_path / "links"
     assert sorted(p.resolve() for p in found.iterdir()) == sorted(p.resolve() for p in new)
+
+
+def test_compare_failed_marks_the_change_failed_and_it_is_not_proposed_again(
+    tmp_path: Path,
+) -> None:
+    from advisor.engine.loop import History
+    from tests.cli_run import run_cli
+
+    ledger = tmp_path / "ledger.jsonl"
+    Ledger.load(ledger).append("proposed", "feature.fsdp-backward-prefetch")
+    Ledger.load(ledger).append("applied", "feature.fsdp-backward-prefetch")
+    oom = tmp_path / "oom.log"
+    oom.write_text("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n")
+    # a log of a run that died before its first step is recognised without --failed
+    ran = run_cli("compare", "--candidate-log", str(oom), "--ledger", str(ledger), "-f", "json")
+    assert ran.exit_code == 1, ran.output
+    payload = json.loads(ran.stdout)
+    assert payload["verdict"] == "failed" and payload["reason"]["code"] == "out-of-memory"
+    assert schema_errors(payload, "failed-run.schema.json") == []
+    book = Ledger.load(ledger)
+    assert book.entries[-1]["event"] == "failed" and book.entries[-1]["failure"] == "out-of-memory"
+    assert "feature.fsdp-backward-prefetch" in History.of(book.events()).rejected
+    # marked once: a second --failed finds nothing awaiting a verdict
+    again = run_cli("compare", "--failed", "--ledger", str(ledger))
+    assert again.exit_code == 1 and "not marked" in again.stdout
+    assert len(Ledger.load(ledger).entries) == 3
