@@ -6,6 +6,7 @@ interrupted (Ctrl-C), after which the interrupt goes on to the loop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -140,18 +141,49 @@ def run_job(command: str, cwd: Path, log: Path, number: int, timeout_s: float | 
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the run's process group, SIGKILL after a grace period."""
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+    """SIGTERM to the run's process group, SIGKILL to what is left after a grace period; returns
+    once no process of the group runs any more (a child left behind could still write the
+    files about to be restored), or after the second grace period."""
+    group = proc.pid  # the run's session leader: its pid is the group's id
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(proc.pid, sig)
+            os.killpg(group, sig)
         except ProcessLookupError:
             break
-        try:
-            proc.wait(timeout=wait)
+        if _group_ends(proc, group, KILL_GRACE_S):
             break
-        except subprocess.TimeoutExpired:
-            continue
     proc.wait()
+
+
+def _group_ends(proc: subprocess.Popen[bytes], group: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=within)
+    while _group_alive(group):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _group_alive(group: int) -> bool:
+    """Whether a process of the group still runs (zombies, dead and waiting to be reaped, do
+    not count). Linux's /proc says; elsewhere a signal 0 to the group does."""
+    proc_root = Path("/proc")
+    if not (proc_root / "self" / "stat").is_file():
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for stat in proc_root.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
 
 
 def new_profile(root: Path, started_ns: int, into: Path) -> Path | None:
