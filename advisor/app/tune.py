@@ -68,6 +68,18 @@ NO_PREDICTION: dict[str, object] = {"metric": "step_ms", "source": "none"}
 def predicted_of(rec: Recommendation, baseline: Measure) -> dict[str, object]:
     """The change's predicted effect: the most step time it can recover (the planner's ceiling:
     the attributed cost the feature addresses), as the step time it would leave at best."""
+    if rec.predicted is not None and baseline.step_ms is not None:
+        p = rec.predicted  # suggest's own prediction: a range of the relative change
+        return {
+            "metric": "step_ms",
+            "source": "suggest",
+            "unit": p.metric,
+            "expected_ratio": p.expected,
+            "low_ratio": p.low,
+            "high_ratio": p.high,
+            "expected_step_ms": baseline.step_ms * (1.0 + p.expected),
+            "efficacy_from": p.efficacy_from,
+        }
     source, ratio = "ceiling", rec.ceiling_ratio
     if ratio is None and rec.cause is not None:
         # no ceiling of its own: at most the cost of the bottleneck it addresses

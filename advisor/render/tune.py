@@ -61,6 +61,9 @@ def _ms(value: float | None) -> str:
 
 
 def predicted_text(predicted: dict[str, object]) -> str:
+    expected, low, high = (predicted.get(k) for k in ("expected_ratio", "low_ratio", "high_ratio"))
+    if isinstance(expected, float) and isinstance(low, float) and isinstance(high, float):
+        return f"{expected:+.0%} ({low:+.0%}..{high:+.0%})"
     saves = predicted.get("saves_at_most_ms")
     if not isinstance(saves, int | float):
         return "-"
