@@ -60,7 +60,7 @@ def _tune(job: Path, **options: Any) -> TuneResult:
 
 def _exhaustive_best(response: Path) -> float:
     """The best step time of the benchmark's 32-run grid over the same knobs."""
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(JOB)]  # the benchmark, and the simulator it runs
     from simjob.response import load_response
 
     from benchmarks.bench_tune import SMALL, launch_env, search
