@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.app.compare import _check as check_prediction
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import side_facts
 from advisor.app.suggest import SuggestOptions, SuggestRun, run_suggest
@@ -304,15 +305,19 @@ class Tuner:
         fields: dict[str, object] = {
             "run": measured.run,
             "note": judged.reason.code.value,
-            "predicted": change.predicted,
-            "measured": {
-                "metric": "step_ms",
+            "tune": {  # this loop's step times, beside compare's record below
                 "baseline_step_ms": kept.measure.step_ms,
                 "step_ms": measured.step_ms,
                 "tokens_per_s": measured.tokens_per_s,
                 "judged_on": judged.judged_on.unit.value,
             },
         }
+        # prediction against measurement as `compare --ledger` records them (the calibration)
+        proposal = Ledger.load(self.ledger_path).last_proposed()  # suggest appended it
+        checked = check_prediction(proposal, judged) if proposal is not None else None
+        if checked is not None:
+            fields["predicted"] = dict(checked.predicted)
+            fields["measured"] = checked.measured.to_json()
         done = dataclasses.replace(
             change,
             run=measured.run,
@@ -329,9 +334,8 @@ class Tuner:
         return kept, dataclasses.replace(done, verdict=Verdict3.revert)
 
     def _record(self, event: str, change: Change, **fields: object) -> None:
-        self._ledger_append(
-            event, change.feature, change.bottleneck, {"predicted": change.predicted, **fields}
-        )
+        extra = {"predicted": change.predicted, **fields}
+        self._ledger_append(event, change.feature, change.bottleneck, extra)
 
     def _ledger_append(
         self, event: str, feature: str, bottleneck: str, fields: dict[str, Any]
