@@ -1,7 +1,7 @@
 """Exhaustive search over the simulated job's knobs: the best a blind grid search finds, and how
 many runs it took, for a tuning loop to be measured against ("within 15% of the best").
 
-    python -m benchmarks.bench_tune [--grid full|small] [--response FILE] [--top 5]
+    python -m benchmarks.bench_tune [--grid full|small] [--response FILE] [--top 5] [--no-tune]
 
 Every combination of the knobs below is run through the simulator of examples/simulated-job
 (the same code that writes its log and profile; no files are written here), starting from the
@@ -9,14 +9,23 @@ example's config.yaml and the environment its run.sh exports. Runs that die of o
 count as runs. The micro-batch is not searched by default: it changes the global batch, which a
 tuning comparison holds fixed. Add it to a grid and the combinations, which then differ in
 tokens per step, are still ranked fairly: by time per token.
+
+Then `advisor tune` runs the closed loop on a copy of the example (real runs of the simulator
+through its launch script, with the same response model) and both are printed: the loop's runs,
+its final step and how far it is from the exhaustive best.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,11 +139,57 @@ def _report(baseline: Result, results: list[Result], top: int, took: float) -> N
         print(_show(r))
 
 
+def run_tune(response: Path, max_changes: int) -> dict[str, Any]:
+    """`advisor tune` on a scratch copy of the example: its advisor/tune@1 JSON."""
+    with tempfile.TemporaryDirectory() as scratch:
+        job = Path(scratch) / "simulated-job"
+        shutil.copytree(JOB, job, ignore=shutil.ignore_patterns("profile", "output", ".advisor"))
+        env = {**os.environ, "SIMJOB_RESPONSE": str(response.resolve())}
+        env.setdefault("SIMJOB_PYTHON", sys.executable)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        command = [sys.executable, "-m", "advisor", "tune", "config.yaml", "--launch", "run.sh"]
+        command += ["--run", "bash run.sh", "--max-changes", str(max_changes), "--format", "json"]
+        done = subprocess.run(
+            command, cwd=job, env=env, capture_output=True, text=True, check=False
+        )
+        if not done.stdout.strip():
+            raise SystemExit(f"advisor tune failed: {done.stderr.strip()}")
+        payload: dict[str, Any] = json.loads(done.stdout)
+        return payload
+
+
+def _report_tune(payload: dict[str, Any], best: Result | None, took: float) -> None:
+    base, final = payload["baseline"], payload["final"]
+    print(f"advisor tune: {payload['runs']} runs (the baseline included), took {took:.1f} s")
+    for change in payload["changes"]:
+        step = (change["measured"] or {}).get("step_ms")
+        shown = f"{step:8.2f} ms" if step is not None else "       -   "
+        print(f"  run {change['run']!s:>2}  {shown}  {change['verdict']:<7} {change['edit']}")
+    if not base or not final or base["step_ms"] is None or final["step_ms"] is None:
+        print(f"  stopped: {payload['stop_message']}")
+        return
+    kept = [c for c in payload["changes"] if c["verdict"] == "keep"]
+    reached = final["run"]
+    print(
+        f"  baseline {base['step_ms']:.2f} ms -> final {final['step_ms']:.2f} ms "
+        f"({final['step_ms'] / base['step_ms']:.1%} of the baseline), best reached at run "
+        f"{reached}; {len(kept)} changes kept"
+    )
+    if best is not None and best.step_ms is not None:
+        print(
+            f"  {final['step_ms'] / best.step_ms - 1:+.1%} from the exhaustive best "
+            f"({best.step_ms:.2f} ms)"
+        )
+    print(f"  stopped: {payload['stop_message']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--grid", choices=("full", "small"), default="full")
     parser.add_argument("--response", type=Path, default=JOB / "response.yaml")
     parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--max-changes", type=int, default=9)
+    parser.add_argument("--no-tune", action="store_true", help="the exhaustive search only")
     args = parser.parse_args()
     model = load_response(args.response)
     env = launch_env(JOB / "run.sh")
@@ -142,6 +197,13 @@ def main() -> None:
     baseline = run_one({}, model, env)
     results = search(FULL if args.grid == "full" else SMALL, model, env)
     _report(baseline, results, args.top, time.perf_counter() - started)
+    if args.no_tune:
+        return
+    ran = [r for r in results if r.ms_per_ktoken is not None]
+    best = min(ran, key=lambda r: r.ms_per_ktoken or 0) if ran else None
+    started = time.perf_counter()
+    payload = run_tune(args.response, args.max_changes)
+    _report_tune(payload, best, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from advisor.app.pipeline import side_facts
+from advisor.core.text import read_text
 from advisor.dialects.registry import load_config_values as load_config
 from advisor.engine.compare import Comparison, Verdict, compare, read_warnings
 from advisor.engine.predict import Checked, measure, recorded_prediction
+from advisor.engine.tuning import FailedRun
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import InputError
@@ -97,3 +99,47 @@ def run_compare(
         note = _record(ledger, result)
         result.warnings.extend(read_warnings(ledger.warnings))  # torn lines read past or set aside
     return result, note
+
+
+def failed_cause(log: Path | None) -> str | None:
+    """The cause a candidate log names for a failed run, when it ran no step at all (a log with
+    steps is compared; its loss guard judges a NaN)."""
+    from advisor.app.tune_run import failure_cause
+
+    if log is None or not log.is_file():
+        return None
+    text = read_text(log)
+    cause = failure_cause(text)
+    if cause is None:
+        return None
+    try:
+        steps = side_facts(None, log).value("log.step_time_ms")
+    except InputError:  # not one iteration line: the run died before its first step
+        steps = None
+    return cause if steps is None else None
+
+
+def run_failed(candidate_log: Path | None, ledger_path: Path | None) -> FailedRun:
+    """`compare --failed` (or a candidate log of a run that died): the latest suggestion is
+    recorded failed, so suggest undoes it and never proposes it again for this job."""
+    from advisor.app.tune_run import failure_cause
+
+    cause = "crashed"
+    if candidate_log is not None and candidate_log.is_file():
+        cause = failure_cause(read_text(candidate_log)) or cause
+    if ledger_path is None:
+        return FailedRun(cause, candidate_log, None, None)
+    ledger = Ledger.load(ledger_path)
+    last = ledger.last_proposed()
+    if last is None:
+        return FailedRun(cause, candidate_log, None, "no suggestion in the ledger to mark")
+    feature = str(last["feature"])
+    if ledger.status(feature) not in ("proposed", "applied"):
+        note = f"the latest suggestion ({feature}) is already {ledger.status(feature)}: not marked"
+        return FailedRun(cause, candidate_log, None, note)
+    fields: dict[str, Any] = {"failure": cause}
+    if candidate_log is not None:
+        fields["log"] = str(candidate_log)
+    ledger.append("failed", feature, bottleneck=last.get("bottleneck"), **fields)
+    note = f"{feature} marked failed: the next suggest undoes it and never proposes it again"
+    return FailedRun(cause, candidate_log, feature, note)

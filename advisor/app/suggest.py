@@ -39,6 +39,8 @@ class SuggestOptions:
     write: bool = False
     # read the ledger, never add to it (a report shows the suggestion without recording it)
     read_only: bool = False
+    # features the caller has set aside for this answer (tune: review changes it may not apply)
+    set_aside: frozenset[str] = frozenset()
 
     @property
     def records(self) -> bool:
@@ -310,6 +312,8 @@ def run_suggest(
     history = History.of(
         ledger.events() if ledger else [], profile=files_fingerprint(loaded.facts.inputs)
     )
+    if options.set_aside:
+        history = dataclasses.replace(history, rejected=history.rejected | options.set_aside)
     diagnosis = diagnose(graph, loaded.context)
     suggestion = plan(graph, diagnosis, loaded.context, history, loaded.facts.facts)
     suggestion = _placed(suggestion, config, loaded)

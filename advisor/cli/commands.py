@@ -23,6 +23,7 @@ from advisor.cli.options import QuietOpt, VerboseOpt
 from advisor.cli.profile_cmds import diagnose, facts, suggest
 from advisor.cli.report_cmds import report_cmd
 from advisor.cli.rules_cmds import rules_graph, rules_lint, rules_list, rules_show
+from advisor.cli.tune_cmds import tune_cmd
 
 # Every command, by the name people type. The click tree of a run is built for the named command
 # only: building each command's parameters is a third of `advisor check`'s start-up otherwise.
@@ -36,6 +37,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "estimate": estimate_cmd,
     "watch": watch_cmd,
     "ledger": ledger_cmd,
+    "tune": tune_cmd,
 }
 RULES_COMMANDS: dict[str, Callable[..., None]] = {
     "list": rules_list,

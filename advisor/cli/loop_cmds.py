@@ -52,6 +52,14 @@ def compare_cmd(
     ledger: Annotated[
         Path | None, typer.Option("--ledger", help="Mark the latest suggestion kept or reverted.")
     ] = None,
+    failed: Annotated[
+        bool,
+        typer.Option(
+            "--failed",
+            help="The candidate run crashed (out of memory, HCCL timeout, NaN...): mark the "
+            "latest suggestion failed; its cause is read from --candidate-log when given.",
+        ),
+    ] = False,
     output_format: Annotated[
         ReportFormat,
         typer.Option(
@@ -69,9 +77,16 @@ def compare_cmd(
     Example:
       advisor compare before/prof after/prof --ledger .advisor/ledger.jsonl
     """
-    from advisor.app.compare import Side, run_compare
-    from advisor.render.compare import FORMATS, CompareReport
+    from advisor.app.compare import Side, failed_cause, run_compare, run_failed
+    from advisor.render.compare import FORMATS, CompareReport, failed_report
 
+    died = candidate_log if candidate_log is not None else candidate
+    if failed or (died is not None and died.is_file() and failed_cause(died) is not None):
+        run = run_failed(died if died is not None and died.is_file() else None, ledger)
+        console.emit(
+            failed_report(run, output_format.value), prose=output_format is ReportFormat.text
+        )
+        raise typer.Exit(1)
     with console.phase("reading and comparing"):
         result, note = run_compare(
             Side(path=baseline, log=baseline_log, config=baseline_config),

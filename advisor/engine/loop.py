@@ -9,7 +9,7 @@ from advisor.engine.changes import current_value, is_applied
 from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
-from advisor.inputs.ledger import LedgerEvent
+from advisor.inputs.ledger import FINAL_NO, LedgerEvent
 from advisor.model import (
     Applicability,
     Direction,
@@ -41,7 +41,7 @@ class History:
         statuses: dict[str, str] = {}
         for event in events:
             statuses[event.feature] = event.event
-        rejected = frozenset(f for f, s in statuses.items() if s in ("reverted", "rejected"))
+        rejected = frozenset(f for f, s in statuses.items() if s in FINAL_NO)
         proposal = next((e for e in reversed(events) if e.event == "proposed"), None)
         awaiting = None
         if (
@@ -55,13 +55,13 @@ class History:
 
 
 def undo(graph: RuleGraph, ctx: Context, history: History) -> Suggestion | None:
-    """After a 'revert' verdict, undo the reverted change (if it is still in place)."""
-    reverted = [e for e in history.events if e.event == "reverted"]
+    """After a 'revert' verdict or a failed run, undo the change (if it is still in place)."""
+    reverted = [e for e in history.events if e.event in ("reverted", "failed")]
     if not reverted:
         return None
     last = reverted[-1]
     rule = graph.ruleset.feature(last.feature)
-    if history.statuses.get(last.feature) != "reverted" or rule is None:
+    if history.statuses.get(last.feature) != last.event or rule is None:
         return None
     proposal = next(
         (e for e in reversed(history.events) if e.event == "proposed" and e.feature == rule.id),

@@ -23,8 +23,10 @@ from advisor.model import InputError, PatchOp
 # @2: a proposal may carry `predicted` (advisor/suggestion@3's recommendation.predicted), a
 # kept/reverted verdict `predicted` and `measured`; @1 lines (without them) read the same
 LEDGER_SCHEMA = "advisor/ledger@2"
-STATUSES = ("proposed", "applied", "kept", "reverted", "rejected")
-FINAL_NO = ("reverted", "rejected")
+STATUSES = ("proposed", "applied", "kept", "reverted", "rejected", "failed")
+# a feature whose latest event is one of these is not proposed again for this job; "failed":
+# its run crashed or ran out of memory (the entry's `failure` says which), and it was reverted
+FINAL_NO = ("reverted", "rejected", "failed")
 
 
 def default_path(config: Path) -> Path:

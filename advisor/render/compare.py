@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.engine.compare import Comparison
+from advisor.engine.tuning import FAILED_RUN_SCHEMA, FailedRun
 from advisor.render.compare_words import (
     collect_text,
     judged_text,
@@ -89,3 +90,36 @@ FORMATS: dict[str, Callable[[CompareReport], str]] = {
     "json": lambda r: comparison_json(r.comparison, r.ledger_note) + "\n",
     "markdown": lambda r: comparison_markdown(r.comparison, r.ledger_note),
 }
+
+
+_CAUSES = {
+    "out-of-memory": "the run ran out of device memory",
+    "hccl-timeout": "a collective timed out (HCCL)",
+    "nan": "the loss became NaN",
+    "crashed": "the run failed",
+}
+
+
+def failed_report(run: FailedRun, output_format: str) -> str:
+    """A run that crashed: the verdict is `failed`, in the format asked for."""
+    reason = _CAUSES.get(run.cause, run.cause)
+    if output_format == "json":
+        payload = {
+            "schema": FAILED_RUN_SCHEMA,
+            "verdict": "failed",
+            "reason": {
+                "code": run.cause,
+                "values": {"log": str(run.log) if run.log else None},
+                "message": reason,
+            },
+            "failed_feature": run.feature,
+            "ledger": run.ledger_note,
+        }
+        return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    lines = [f"Verdict: FAILED — {reason}" + (f" ({run.log})" if run.log else "")]
+    if output_format == "markdown":
+        lines = [f"**Verdict: FAILED** — {reason}"]
+    lines.append("revert the change before the next run")
+    if run.ledger_note:
+        lines.append(f"ledger: {run.ledger_note}")
+    return "\n".join(lines) + "\n"

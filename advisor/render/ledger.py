@@ -23,6 +23,8 @@ def _events(ledger: Ledger) -> list[str]:
             details.append(f"{patch.get('target')}: {ops}")
         if e.get("bottleneck"):
             details.append(str(e["bottleneck"]))
+        if e.get("failure"):
+            details.append(f"run failed: {e['failure']}")
         if e.get("note"):
             details.append(recorded_reason(str(e["note"])))
         lines.append(
