@@ -115,23 +115,29 @@ def _how(ranks: Mapping[str, RankFacts], groups: list[list[str]], stated: str | 
 
 
 def _slowest_stage_p2p(
-    ranks: Mapping[str, RankFacts], slowest: list[str], job: Recorder, source: str
+    ranks: Mapping[str, RankFacts], slowest: list[str], job: Recorder, source: str, stages: int
 ) -> None:
     fact_id = "pipeline.slowest_stage_p2p_ratio"
     waits = [w for label in slowest if (w := _number(ranks[label], "comm.p2p_ratio")) is not None]
-    if not _pipelined(ranks):
+    measure = "comm.p2p_ratio"
+    if not waits and stages > 1:
+        # stages stated by the cluster file without send/recv detail: the Bubble column is the
+        # slowest stage's receive wait
+        measure = "step.pipeline_wait_ratio"
+        waits = [w for label in slowest if (w := _number(ranks[label], measure)) is not None]
+    if not _pipelined(ranks) and stages < 2:
         job.miss(fact_id, "no send/recv between ranks: no pipeline")
     elif waits:
         job.add(
             fact_id,
             median(waits),
             source,
-            f"median comm.p2p_ratio of ranks {', '.join(slowest)} (the slowest stage): no slower "
-            "stage keeps them waiting, so their send/recv time is the schedule's fill and drain "
-            "plus the transfers",
+            f"median {measure} of ranks {', '.join(slowest)} (the slowest stage): no slower "
+            "stage keeps them waiting, so their wait is the schedule's fill and drain plus the "
+            "transfers",
         )
     else:
-        job.miss(fact_id, "the slowest stage's ranks have no send/recv time (comm.p2p_ratio)")
+        job.miss(fact_id, "the slowest stage's ranks have no send/recv or receive-wait time")
 
 
 def pipeline_facts(
@@ -180,7 +186,7 @@ def pipeline_facts(
         f"slowest stage's compute {max(computes):.1f} ms less the stages' mean {mean:.1f} ms, "
         f"over the median step time {step:.1f} ms: what moving layers to an even split removes",
     )
-    _slowest_stage_p2p(ranks, groups[computes.index(max(computes))], job, source)
+    _slowest_stage_p2p(ranks, groups[computes.index(max(computes))], job, source, len(groups))
 
 
 def timed_ranks(recorders: list[tuple[str, Recorder]]) -> dict[str, RankFacts]:
