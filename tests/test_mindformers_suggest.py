@@ -175,3 +175,20 @@ def test_the_loop_on_the_real_mindformers_config(tmp_path: Path):
     assert result.verdict is Verdict.keep, result.reason
     events = [json.loads(line)["event"] for line in ledger.read_text().splitlines()]
     assert events == ["proposed", "kept"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "allowed"),
+    [("SEMI_AUTO_PARALLEL", True), ("AUTO_PARALLEL", True), (1, True), ("STAND_ALONE", False)],
+)
+def test_accumulation_follows_mindformers_parallel_mode_names(mode: object, allowed: bool):
+    # MindFormers' PARALLEL_MODE table names the modes in upper case
+    from advisor.app.rulesets import load_graph
+    from advisor.engine.candidates import unmet_requirement
+    from advisor.engine.conditions import Context
+    from advisor.engine.rule_model import FeatureRule
+
+    rule = load_graph().ruleset["feature.mf-gradient-accumulation"]
+    assert isinstance(rule, FeatureRule)
+    ctx = Context(config={"parallel": {"parallel_mode": mode}})
+    assert (unmet_requirement(rule, ctx) is None) is allowed
