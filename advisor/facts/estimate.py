@@ -205,13 +205,19 @@ def link_peaks() -> list[LinkPeaks]:
     ]
 
 
-def device_memory_gib(device: str) -> float | None:
-    """The device's memory from rules/devices.yaml (None when the table does not say)."""
+def device_entry(device: str) -> dict[str, Any] | None:
+    """The row of rules/devices.yaml whose pattern the device name matches (None: none does)."""
     for entry in _devices():
         if re.search(entry["match"], device, re.IGNORECASE):
-            memory = entry.get("memory_gib")
-            return float(memory) if isinstance(memory, int | float) else None
+            return entry
     return None
+
+
+def device_memory_gib(device: str) -> float | None:
+    """The device's memory from rules/devices.yaml (None when the table does not say)."""
+    entry = device_entry(device)
+    memory = entry.get("memory_gib") if entry is not None else None
+    return float(memory) if isinstance(memory, int | float) else None
 
 
 def peak_tflops(device: str) -> tuple[float, str]:
