@@ -133,6 +133,8 @@ def estimate_cmd(
         peak_tflops,
         training_and_assumptions,
     )
+    from advisor.facts.layout_fit import layout_advice
+    from advisor.inputs.taxonomy import default_taxonomy
     from advisor.render.facts import FORMATS as FACTS_FORMATS
     from advisor.render.facts import FactsReport
 
@@ -148,14 +150,12 @@ def estimate_cmd(
     if assumed:
         source = f"not in {config}" if config else "no --config given"
         result.warnings.append(f"assumed ({source}): {', '.join(assumed)}")
-    total = result.value("memory.estimate.total_bytes")
     memory = device_memory_gib(device)
-    if isinstance(total, int | float) and memory is not None and total > memory * 2**30:
-        result.warnings.append(
-            f"{total / 2**30:.1f} GiB per rank does not fit a {memory:.0f} GiB {device} "
-            "(before activations of other micro-batches and the allocator's reserve): shard "
-            "more (fsdp_size, ep_size), recompute, or lower the micro-batch"
-        )
+    if memory is not None:
+        share = default_taxonomy().memory_pressure_ratio
+        advice = layout_advice(shape, train, memory * 2**30, share)
+        if not advice.startswith("fits"):
+            result.warnings.append(f"{device}: {advice}")
     typer.echo(FACTS_FORMATS[output_format.value](FactsReport(result)), nl=False)
 
 

@@ -229,6 +229,25 @@ def peak_tflops(device: str) -> tuple[float, str]:
     raise InputError("--device", f"unknown device '{device}' (known: {known}); pass --peak-tflops")
 
 
+def memory_parts(model: ModelShape, train: Training, total: int | None = None) -> dict[str, float]:
+    """Bytes per rank of weights, gradients, optimizer states and activations."""
+    if total is None:
+        total = parameter_counts(model)[0]
+    shard = max(1, train.fsdp)
+    expert_params = model.moe_layers * model.experts * 3 * model.hidden * model.moe_intermediate
+    dense_params = total - expert_params
+    # experts are split by ep and then sharded over the remaining FSDP group
+    per_rank = dense_params / shard + expert_params / shard
+    seq_local = train.seq / max(1, train.cp)
+    per_token_layer = (ACT_RECOMPUTE if train.recompute else ACT_LINEAR) * model.hidden
+    return {
+        "weights": per_rank * BYTES_WEIGHT,
+        "gradients": per_rank * BYTES_GRAD,
+        "optimizer": per_rank * (BYTES_ADAM + BYTES_MASTER),
+        "activations": per_token_layer * seq_local * train.micro_batch * model.layers,
+    }
+
+
 def estimate(
     model: ModelShape,
     train: Training,
@@ -280,16 +299,8 @@ def estimate(
             f"{tokens_per_step} tokens per step over {train.world} devices in {step_ms:.1f} ms; peak {peak:g} TFLOPS",
         )
     shard = max(1, train.fsdp)
-    expert_params = model.moe_layers * model.experts * 3 * model.hidden * model.moe_intermediate
-    dense_params = total - expert_params
-    # experts are split by ep and then sharded over the remaining FSDP group
-    per_rank = dense_params / shard + expert_params / shard
-    weights = per_rank * BYTES_WEIGHT
-    grads = per_rank * BYTES_GRAD
-    optimizer = per_rank * (BYTES_ADAM + BYTES_MASTER)
+    weights, grads, optimizer, activations = memory_parts(model, train, total).values()
     seq_local = train.seq / max(1, train.cp)
-    per_token_layer = (ACT_RECOMPUTE if train.recompute else ACT_LINEAR) * model.hidden
-    activations = per_token_layer * seq_local * train.micro_batch * model.layers
     note = f"sharded over fsdp_size {shard}"
     out.add(
         "memory.estimate.weights_bytes",
