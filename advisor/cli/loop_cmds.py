@@ -159,6 +159,42 @@ def estimate_cmd(
     typer.echo(FACTS_FORMATS[output_format.value](FactsReport(result)), nl=False)
 
 
+def scaling_cmd(
+    logs: Annotated[
+        list[Path],
+        typer.Argument(
+            help=f"Training logs of the same job at different device counts ({LOG_KINDS})."
+        ),
+    ],
+    world: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--world",
+            help="Devices of each log, in the logs' order (default: world_size of the log's "
+            "argument dump).",
+        ),
+    ] = None,
+    output_format: Annotated[
+        FactsFormat,
+        typer.Option("--format", "-f", help="text table or the advisor/scaling@1 JSON."),
+    ] = FactsFormat.text,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Scaling efficiency across device counts: throughput per device against the smallest run.
+
+    \b
+    Example:
+      advisor scaling run8/train.log run32/train.log --world 8 --world 32
+    """
+    from advisor.app.scaling import run_scaling
+    from advisor.render.scaling import scaling_json, scaling_text
+
+    runs = run_scaling(logs, world or [])
+    render = scaling_json if output_format is FactsFormat.json else scaling_text
+    typer.echo(render(runs), nl=False)
+
+
 def watch_cmd(
     log: Annotated[Path, typer.Argument(help="The training log to follow (like tail -f).")],
     max_step_ms: Annotated[
