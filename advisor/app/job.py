@@ -82,6 +82,10 @@ def _peak_device(facts: FactSet, options: JobOptions) -> str:
 
 
 def load_job(options: JobOptions) -> Job:
+    if options.device is not None:
+        from advisor.facts.estimate import known_device
+
+        known_device(options.device)  # a device the table does not know is refused, named
     config = load_job_config(options.config) if options.config else None
     launch = parse_launch(options.launch) if options.launch else None
     effective = None

@@ -69,6 +69,10 @@ def facts(
         result = collect_facts(
             path, log, skip_bad_files=skip_bad_files, reading=read_options(jobs, scheduler, deep)
         )
+        if device is not None:
+            from advisor.facts.estimate import known_device
+
+            known_device(device)  # a device the table does not know is refused, named
         with_memory_pressure(result, device)
     console.inputs_read(result.inputs)
     if output_format is not FactsFormat.json:

@@ -213,6 +213,18 @@ def device_entry(device: str) -> dict[str, Any] | None:
     return None
 
 
+def known_device(device: str) -> dict[str, Any]:
+    """The device's row; a name the table does not know is refused, naming the known ones."""
+    entry = device_entry(device)
+    if entry is None:
+        known = ", ".join(e["name"] for e in _devices())
+        raise InputError(
+            "--device",
+            f"unknown device '{device}' (known: {known}; the table is rules/devices.yaml)",
+        )
+    return entry
+
+
 def device_memory_gib(device: str) -> float | None:
     """The device's memory from rules/devices.yaml (None when the table does not say)."""
     entry = device_entry(device)
