@@ -26,6 +26,7 @@ SINGLE_RANK = (
     "aicpu",
     "slow-dataloader",
     "fragmentation",
+    "memory-pressure",
     "level0",
     "launch-blocking",
     "mte2-bound",

@@ -126,7 +126,9 @@ def test_estimate_prints_its_assumptions_and_whether_it_fits(tmp_path):
     result = CliRunner().invoke(app, ["estimate", "--model-config", str(model)])
     assert result.exit_code == 0, result.output
     assert "assumed (no --config given): parallel.fsdp_size = 1" in result.output
-    assert "does not fit a 64 GiB 910B" in result.output
+    # one device cannot hold a 30B model's states: it says how many devices can
+    assert "910B: does not fit 85% of 64 GiB on 1 device: the resident part alone" in result.output
+    assert "it fits on 16 devices fully sharded with recompute" in result.output
     config = tmp_path / "config.yaml"
     config.write_text(
         "data:\n  cutoff_len: 4096\ntraining:\n  per_device_train_batch_size: 1\n"
@@ -138,3 +140,24 @@ def test_estimate_prints_its_assumptions_and_whether_it_fits(tmp_path):
     )
     assert fits.exit_code == 0, fits.output
     assert "assumed" not in fits.output and "does not fit" not in fits.output
+
+
+def test_the_layout_that_fits_keeps_the_parallel_arithmetic():
+    from dataclasses import replace
+
+    from advisor.facts.layout_fit import fitting_layout, layout_advice
+
+    model = load_model_config(
+        Path(__file__).resolve().parents[1] / "examples" / "models" / "qwen3-30b-a3b.json"
+    )
+    base = Training(4096, 1, 1, 24, 4, 1, 1, False)
+    fit = fitting_layout(model, base, 54 * 2**30)
+    assert fit is not None
+    # sharding first: the smallest fsdp_size that divides 24 devices and fits
+    assert fit.train.fsdp == 12 and fit.train.cp == 1 and not fit.train.recompute
+    assert fit.total_bytes <= 54 * 2**30
+    assert "fsdp_size 4 -> " in layout_advice(model, base, 64 * 2**30, 54 / 64)
+    # a layout the devices cannot divide is never proposed
+    odd = replace(base, world=6, fsdp=2)
+    found = fitting_layout(model, odd, 54 * 2**30)
+    assert found is None or 6 % found.train.fsdp == 0

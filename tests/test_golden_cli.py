@@ -89,6 +89,23 @@ CASES["suggest-comm-bound-diff"] = [
     "--format",
     "diff",
 ]
+# a healthy step at 61 of 64 GiB on a 910B: memory pressure, and the remedy its attribution fits
+CASES["diagnose-memory-pressure-910b"] = [
+    "diagnose",
+    f"{PROFILES}/memory-pressure",
+    "--device",
+    "910B",
+]
+CASES["suggest-memory-pressure-910b"] = [
+    "suggest",
+    f"{PROFILES}/memory-pressure",
+    CONFIG,
+    "--launch",
+    LAUNCH,
+    "--no-ledger",
+    "--device",
+    "910B",
+]
 CASES["suggest-bad-config"] = [
     "suggest",
     f"{PROFILES}/comm-bound",

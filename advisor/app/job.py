@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.app.pipeline import add_estimates, collect_facts
+from advisor.app.pipeline import add_estimates, collect_facts, with_memory_pressure
 from advisor.app.read_ranks import ReadOptions
 from advisor.dialects.base import JobConfig
 from advisor.dialects.registry import load_job_config, registry
@@ -28,6 +28,9 @@ class JobOptions:
     skip_bad_files: bool = False
     # how the ranks are read: where, and how deep
     reading: ReadOptions = field(default_factory=ReadOptions)
+    # the device named on the command line (--device): its memory and peak when the profile
+    # records no device
+    device: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,22 @@ def job_context(
     )
 
 
+def _peak_device(facts: FactSet, options: JobOptions) -> str:
+    """The device whose peak MFU is computed against: the one the profile recorded when the
+    table knows it, else --device, else the 910B (the estimate's long-standing default)."""
+    from advisor.facts.estimate import device_entry
+
+    recorded = facts.value("profile.device")
+    if isinstance(recorded, str) and device_entry(recorded) is not None:
+        return recorded
+    return options.device or "910B"
+
+
 def load_job(options: JobOptions) -> Job:
+    if options.device is not None:
+        from advisor.facts.estimate import known_device
+
+        known_device(options.device)  # a device the table does not know is refused, named
     config = load_job_config(options.config) if options.config else None
     launch = parse_launch(options.launch) if options.launch else None
     effective = None
@@ -83,6 +101,7 @@ def load_job(options: JobOptions) -> Job:
         config_source=options.config.name if options.config else "",
     )
     if options.model_config is not None:
-        add_estimates(facts, options.model_config, effective)
+        add_estimates(facts, options.model_config, effective, _peak_device(facts, options))
+    with_memory_pressure(facts, options.device)
     kind = config.dialect_id if config is not None else None
     return Job(facts, config, launch, effective, job_context(facts, effective, launch, kind))

@@ -132,6 +132,13 @@ def side_facts(path: Path | None, log: Path | None) -> FactSet:
     return collect_facts(profile, logs)
 
 
+def with_memory_pressure(facts: FactSet, device: str | None) -> None:
+    """The job's memory pressure and attribution from every memory fact gathered so far."""
+    from advisor.facts.pressure import memory_pressure
+
+    memory_pressure(facts, device, default_taxonomy())
+
+
 def add_estimates(
     facts: FactSet, model_config: Path, config: dict[str, object] | None, device: str = "910B"
 ) -> None:

@@ -18,7 +18,7 @@ from advisor import __version__
 from advisor.cli.check_cmds import check_cmd
 from advisor.cli.coercion import convert_plainly
 from advisor.cli.help_text import commands_of, polish
-from advisor.cli.loop_cmds import compare_cmd, estimate_cmd, ledger_cmd, watch_cmd
+from advisor.cli.loop_cmds import compare_cmd, estimate_cmd, ledger_cmd, scaling_cmd, watch_cmd
 from advisor.cli.options import QuietOpt, VerboseOpt
 from advisor.cli.profile_cmds import diagnose, facts, suggest
 from advisor.cli.report_cmds import report_cmd
@@ -35,6 +35,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "check": check_cmd,
     "compare": compare_cmd,
     "estimate": estimate_cmd,
+    "scaling": scaling_cmd,
     "watch": watch_cmd,
     "ledger": ledger_cmd,
     "tune": tune_cmd,

@@ -148,6 +148,8 @@ def estimate_cmd(
         peak_tflops,
         training_and_assumptions,
     )
+    from advisor.facts.layout_fit import layout_advice
+    from advisor.inputs.taxonomy import default_taxonomy
     from advisor.render.facts import FORMATS as FACTS_FORMATS
     from advisor.render.facts import FactsReport
 
@@ -163,15 +165,49 @@ def estimate_cmd(
     if assumed:
         source = f"not in {config}" if config else "no --config given"
         result.warnings.append(f"assumed ({source}): {', '.join(assumed)}")
-    total = result.value("memory.estimate.total_bytes")
     memory = device_memory_gib(device)
-    if isinstance(total, int | float) and memory is not None and total > memory * 2**30:
-        result.warnings.append(
-            f"{total / 2**30:.1f} GiB per rank does not fit a {memory:.0f} GiB {device} "
-            "(before activations of other micro-batches and the allocator's reserve): shard "
-            "more (fsdp_size, ep_size), recompute, or lower the micro-batch"
-        )
+    if memory is not None:
+        share = default_taxonomy().memory_pressure_ratio
+        advice = layout_advice(shape, train, memory * 2**30, share)
+        if not advice.startswith("fits"):
+            result.warnings.append(f"{device}: {advice}")
     typer.echo(FACTS_FORMATS[output_format.value](FactsReport(result)), nl=False)
+
+
+def scaling_cmd(
+    logs: Annotated[
+        list[Path],
+        typer.Argument(
+            help=f"Training logs of the same job at different device counts ({LOG_KINDS})."
+        ),
+    ],
+    world: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--world",
+            help="Devices of each log, in the logs' order (default: world_size of the log's "
+            "argument dump).",
+        ),
+    ] = None,
+    output_format: Annotated[
+        FactsFormat,
+        typer.Option("--format", "-f", help="text table or the advisor/scaling@1 JSON."),
+    ] = FactsFormat.text,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Scaling efficiency across device counts: throughput per device against the smallest run.
+
+    \b
+    Example:
+      advisor scaling run8/train.log run32/train.log --world 8 --world 32
+    """
+    from advisor.app.scaling import run_scaling
+    from advisor.render.scaling import scaling_json, scaling_text
+
+    runs = run_scaling(logs, world or [])
+    render = scaling_json if output_format is FactsFormat.json else scaling_text
+    typer.echo(render(runs), nl=False)
 
 
 def watch_cmd(

@@ -96,6 +96,14 @@ ModelConfigOpt = Annotated[
         "--model-config", help="Hugging Face config.json: adds parameter, MFU and memory estimates."
     ),
 ]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="The device each rank runs on (910B, A3, H100...; rules/devices.yaml): its memory "
+        "for the memory pressure when the profile does not record it, its peak for MFU.",
+    ),
+]
 LogOpt = Annotated[
     list[Path] | None,
     typer.Option(
@@ -143,6 +151,7 @@ def job_options(
     model_config: Path | None,
     skip_bad_files: bool,
     reading: ReadOptions | None = None,
+    device: str | None = None,
 ) -> JobOptions:
     from advisor.app.job import JobOptions
     from advisor.app.read_ranks import ReadOptions
@@ -155,6 +164,7 @@ def job_options(
         model_config=model_config,
         skip_bad_files=skip_bad_files,
         reading=reading or ReadOptions(),
+        device=device,
     )
 
 

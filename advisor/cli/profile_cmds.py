@@ -13,6 +13,7 @@ from advisor.cli.options import (
     LAUNCH_HELP,
     PROFILE_KINDS,
     DeepOpt,
+    DeviceOpt,
     FactsFormat,
     JobsOpt,
     LogOpt,
@@ -38,6 +39,7 @@ def facts(
         typer.Argument(help=f"The profile (optional with --log): {PROFILE_KINDS}."),
     ] = None,
     log: LogOpt = None,
+    device: DeviceOpt = None,
     output_format: Annotated[
         FactsFormat, typer.Option("--format", "-f", help="text table or the advisor/facts@1 JSON.")
     ] = FactsFormat.text,
@@ -57,7 +59,7 @@ def facts(
     Example:
       advisor facts prof/ --log train.log
     """
-    from advisor.app.pipeline import collect_facts
+    from advisor.app.pipeline import collect_facts, with_memory_pressure
     from advisor.model import DataError
     from advisor.render.facts import FORMATS, FactsReport
 
@@ -67,6 +69,11 @@ def facts(
         result = collect_facts(
             path, log, skip_bad_files=skip_bad_files, reading=read_options(jobs, scheduler, deep)
         )
+        if device is not None:
+            from advisor.facts.estimate import known_device
+
+            known_device(device)  # a device the table does not know is refused, named
+        with_memory_pressure(result, device)
     console.inputs_read(result.inputs)
     if output_format is not FactsFormat.json:
         # the text report shows warnings on stderr; the JSON carries them in its contract
@@ -95,6 +102,7 @@ def diagnose(
     skip_bad_files: SkipBadOpt = False,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
+    device: DeviceOpt = None,
     jobs: JobsOpt = None,
     scheduler: SchedulerOpt = None,
     deep: DeepOpt = "auto",
@@ -120,6 +128,7 @@ def diagnose(
                 model_config,
                 skip_bad_files,
                 read_options(jobs, scheduler, deep),
+                device,
             ),
             rule_options(settings, rules_dir),
         )
@@ -135,6 +144,7 @@ def suggest(
     launch: Annotated[Path | None, typer.Option("--launch", help=LAUNCH_HELP)] = None,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
+    device: DeviceOpt = None,
     output_format: Annotated[
         SuggestFormat,
         typer.Option(
@@ -187,6 +197,7 @@ def suggest(
                 model_config,
                 skip_bad_files,
                 read_options(jobs, scheduler, deep),
+                device,
             ),
             rule_options(settings, rules_dir),
             SuggestOptions(ledger=ledger, use_ledger=not no_ledger, write=write),

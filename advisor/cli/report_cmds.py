@@ -12,6 +12,7 @@ from advisor.cli.options import (
     CONFIG_KINDS,
     LAUNCH_HELP,
     DeepOpt,
+    DeviceOpt,
     JobsOpt,
     LogOpt,
     ModelConfigOpt,
@@ -95,6 +96,7 @@ def report_cmd(
     launch: Annotated[Path | None, typer.Option("--launch", help=LAUNCH_HELP)] = None,
     log: LogOpt = None,
     model_config: ModelConfigOpt = None,
+    device: DeviceOpt = None,
     baseline: Annotated[
         Path | None,
         typer.Option(
@@ -140,6 +142,7 @@ def report_cmd(
                 model_config,
                 skip_bad_files,
                 read_options(jobs, scheduler, deep),
+                device,
             ),
             rule_options(settings, rules_dir),
             ReportOptions(baseline=baseline, ledger=ledger),

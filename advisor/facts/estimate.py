@@ -205,13 +205,31 @@ def link_peaks() -> list[LinkPeaks]:
     ]
 
 
-def device_memory_gib(device: str) -> float | None:
-    """The device's memory from rules/devices.yaml (None when the table does not say)."""
+def device_entry(device: str) -> dict[str, Any] | None:
+    """The row of rules/devices.yaml whose pattern the device name matches (None: none does)."""
     for entry in _devices():
         if re.search(entry["match"], device, re.IGNORECASE):
-            memory = entry.get("memory_gib")
-            return float(memory) if isinstance(memory, int | float) else None
+            return entry
     return None
+
+
+def known_device(device: str) -> dict[str, Any]:
+    """The device's row; a name the table does not know is refused, naming the known ones."""
+    entry = device_entry(device)
+    if entry is None:
+        known = ", ".join(e["name"] for e in _devices())
+        raise InputError(
+            "--device",
+            f"unknown device '{device}' (known: {known}; the table is rules/devices.yaml)",
+        )
+    return entry
+
+
+def device_memory_gib(device: str) -> float | None:
+    """The device's memory from rules/devices.yaml (None when the table does not say)."""
+    entry = device_entry(device)
+    memory = entry.get("memory_gib") if entry is not None else None
+    return float(memory) if isinstance(memory, int | float) else None
 
 
 def peak_tflops(device: str) -> tuple[float, str]:
@@ -221,6 +239,25 @@ def peak_tflops(device: str) -> tuple[float, str]:
             return float(entry["peak_tflops"]), f"{entry['name']} ({entry['source']})"
     known = ", ".join(e["name"] for e in devices)
     raise InputError("--device", f"unknown device '{device}' (known: {known}); pass --peak-tflops")
+
+
+def memory_parts(model: ModelShape, train: Training, total: int | None = None) -> dict[str, float]:
+    """Bytes per rank of weights, gradients, optimizer states and activations."""
+    if total is None:
+        total = parameter_counts(model)[0]
+    shard = max(1, train.fsdp)
+    expert_params = model.moe_layers * model.experts * 3 * model.hidden * model.moe_intermediate
+    dense_params = total - expert_params
+    # experts are split by ep and then sharded over the remaining FSDP group
+    per_rank = dense_params / shard + expert_params / shard
+    seq_local = train.seq / max(1, train.cp)
+    per_token_layer = (ACT_RECOMPUTE if train.recompute else ACT_LINEAR) * model.hidden
+    return {
+        "weights": per_rank * BYTES_WEIGHT,
+        "gradients": per_rank * BYTES_GRAD,
+        "optimizer": per_rank * (BYTES_ADAM + BYTES_MASTER),
+        "activations": per_token_layer * seq_local * train.micro_batch * model.layers,
+    }
 
 
 def estimate(
@@ -274,16 +311,8 @@ def estimate(
             f"{tokens_per_step} tokens per step over {train.world} devices in {step_ms:.1f} ms; peak {peak:g} TFLOPS",
         )
     shard = max(1, train.fsdp)
-    expert_params = model.moe_layers * model.experts * 3 * model.hidden * model.moe_intermediate
-    dense_params = total - expert_params
-    # experts are split by ep and then sharded over the remaining FSDP group
-    per_rank = dense_params / shard + expert_params / shard
-    weights = per_rank * BYTES_WEIGHT
-    grads = per_rank * BYTES_GRAD
-    optimizer = per_rank * (BYTES_ADAM + BYTES_MASTER)
+    weights, grads, optimizer, activations = memory_parts(model, train, total).values()
     seq_local = train.seq / max(1, train.cp)
-    per_token_layer = (ACT_RECOMPUTE if train.recompute else ACT_LINEAR) * model.hidden
-    activations = per_token_layer * seq_local * train.micro_batch * model.layers
     note = f"sharded over fsdp_size {shard}"
     out.add(
         "memory.estimate.weights_bytes",

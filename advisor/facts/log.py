@@ -144,6 +144,13 @@ def _bad_iterations(log: TrainLog, source: str, out: Recorder) -> None:
         out.miss("log.skipped_iterations", "not reported by this backend's log")
 
 
+def _out_of_memory(log: TrainLog, source: str, out: Recorder) -> None:
+    """Out-of-memory errors the log printed: a log read in full without one says 0."""
+    where = log.out_of_memory
+    note = f"first at {where[0]}" if where else "no out-of-memory error in the log"
+    out.add("log.out_of_memory_errors", len(where), source, note)
+
+
 def derive(given: LogInputs, out: Recorder) -> None:
     log, taxonomy = given.log, given.taxonomy
     source = ",".join(p.name for p in log.paths)
@@ -163,6 +170,7 @@ def derive(given: LogInputs, out: Recorder) -> None:
     _step_time(steady, note, source, out)
     _throughput(steady or log.iterations, note if steady else "all iterations", source, out)
     _memory(log, source, out)
+    _out_of_memory(log, source, out)
     _loss(log, source, out)
     _grad_norm(log, taxonomy.grad_norm_spike_factor, source, out)
     _bad_iterations(log, source, out)
@@ -182,6 +190,7 @@ DERIVER = Deriver[LogInputs](
             *(fact_id for fact_id, *_ in _THROUGHPUT),
             "log.memory_allocated_peak_bytes",
             "log.memory_reserved_peak_bytes",
+            "log.out_of_memory_errors",
             "log.loss",
             "log.grad_norm_spikes",
             "log.nan_iterations",

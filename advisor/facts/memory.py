@@ -1,4 +1,6 @@
-"""Allocator facts from memory_record.csv (profile_with_memory)."""
+"""Allocator facts from memory_record.csv (profile_with_memory): the peaks, fragmentation, and
+the peak split into what stays resident (the window's lowest allocated) and what a step raises,
+with the operators holding the most at the peak (operator_memory.csv)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ MEMORY_FACTS = (
     "memory.allocated_peak_bytes",
     "memory.reserved_peak_bytes",
     "memory.fragmentation_ratio",
+    "memory.static_bytes",
+    "memory.dynamic_bytes",
+    "memory.peak_holders",
 )
 
 
@@ -37,6 +42,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         f"{MEMORY}:Total Reserved(MB)",
         note,
     )
+    _split(given, out)
     if mem.reserved_peak_mb > 0:
         out.add(
             "memory.fragmentation_ratio",
@@ -46,6 +52,45 @@ def derive(given: RankInputs, out: Recorder) -> None:
         )
     else:
         out.miss("memory.fragmentation_ratio", f"{MEMORY} never reserved any memory")
+
+
+def _split(given: RankInputs, out: Recorder) -> None:
+    """Seed 003's curve shape: memory held high through the window is parameters and optimizer
+    states (static); what rises above that floor and is freed is activations and temporaries."""
+    rank = given.profile
+    mem = rank.memory
+    assert mem is not None
+    source = rank.sources.get(MEMORY, MEMORY)
+    if mem.allocated_floor_mb is None or mem.samples < 2:
+        for fact_id in ("memory.static_bytes", "memory.dynamic_bytes"):
+            out.miss(fact_id, f"{MEMORY} has too few allocated samples for a curve")
+    else:
+        floor = mem.allocated_floor_mb
+        out.add(
+            "memory.static_bytes",
+            int(floor * MIB),
+            f"{source}:Total Allocated(MB)",
+            f"lowest allocated of the {mem.samples} samples: held through every step",
+        )
+        out.add(
+            "memory.dynamic_bytes",
+            int((mem.allocated_peak_mb - floor) * MIB),
+            f"{source}:Total Allocated(MB)",
+            "allocated peak above that floor: raised and freed within a step",
+        )
+    holders_from = rank.sources.get("operator_memory.csv", "operator_memory.csv")
+    if mem.holders:
+        out.add(
+            "memory.peak_holders",
+            {name: int(mib * MIB) for name, mib in mem.holders},
+            holders_from,
+            "operators holding the most at the allocated peak, largest first, summed by name",
+        )
+    elif mem.peak_time_us is None:
+        out.miss("memory.peak_holders", f"{MEMORY} has no timestamps")
+    else:
+        reason = rank.absent.get("operator_memory.csv", "not in the profile")
+        out.miss("memory.peak_holders", f"operator_memory.csv {reason}")
 
 
 DERIVER = Deriver[RankInputs](

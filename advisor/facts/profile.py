@@ -88,15 +88,14 @@ def derive(given: RankInputs, out: Recorder) -> None:
 
 
 def _device(rank: RankProfile, out: Recorder) -> None:
-    if rank.device and rank.origin:
+    if rank.device:
+        by_trace = f"{rank.origin}:deviceProperties" if rank.origin else "NPU_INFO"
         out.add(
             "profile.device",
             rank.device,
-            f"{rank.origin}:deviceProperties",
-            "device 0 of the trace",
+            rank.device_source or by_trace,
+            "device 0 of the trace" if rank.origin else "the chip the database export names",
         )
-    elif rank.device:
-        out.add("profile.device", rank.device, "NPU_INFO", "the chip the database export names")
 
 
 DERIVER = Deriver[RankInputs](

@@ -50,6 +50,8 @@ def _mapping(value: dict[object, object], unit: str) -> str:
         return "none"
     if unit in ("ms", "GB/s"):
         return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
+    if unit == "bytes" and all(isinstance(v, int | float) for v in value.values()):
+        return ", ".join(f"{k} {_number(v, unit, False)}" for k, v in value.items())  # type: ignore[arg-type]
     if all(isinstance(v, int | float | str) for v in value.values()):
         return ", ".join(
             f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()

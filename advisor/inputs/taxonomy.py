@@ -44,6 +44,8 @@ class Taxonomy:
     open_last_step_ratio: float
     mte2_bound_min_ratio: float
     min_ceiling_ratio: float
+    memory_pressure_ratio: float
+    memory_dynamic_share: float
     compute_well_used_ratio: float
     min_trusted_step_ms: float
     link_min_mb: float
@@ -115,6 +117,8 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         open_last_step_ratio=float(measurement.get("open_last_step_ratio", 1.5)),
         mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
         min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
+        memory_pressure_ratio=float(measurement["memory_pressure_ratio"]),
+        memory_dynamic_share=float(measurement["memory_dynamic_share"]),
         compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
         min_trusted_step_ms=float(measurement["min_trusted_step_ms"]),
         link_min_mb=float(measurement["link_min_mb"]),

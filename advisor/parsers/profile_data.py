@@ -149,6 +149,14 @@ class MemorySummary:
     allocated_at_reserved_peak_mb: float
     component: str
     samples: int
+    # the lowest allocated of the window: what stays resident through every step (parameters,
+    # optimizer states); the peak above it is what a step raises and frees (seed 003's curve)
+    allocated_floor_mb: float | None = None
+    # when the allocated peak was sampled (us, the profiler's clock), when the file says
+    peak_time_us: float | None = None
+    # operator name -> MiB it holds live at the allocated peak (operator_memory.csv / OP_MEMORY),
+    # largest first; empty when the profile records no operator memory
+    holders: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass
@@ -184,6 +192,7 @@ class RankProfile:
     sources: dict[str, str] = field(default_factory=dict)
     origin: str | None = None  # the single file every fact came from (PyTorch traces)
     device: str | None = None
+    device_source: str = ""  # where the device name was read (a trace's deviceProperties, NPU_INFO)
     # how the framework was recognised (a directory suffix, a trace's schema)
     framework_source: str = ""
     # the accelerator platform: ascend, cuda or rocm

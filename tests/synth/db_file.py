@@ -43,6 +43,12 @@ PROFILER_TABLES = {
     "startNs integer, endNs integer, type integer",
     "MEMORY_RECORD": "component INTEGER, timestamp INTEGER, totalAllocated INTEGER, "
     "totalReserved INTEGER, totalActive INTEGER, streamPtr INTEGER, deviceId INTEGER",
+    "OP_MEMORY": "name INTEGER, size INTEGER, allocationTime INTEGER, releaseTime INTEGER, "
+    "activeReleaseTime INTEGER, duration INTEGER, activeDuration INTEGER, "
+    "allocationTotalAllocated INTEGER, allocationTotalReserved INTEGER, "
+    "allocationTotalActive INTEGER, releaseTotalAllocated INTEGER, releaseTotalReserved INTEGER, "
+    "releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER",
+    "NPU_INFO": "id INTEGER, name TEXT",
 }
 ANALYSIS_TABLES = {
     "StepTraceTime": "step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, "
@@ -133,6 +139,8 @@ def write_profile_db(parent: Path, s: Scenario, analysis: bool = True) -> Writte
     name = f"ascend_{'mindspore' if ms else 'pytorch'}_profiler_{s.rank}.db"
     conn = _create(output / name, PROFILER_TABLES)
     _timeline(conn, s, plans)
+    if s.device is not None:
+        conn.execute("INSERT INTO NPU_INFO (id, name) VALUES (0, ?)", (s.device,))
     conn.commit()
     conn.close()
     if analysis:
@@ -262,9 +270,11 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
                 )
         _overlap(conn, plan)
         if s.with_memory:
+            _op_memory(conn, s, plan, sid)
             for at, allocated in (
-                (plan.start, s.allocated_peak_mb * 0.6),
-                (plan.end, s.allocated_peak_mb),
+                (plan.start, s.allocated_peak_mb * s.allocated_floor_share),
+                ((plan.start + plan.end) // 2, s.allocated_peak_mb),
+                (plan.end, s.allocated_peak_mb * s.allocated_floor_share),
             ):
                 reserved = s.reserved_peak_mb if plan is not plans[0] else s.reserved_peak_mb * 0.9
                 conn.execute(
@@ -275,6 +285,15 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
     conn.executemany(
         "INSERT INTO STRING_IDS VALUES (?, ?)", [(i, text) for text, i in sid.ids.items()]
     )
+
+
+def _op_memory(conn: sqlite3.Connection, s: Scenario, plan: StepPlan, sid: _Strings) -> None:
+    """Each holder allocated at the step's start and released at its end: live at the peak."""
+    for name, mib in s.peak_holders:
+        conn.execute(
+            "INSERT INTO OP_MEMORY (name, size, allocationTime, releaseTime) VALUES (?, ?, ?, ?)",
+            (sid(name), round(mib * 2**20), _abs(plan.start + 1), _abs(plan.end - 1)),
+        )
 
 
 def _overlap(conn: sqlite3.Connection, plan: StepPlan) -> None:

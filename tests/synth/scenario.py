@@ -64,6 +64,14 @@ class Scenario:
     free_calls_per_step: int = 0
     allocated_peak_mb: float = 20000.0
     reserved_peak_mb: float = 21000.0
+    # allocated at step start and end as a share of the peak: what stays resident (parameters,
+    # optimizer states); the rest rises and is freed within the step
+    allocated_floor_share: float = 0.6
+    # the chip a database export records in NPU_INFO (None: no NPU_INFO row)
+    device: str | None = None
+    # operators holding memory at the allocated peak, written to operator_memory.csv /
+    # OP_MEMORY as (name, MiB); empty: no operator memory file
+    peak_holders: tuple[tuple[str, float], ...] = ()
     with_memory: bool = True
     kernel_step_ids: bool = True
     jitter: float = 0.0  # each step's kernels run up to this fraction slower or faster (seeded)
@@ -115,6 +123,22 @@ PRESETS: dict[str, Scenario] = {
         reserved_peak_mb=32000.0,
         malloc_calls_per_step=40,
         free_calls_per_step=30,
+    ),
+    # a healthy step at 61 of 64 GiB reserved: most of the peak rises and is freed within the
+    # step (activations), and the operators holding it are named
+    "memory-pressure": HEALTHY.with_(
+        name="memory-pressure",
+        allocated_peak_mb=58000.0,
+        reserved_peak_mb=61.0 * 1024,
+        allocated_floor_share=0.35,
+        peak_holders=(("aten::mul", 14000.0), ("npu_fusion_attention", 9000.0)),
+    ),
+    # the same pressure held high through the step: parameters and optimizer states
+    "memory-pressure-static": HEALTHY.with_(
+        name="memory-pressure-static",
+        allocated_peak_mb=58000.0,
+        reserved_peak_mb=61.0 * 1024,
+        allocated_floor_share=0.8,
     ),
     "level0": HEALTHY.with_(name="level0", level="Level0", comm_exposed_us=2400.0),
     "moe": HEALTHY.with_(name="moe", moe_gemm_us=700.0),

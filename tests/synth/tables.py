@@ -263,6 +263,42 @@ def _link(size_mb: float, time_ms: float) -> dict[str, Any]:
     }
 
 
+def write_operator_memory(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
+    """Each holder allocated at a step's start and released at its end: live at the peak."""
+    with path.open("w", encoding="utf-8", newline="") as f:
+        f.write(
+            "Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Time(us),"
+            "Duration(us),Active Duration(us),Allocation Total Allocated(MB),"
+            "Allocation Total Reserved(MB),Allocation Total Active(MB),"
+            "Release Total Allocated(MB),Release Total Reserved(MB),Release Total Active(MB),"
+            "Stream Ptr,Device Type\n"
+        )
+        for plan in plans:
+            for name, mib in s.peak_holders:
+                start, end = ts(plan.start + 1), ts(plan.end - 1)
+                f.write(
+                    _csv_line(
+                        [
+                            name,
+                            f"{mib * 1024:.1f}",
+                            start,
+                            end,
+                            end,
+                            "",
+                            "",
+                            "",
+                            "",
+                            "",
+                            "",
+                            "",
+                            "",
+                            "187651014180864",
+                            "NPU:0",
+                        ]
+                    )
+                )
+
+
 def write_memory(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
     with path.open("w", encoding="utf-8", newline="") as f:
         f.write(
@@ -271,10 +307,11 @@ def write_memory(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
         for i, plan in enumerate(plans):
             mid = (plan.start + plan.end) // 2
             reserved = s.reserved_peak_mb if i > 0 else s.reserved_peak_mb * 0.9
+            floor = s.allocated_peak_mb * s.allocated_floor_share
             for at, allocated in (
-                (plan.start, s.allocated_peak_mb * 0.6),
+                (plan.start, floor),
                 (mid, s.allocated_peak_mb),
-                (plan.end, s.allocated_peak_mb * 0.6),
+                (plan.end, floor),
             ):
                 f.write(
                     _csv_line(

@@ -19,6 +19,7 @@ from tests.synth.tables import (
     write_kernels,
     write_memory,
     write_op_statistic,
+    write_operator_memory,
     write_step_trace,
 )
 from tests.synth.timeline import NS, StepPlan, StepTruth, plan_steps
@@ -128,6 +129,8 @@ def write_profile(parent: Path, s: Scenario) -> Written:
         (output / "communication_matrix.json").write_text(json.dumps(_matrix(plans), indent=1))
     if s.with_memory:
         write_memory(output / "memory_record.csv", s, plans)
+        if s.peak_holders:
+            write_operator_memory(output / "operator_memory.csv", s, plans)
     return Written(directory, plans)
 
 

@@ -16,7 +16,6 @@ from advisor.parsers.profile_data import (
     ClusterStage,
     ClusterStepRow,
     CommStep,
-    MemorySummary,
     OpStat,
     StepRow,
 )
@@ -151,34 +150,6 @@ def read_op_statistic(path: Path, bad: BadValues | None = None) -> list[OpStat]:
     if not out:
         raise InputError(str(path), "no operator rows")
     return out
-
-
-def read_memory_record(path: Path, bad: BadValues | None = None) -> MemorySummary:
-    bad = bad or BadValues()
-    table = CsvTable(path)
-    comp_i, alloc_i, res_i = table.require("Component", "Total Allocated(MB)", "Total Reserved(MB)")
-    by_component: dict[str, list[tuple[float, float]]] = {}
-    for row in table.rows():
-        allocated = bad.measure(path, f"row {table.line}, Total Allocated(MB)", row[alloc_i])
-        reserved = bad.measure(path, f"row {table.line}, Total Reserved(MB)", row[res_i])
-        if not isinstance(allocated, float) or not isinstance(reserved, float):
-            continue
-        by_component.setdefault(clean(row[comp_i]), []).append((allocated, reserved))
-    # The PyTorch allocator (PTA) is what fragmentation is about; fall back to whatever exists.
-    if not by_component:
-        raise InputError(str(path), "no memory samples")
-    preferred = [c for c in ("PTA", "PTA+GE", "APP") if c in by_component]
-    component: str = preferred[0] if preferred else sorted(by_component)[0]
-    samples = by_component[component]
-    allocated_peak = max(a for a, _ in samples)
-    reserved_peak_sample = max(samples, key=lambda s: (s[1], s[0]))
-    return MemorySummary(
-        allocated_peak_mb=allocated_peak,
-        reserved_peak_mb=reserved_peak_sample[1],
-        allocated_at_reserved_peak_mb=reserved_peak_sample[0],
-        component=component,
-        samples=len(samples),
-    )
 
 
 def read_communication(

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
-from advisor.parsers.ascend import files
+from advisor.parsers.ascend import files, memory
 from advisor.parsers.ascend.comm_matrix import read_comm_matrix
 from advisor.parsers.ascend.kernels import read_kernels
 from advisor.parsers.ascend.meta import apply_info, apply_metadata, read_metadata
@@ -246,9 +246,7 @@ def _read_text_rank(
         out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)
     )
     _read_comm(rank, reader, out, taxonomy, bad)
-    rank.memory = reader.read(
-        out("memory_record.csv"), "memory_record.csv", lambda p: files.read_memory_record(p, bad)
-    )
+    rank.memory = memory.read_memory(out, reader.read, bad)
     reader.warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
     _read_links(rank, reader, out)
@@ -333,6 +331,8 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.kernels = content.kernels
     rank.comm = content.comm
     rank.memory = content.memory
+    if content.device is not None:
+        rank.device, rank.device_source = content.device, f"{path.name}:NPU_INFO"
     rank.trace = content.trace
     rank.links = content.links
     rank.device = rank.device or content.device

@@ -18,6 +18,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
+from advisor.parsers import memory_summary as memory
 from advisor.parsers.ascend_db.analysis import read_comm, read_links, read_step_rows
 from advisor.parsers.ascend_db.checks import check_intervals, check_pmu_ratios, valid_interval
 from advisor.parsers.ascend_db.kernels import start_kernels
@@ -40,6 +41,7 @@ ANALYSIS_DBS = (ANALYSIS_DB, "communication_analyzer.db")
 # Export schema versions this reader follows (META_DATA SCHEMA_VERSION_MAJOR).
 KNOWN_SCHEMA_MAJOR = 1
 _BYTES_PER_MB = 1024.0 * 1024.0
+_NS_PER_US = 1000.0
 
 
 def analysis_db(output: Path) -> Path | None:
@@ -97,6 +99,8 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
             out.absent["memory_record.csv"] = f"{path.name} has no MEMORY_RECORD rows"
         else:
             out.sources["memory_record.csv"] = f"{path.name}:MEMORY_RECORD"
+            if out.memory.holders:
+                out.sources["operator_memory.csv"] = f"{path.name}:OP_MEMORY"
         out.trace = read_db_trace(db, path, strings, origin, windows, taxonomy)
         out.sources["trace_view.json"] = path.name
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
@@ -245,29 +249,41 @@ def step_of(windows: list[StepWindow], starts: list[float], at: float) -> int | 
 def _memory(db: Database, strings: dict[int, str]) -> MemorySummary | None:
     if not db.has("MEMORY_RECORD", "component", "totalAllocated", "totalReserved"):
         return None
-    by_component: dict[str, list[tuple[float, float]]] = {}
-    sql = "SELECT component, totalAllocated, totalReserved FROM MEMORY_RECORD"
-    for component, allocated, reserved in db.rows("MEMORY_RECORD", sql):
+    by_component: dict[str, list[memory.Sample]] = {}
+    stamp = "timestamp" if "timestamp" in db.columns("MEMORY_RECORD") else "NULL"
+    sql = f"SELECT component, totalAllocated, totalReserved, {stamp} FROM MEMORY_RECORD"
+    for component, allocated, reserved, at in db.rows("MEMORY_RECORD", sql):
         if not isinstance(allocated, int | float) or not isinstance(reserved, int | float):
             continue
         name = strings.get(component, str(component))
+        at_us = at / _NS_PER_US if isinstance(at, int | float) else None
         by_component.setdefault(name, []).append(
-            (allocated / _BYTES_PER_MB, reserved / _BYTES_PER_MB)
+            (at_us, allocated / _BYTES_PER_MB, reserved / _BYTES_PER_MB)
         )
-    if not by_component:
+    summary = memory.summarise(by_component)
+    if summary is None:
         return None
-    # the PyTorch allocator (PTA) is what fragmentation is about, as in memory_record.csv
-    preferred = [c for c in ("PTA", "PTA+GE", "APP") if c in by_component]
-    component = preferred[0] if preferred else sorted(by_component)[0]
-    samples = by_component[component]
-    reserved_peak = max(samples, key=lambda s: (s[1], s[0]))
-    return MemorySummary(
-        allocated_peak_mb=max(a for a, _ in samples),
-        reserved_peak_mb=reserved_peak[1],
-        allocated_at_reserved_peak_mb=reserved_peak[0],
-        component=component,
-        samples=len(samples),
-    )
+    return memory.with_holders(summary, _op_memory(db, strings))
+
+
+def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:
+    """OP_MEMORY as operator_memory.csv's blocks: name, MiB, allocated and released (us)."""
+    if not db.has("OP_MEMORY", "name", "size", "allocationTime", "releaseTime"):
+        return []
+    sql = "SELECT name, size, allocationTime, releaseTime FROM OP_MEMORY"
+    blocks: list[memory.Block] = []
+    for name, size, allocated, released in db.rows("OP_MEMORY", sql):
+        if not isinstance(size, int | float) or not isinstance(allocated, int | float):
+            continue
+        blocks.append(
+            (
+                strings.get(name, str(name)),
+                size / _BYTES_PER_MB,
+                allocated / _NS_PER_US,
+                released / _NS_PER_US if isinstance(released, int | float) else None,
+            )
+        )
+    return blocks
 
 
 def _comm_from_ops(

@@ -28,6 +28,14 @@ _ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 _MINDFORMERS = re.compile(r"step:\[\s*(\d+)\s*/\s*(\d+)\s*\],(.*)$")
 # Megatron's argument dump at start-up: "  micro_batch_size ................ 1"
 _ARGUMENT = re.compile(r"^\s*([a-z_][a-z0-9_]*) \.{3,} (\S.*?)\s*$")
+# An out-of-memory error as torch_npu ("NPU out of memory. Tried to allocate ..."), PyTorch
+# ("CUDA out of memory", torch.OutOfMemoryError) and CANN's allocator ("EL0004", "memory
+# allocation failed") print it
+_OUT_OF_MEMORY = re.compile(
+    r"\b(?:NPU|CUDA|HIP)\s+out of memory|OutOfMemoryError|\bEL0004\b|"
+    r"[Mm]emory allocation failed|failed to allocate memory",
+    re.IGNORECASE,
+)
 _NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf)"
 
 
@@ -59,6 +67,8 @@ class TrainLog:
     iterations: list[Iteration] = field(default_factory=list)
     lines_read: int = 0
     arguments: dict[str, str] = field(default_factory=dict)  # the argument dump, when logged
+    # "file:line" of each out-of-memory error the log printed
+    out_of_memory: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -189,6 +199,8 @@ def read_logs(paths: list[Path]) -> TrainLog:
                 it = parse_line(text.rstrip("\n"), line_no)
                 if it is None and (arg := _ARGUMENT.match(text)) is not None:
                     log.arguments[arg.group(1)] = arg.group(2)
+                elif it is None and _OUT_OF_MEMORY.search(text):
+                    log.out_of_memory.append(f"{path.name}:{line_no}")
                 if it is not None:
                     by_number[it.number] = it  # a restarted run's repeat replaces the old line
                     rejected.extend(f"line {line_no}, {why}" for why in it.rejected)
