@@ -48,6 +48,10 @@ def _number(number: int | float, unit: str, compact: bool) -> str:
 def _mapping(value: dict[object, object], unit: str) -> str:
     if not value:
         return "none"
+    if unit == "ratio" and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+    ):
+        return ", ".join(f"{k} {v:.1%}" for k, v in value.items())
     if unit in ("ms", "GB/s"):
         return ", ".join(f"{k} {v:g}" for k, v in value.items()) + f" ({unit})"
     if unit == "bytes" and all(isinstance(v, int | float) for v in value.values()):
