@@ -21,6 +21,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
+from advisor.parsers.kineto.blocking import BlockingEvents
 from advisor.parsers.kineto.collectives import (
     Launchers,
     Spans,
@@ -53,7 +54,7 @@ from advisor.parsers.kineto.values import (
 # correlation ids that are not small non-negative integers are numbered from here
 _INTERNED_CORRELATION = 1 << 62
 # runtime calls the host-side measures count, as stored per call name
-_LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
+_LAUNCH_ONLY, _SYNC, _MALLOC, _FREE, _COPY = 0, 1, 2, 3, 4
 _COLLECTIVE = -1  # an operation whose signature its arguments decide (a collective's)
 
 
@@ -73,6 +74,7 @@ class KinetoEvents:
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
+    blocking: BlockingEvents = field(default_factory=BlockingEvents)
     events: int = 0
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
@@ -185,6 +187,9 @@ class Extractor:
         ops.end.append(end)
         ops.signature.append(sig)
         ops.correlation.append(key)
+        if role == "memory" and self.taxonomy.blocking_copies.fullmatch(name):
+            size = None if args is None else args.bytes
+            self.out.blocking.pageable[key] = (name, size if size.__class__ is int else None)
 
     def _signature(self, event: KinetoEvent, role: str, name: str) -> int:
         """An operation's signature (or _COLLECTIVE: its arguments decide), remembered."""
@@ -224,6 +229,10 @@ class Extractor:
         if call == _SYNC:
             out.sync_start.append(start)
             out.sync_end.append(end)
+            out.blocking.waits.append((start, end, name))
+        elif call == _COPY:
+            if key != NO_CORRELATION:
+                out.blocking.copies[key] = (start, end, name)
         elif call == _MALLOC:
             out.malloc_start.append(start)
             out.malloc_end.append(end)
@@ -239,6 +248,10 @@ class Extractor:
             self.out.loader_start.append(start)
             self.out.loader_end.append(end)
         else:
+            if self.taxonomy.blocking_ops.fullmatch(name):
+                self.out.blocking.waits.append((start, end, name))
+            elif event.cat == "user_annotation":
+                self.out.blocking.ranges.append((start, end, name))
             self.launchers.range(event, name, start, end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
@@ -261,6 +274,8 @@ class Extractor:
             return _MALLOC
         if tax.free_calls.fullmatch(name):
             return _FREE
+        if tax.copy_calls.fullmatch(name):
+            return _COPY
         return _LAUNCH_ONLY
 
     def _correlation(self, value: Any) -> int:
