@@ -4,7 +4,8 @@ Three kinds block the launching thread: synchronisations (cudaStreamSynchronize 
 copies whose device side goes to or from pageable host memory (the runtime stages them through
 a pinned buffer and returns only when the copy is done; the device copy's name says so, joined by
 correlation id), and operators that read a device value on the host (`aten::item`,
-`aten::_local_scalar_dense`). Each is named with its size when recorded and the innermost user
+`aten::_local_scalar_dense`). A call inside another is the same wait: only the outermost is
+kept, with the copy kind found inside it. Each is named with its size when recorded and the innermost user
 annotation range it sits in, so the remedy can point at the code.
 """
 
@@ -43,15 +44,33 @@ def blocking_calls(events: BlockingEvents) -> list[BlockingCall]:
     """Every blocking call, in start order, with its memory kind, size and enclosing range."""
     ranges = sorted(events.ranges)
     starts = [r[0] for r in ranges]
-    calls = [(start, end, name, "", None) for start, end, name in events.waits]
+    calls: list[_Call] = [(start, end, name, "", None) for start, end, name in events.waits]
     for key, (kind, size) in events.pageable.items():
         copy = events.copies.get(key)
         if copy is not None:
             calls.append((copy[0], copy[1], copy[2], kind, size))
     return [
         BlockingCall(start, end, name, kind, size, _enclosing(ranges, starts, start))
-        for start, end, name, kind, size in sorted(calls, key=lambda c: (c[0], c[1], c[2]))
+        for start, end, name, kind, size in _outermost(calls)
     ]
+
+
+_Call = tuple[float, float, str, str, int | None]
+
+
+def _outermost(calls: list[_Call]) -> list[_Call]:
+    """The calls not inside another one, in start order, each with the copy kind and size of
+    the first copy inside it: aten::item holds _local_scalar_dense holds the pageable copy,
+    one wait counted once under the name the code used."""
+    out: list[_Call] = []
+    for call in sorted(calls, key=lambda c: (c[0], -c[1], c[2])):
+        if out and call[1] <= out[-1][1]:
+            outer = out[-1]
+            if not outer[3] and call[3]:
+                out[-1] = (outer[0], outer[1], outer[2], call[3], call[4])
+            continue
+        out.append(call)
+    return out
 
 
 def _enclosing(ranges: list[tuple[float, float, str]], starts: list[float], lo: float) -> str:
