@@ -26,6 +26,7 @@ BLOCKING_FACTS = (
     "host.blocking_ms_per_step",
     "host.blocking_ratio",
     "host.blocking_idle_share",
+    "host.blocking_idle_ratio",
     "host.blocking_calls",
 )
 
@@ -104,11 +105,19 @@ def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorde
             source,
             "sum of blocked host time (calls merged) / sum of step time over " + note,
         )
+    blocked_idle = sum(s.blocking_idle_us or 0.0 for s in steps)
+    if total > 0:
+        out.add(
+            "host.blocking_idle_ratio",
+            blocked_idle / total,
+            f"{source}+device operations",
+            "device idle time while the host was blocked / step time over " + note,
+        )
     idle = sum(s.device_idle_us or 0.0 for s in steps)
     if idle > 0:
         out.add(
             "host.blocking_idle_share",
-            sum(s.blocking_idle_us or 0.0 for s in steps) / idle,
+            blocked_idle / idle,
             f"{source}+device operations",
             "device idle time while the host was blocked / device idle time over " + note,
         )

@@ -11,6 +11,7 @@ annotation range it sits in, so the remedy can point at the code.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -32,6 +33,19 @@ class BlockingEvents:
     pageable: dict[int, tuple[str, int | None]] = field(default_factory=dict)
     # (start, end, name) of user annotation ranges (not steps)
     ranges: list[tuple[float, float, str]] = field(default_factory=list)
+
+    def device_copy(self, key: int, name: str, size: object) -> None:
+        """A device copy to or from pageable memory, by its launch's correlation key."""
+        self.pageable[key] = (name, size if isinstance(size, int) else None)
+
+    def annotation(
+        self, category: object, name: str, start: float, end: float, waits: re.Pattern[str]
+    ) -> None:
+        """A host range: an operator that waits for a device value, or a user range."""
+        if waits.fullmatch(name):
+            self.waits.append((start, end, name))
+        elif category == "user_annotation":
+            self.ranges.append((start, end, name))
 
     def extend(self, other: BlockingEvents) -> None:
         self.waits.extend(other.waits)
