@@ -41,11 +41,11 @@ class BlockingEvents:
     def annotation(
         self, category: object, name: str, start: float, end: float, waits: re.Pattern[str]
     ) -> None:
-        """A host range: an operator that waits for a device value, or a user range (one not
-        named like an operator, ns::op)."""
+        """A host range: an operator that waits for a device value, or a user range (legacy
+        traces file both as Operator: there, one not named like an operator, ns::op)."""
         if waits.fullmatch(name):
             self.waits.append((start, end, name))
-        elif category == "user_annotation" or "::" not in name:  # legacy: all are Operator
+        elif category == "user_annotation" or (category == "Operator" and "::" not in name):
             self.ranges.append((start, end, name))
 
     def extend(self, other: BlockingEvents) -> None:
