@@ -1,4 +1,5 @@
-"""Host-side facts from the trace: dispatch gaps, synchronisation, data loading, allocator calls."""
+"""Host-side facts from the trace: dispatch gaps, synchronisation, blocking calls, data loading,
+allocator calls."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ TRACE_FACTS = (
     "data.loader_ratio",
     "memory.malloc_calls_per_step",
     "memory.free_calls_per_step",
+)
+BLOCKING_FACTS = (
+    "host.blocking_ms_per_step",
+    "host.blocking_ratio",
+    "host.blocking_idle_share",
+    "host.blocking_idle_ratio",
+    "host.blocking_calls",
 )
 
 
@@ -80,11 +88,74 @@ def _loader(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorder)
         )
 
 
+def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorder) -> None:
+    """Host time inside calls that wait for the device, and which calls they are."""
+    if any(s.blocking_us is None for s in steps):
+        for fact_id in BLOCKING_FACTS:
+            out.miss(fact_id, "only PyTorch (Kineto) traces are read for blocking host calls")
+        return
+    source = f"{rank.origin or TRACE}:runtime sync/copy calls+aten::item, copy kinds"
+    blocked = [s.blocking_us or 0.0 for s in steps]
+    out.add("host.blocking_ms_per_step", median(blocked) / 1000.0, source, "median over " + note)
+    total = sum(s.duration_us for s in steps)
+    if total > 0:
+        out.add(
+            "host.blocking_ratio",
+            sum(blocked) / total,
+            source,
+            "sum of blocked host time (calls merged) / sum of step time over " + note,
+        )
+    blocked_idle = sum(s.blocking_idle_us or 0.0 for s in steps)
+    if total > 0:
+        out.add(
+            "host.blocking_idle_ratio",
+            blocked_idle / total,
+            f"{source}+device operations",
+            "device idle time while the host was blocked / step time over " + note,
+        )
+    idle = sum(s.device_idle_us or 0.0 for s in steps)
+    if idle > 0:
+        out.add(
+            "host.blocking_idle_share",
+            blocked_idle / idle,
+            f"{source}+device operations",
+            "device idle time while the host was blocked / device idle time over " + note,
+        )
+    out.add("host.blocking_calls", blocking_table(steps), source, "by total time over " + note)
+
+
+def blocking_table(steps: list[TraceStep]) -> list[dict[str, object]]:
+    """The blocking calls by (call, memory kind, range), the longest first, per step."""
+    totals: dict[tuple[str, str, str], list[float]] = {}
+    sizes: dict[tuple[str, str, str], int] = {}
+    for step in steps:
+        for call in step.blocking_calls:
+            key = (call.call, call.memory, call.range)
+            entry = totals.setdefault(key, [0.0, 0.0])
+            entry[0] += call.end - call.start
+            entry[1] += 1
+            if call.bytes is not None:
+                sizes[key] = max(sizes.get(key, 0), call.bytes)
+    n = len(steps)
+    rows = sorted(totals.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return [
+        {
+            "call": call,
+            "memory": memory or None,
+            "bytes": sizes.get((call, memory, where)),
+            "range": where or None,
+            "ms_per_step": round(total / n / 1000.0, 3),
+            "calls_per_step": round(count / n, 2),
+        }
+        for (call, memory, where), (total, count) in rows
+    ]
+
+
 def derive(given: RankInputs, out: Recorder) -> None:
     rank = given.profile
     trace = rank.trace
     if trace is None or not trace.steps:
-        for fact_id in TRACE_FACTS:
+        for fact_id in (*TRACE_FACTS, *BLOCKING_FACTS):
             out.miss(fact_id, _missing_reason(rank))
         return
     steady = select_steady(
@@ -98,6 +169,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
     _launch_gaps(rank, trace, steps, note, out)
     _runtime_calls(rank, steps, note, out)
     _loader(rank, steps, note, out)
+    _blocking(rank, steps, note, out)
 
 
 DERIVER = Deriver[RankInputs](
@@ -105,6 +177,6 @@ DERIVER = Deriver[RankInputs](
     scope=Scope.RANK,
     inputs=frozenset({"profile", "taxonomy"}),
     reads=frozenset(),
-    writes=frozenset(TRACE_FACTS),
+    writes=frozenset((*TRACE_FACTS, *BLOCKING_FACTS)),
     derive=derive,
 )

@@ -36,6 +36,9 @@ class Taxonomy:
     sync_calls: re.Pattern[str]
     malloc_calls: re.Pattern[str]
     free_calls: re.Pattern[str]
+    copy_calls: re.Pattern[str]
+    blocking_copies: re.Pattern[str]
+    blocking_ops: re.Pattern[str]
     comm_kinds: dict[str, re.Pattern[str]]
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
@@ -110,6 +113,9 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         sync_calls=_alternation(host["sync_calls"]),
         malloc_calls=_alternation(host["malloc_calls"]),
         free_calls=_alternation(host["free_calls"]),
+        copy_calls=_alternation(host.get("copy_calls", [])),
+        blocking_copies=_alternation(host.get("blocking_copies", [])),
+        blocking_ops=_alternation(host.get("blocking_ops", [])),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         stage_split_gap=float(measurement["stage_split_gap"]),

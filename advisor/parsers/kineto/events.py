@@ -21,6 +21,7 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
+from advisor.parsers.kineto.blocking import BlockingEvents
 from advisor.parsers.kineto.collectives import (
     Launchers,
     Spans,
@@ -41,19 +42,19 @@ from advisor.parsers.kineto.device_steps import HostWindow, distinct_steps
 from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
+    INTERNED_CORRELATION,
     MAX_SPAN_US,
     center_of,
     collective_name,
+    interned_correlation,
     process_group,
     short_name,
     timeline_span,
     typed_event,
 )
 
-# correlation ids that are not small non-negative integers are numbered from here
-_INTERNED_CORRELATION = 1 << 62
 # runtime calls the host-side measures count, as stored per call name
-_LAUNCH_ONLY, _SYNC, _MALLOC, _FREE = 0, 1, 2, 3
+_LAUNCH_ONLY, _SYNC, _MALLOC, _FREE, _COPY = 0, 1, 2, 3, 4
 _COLLECTIVE = -1  # an operation whose signature its arguments decide (a collective's)
 
 
@@ -73,6 +74,7 @@ class KinetoEvents:
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
+    blocking: BlockingEvents = field(default_factory=BlockingEvents)
     events: int = 0
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
@@ -159,9 +161,9 @@ class Extractor:
         if args is None:
             return NO_CORRELATION
         corr = args.correlation
-        if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION:
+        if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION:
             return int(corr)
-        return self._correlation(corr)
+        return interned_correlation(corr, self.out.odd_correlations)
 
     def _device_op(
         self, event: KinetoEvent, role: str, name: str, start: float, end: float
@@ -170,7 +172,7 @@ class Extractor:
         args = event.args
         corr = NO_CORRELATION if args is None else args.correlation
         key = (
-            corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
+            corr if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION else self._key(args)
         )
         try:  # most operations: a (kernel, stream) seen before
             sig = self.op_signatures[(name, event.pid, event.tid, role)]
@@ -185,6 +187,8 @@ class Extractor:
         ops.end.append(end)
         ops.signature.append(sig)
         ops.correlation.append(key)
+        if role == "memory" and self.taxonomy.blocking_copies.fullmatch(name):
+            self.out.blocking.device_copy(key, name, None if args is None else args.bytes)
 
     def _signature(self, event: KinetoEvent, role: str, name: str) -> int:
         """An operation's signature (or _COLLECTIVE: its arguments decide), remembered."""
@@ -208,7 +212,7 @@ class Extractor:
         args = event.args
         corr = NO_CORRELATION if args is None else args.correlation
         key = (
-            corr if corr.__class__ is int and 0 <= corr < _INTERNED_CORRELATION else self._key(args)
+            corr if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION else self._key(args)
         )
         if key != NO_CORRELATION:
             out.launch_keys.append(key)
@@ -224,6 +228,9 @@ class Extractor:
         if call == _SYNC:
             out.sync_start.append(start)
             out.sync_end.append(end)
+            out.blocking.waits.append((start, end, name))
+        elif call == _COPY and key != NO_CORRELATION:
+            out.blocking.copies[key] = (start, end, name)
         elif call == _MALLOC:
             out.malloc_start.append(start)
             out.malloc_end.append(end)
@@ -239,6 +246,7 @@ class Extractor:
             self.out.loader_start.append(start)
             self.out.loader_end.append(end)
         else:
+            self.out.blocking.annotation(event.cat, name, start, end, self.taxonomy.blocking_ops)
             self.launchers.range(event, name, start, end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
@@ -261,21 +269,9 @@ class Extractor:
             return _MALLOC
         if tax.free_calls.fullmatch(name):
             return _FREE
+        if tax.copy_calls.fullmatch(name):
+            return _COPY
         return _LAUNCH_ONLY
-
-    def _correlation(self, value: Any) -> int:
-        """A correlation id as a 64-bit key: small non-negative integers as they are, other
-        integers and strings numbered apart (5 and "5" stay different ids)."""
-        if value.__class__ is int and 0 <= value < _INTERNED_CORRELATION:
-            return int(value)
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            return NO_CORRELATION
-        text = f"{type(value).__name__}:{value}"
-        odd = self.out.odd_correlations
-        known = odd.get(text)
-        if known is None:
-            known = odd[text] = _INTERNED_CORRELATION + len(odd)
-        return known
 
     def _kernel(self, name: str, role: str) -> tuple[int, int, int]:
         strings = self.out.strings

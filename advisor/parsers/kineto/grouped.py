@@ -338,7 +338,7 @@ def reduce_in_groups(
 
     def resumable(window: DeviceWindow) -> Callable[[Iterable[Rows]], Measured]:
         def measure_pieces(pieces: Iterable[Rows]) -> Measured:
-            sums = WindowSums(window)
+            sums = WindowSums(window, host.blocking_time)
             for rows in pieces:
                 ops = _ops(rows, sigs)
                 sums.add(ops, rows.launch_at, lanes_of(ops, kind_of), whole)

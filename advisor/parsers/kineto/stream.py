@@ -40,6 +40,7 @@ class KinetoArgs(msgspec.Struct, gc=False):
     group: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Name")
     group_ranks: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Ranks")
     group_description: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Description")
+    bytes: Any = msgspec.UNSET
 
     def get(self, key: str, default: Any = None) -> Any:
         value = getattr(self, _ARG_FIELDS.get(key, "-"), msgspec.UNSET)

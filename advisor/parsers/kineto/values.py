@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from advisor.parsers.bounds import MAX_DURATION_US
+from advisor.parsers.kineto.columns import NO_CORRELATION
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 
 # a profiling session lasts minutes: an event a day away from the others is corruption
@@ -101,3 +102,21 @@ def process_group(args: KinetoArgs, key: str) -> tuple[str, list[int]] | None:
         return None
     description = args.group_description
     return str(key if description is UNSET or not description else description), ranks
+
+
+# correlation ids that are not small non-negative integers are numbered from here
+INTERNED_CORRELATION = 1 << 62
+
+
+def interned_correlation(value: Any, odd: dict[str, int]) -> int:
+    """A correlation id as a 64-bit key: small non-negative integers as they are, other
+    integers and strings numbered apart in `odd` (5 and "5" stay different ids)."""
+    if value.__class__ is int and 0 <= value < INTERNED_CORRELATION:
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return NO_CORRELATION
+    text = f"{type(value).__name__}:{value}"
+    known = odd.get(text)
+    if known is None:
+        known = odd[text] = INTERNED_CORRELATION + len(odd)
+    return known

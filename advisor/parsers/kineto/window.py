@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Protocol
 
+from advisor.parsers.kineto.blocking import blocking_calls
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
 from advisor.parsers.kineto.device_steps import DeviceWindow
 from advisor.parsers.kineto.events import KinetoEvents
@@ -97,6 +98,7 @@ def host_calls(events: KinetoEvents) -> HostCalls:
         (events.malloc_start, events.malloc_end),
         events.free,
         (events.loader_start, events.loader_end),
+        blocking_calls(events.blocking),
     )
 
 
@@ -122,7 +124,9 @@ class WindowSums:
     """One window's sums over its operations, added a piece at a time (in start order)."""
 
     window: DeviceWindow
+    blocking: Intervals = field(default_factory=Intervals)  # the host's blocking calls
     busy: float = 0.0
+    blocked_busy: float = 0.0  # the part of them the device spent busy
     computing: float = 0.0
     communication: float = 0.0
     kernels: float = 0.0
@@ -134,6 +138,7 @@ class WindowSums:
     def add(self, ops: DeviceOps, launch_at: Sequence[float], lanes: Lanes, whole: Whole) -> None:
         lo, hi = self.window.start, self.window.end
         self.busy = clipped_sum(lanes.every, lo, hi, self.busy)
+        self.blocked_busy = overlap_sum(self.blocking, lanes.every, lo, hi, self.blocked_busy)
         self.computing = clipped_sum(lanes.compute, lo, hi, self.computing)
         self.communication = clipped_sum(lanes.comm, lo, hi, self.communication)
         self.kernels = clipped_sum(lanes.kernels, lo, hi, self.kernels)
@@ -203,6 +208,10 @@ class WindowSums:
                 preparing_allocator_us=calls.preparing_allocator_us,
                 preparing_sync_us=calls.preparing_sync_us,
                 comm_exposed_by_kind_us=by_kind,
+                blocking_us=calls.blocking_us,
+                blocking_idle_us=max(0.0, calls.blocking_us - self.blocked_busy),
+                device_idle_us=max(0.0, (hi - lo) - busy),
+                blocking_calls=calls.blocking_calls,
             )
         )
         out.comm.append(step_ops.comm if step_ops else CommStep(step=w.number, has_wait=False))
@@ -221,6 +230,6 @@ def measure_windows(
     """Each window's step row, trace step and collectives, from the operations that overlap
     it (and any others: only what lies in the window counts)."""
     for w in windows:
-        sums = WindowSums(w)
+        sums = WindowSums(w, host.blocking_time)
         sums.add(ops, launch_at, lanes, whole)
         sums.finish(host, per_step, whole, out)

@@ -1,12 +1,12 @@
 """The host calls a step window counts and measures, whatever the format: synchronisations,
-device memory allocations and frees, data loading, and the host time before the window's first
+device memory allocations and frees, data loading, the calls the host blocked in, and the host time before the window's first
 device task split between them."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.parsers.traces.intervals import (
     Intervals,
@@ -29,6 +29,21 @@ class HostMeasures:
     preparing_loader_us: float
     preparing_allocator_us: float
     preparing_sync_us: float
+    # host time inside blocking calls (merged), and the calls starting in the window
+    blocking_us: float = 0.0
+    blocking_calls: tuple[BlockingCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class BlockingCall:
+    """A host call during which the host waited for the device (times in microseconds)."""
+
+    start: float
+    end: float
+    call: str
+    memory: str  # the device copy's kind ("" for a synchronisation or a value read)
+    bytes: int | None  # the copy's size when the trace records it
+    range: str  # the innermost user annotation range around it ("" when none)
 
 
 @dataclass
@@ -41,6 +56,9 @@ class HostCalls:
     sync_starts: list[float]
     malloc_starts: list[float]
     free_starts: list[float]
+    # the calls the host blocked in, in start order, and their merged intervals
+    blocking: list[BlockingCall] = field(default_factory=list)
+    blocking_time: Intervals = field(default_factory=Intervals)
 
     @classmethod
     def of(
@@ -49,8 +67,10 @@ class HostCalls:
         malloc: tuple[Sequence[float], Sequence[float]],
         free: Sequence[float],
         loader: tuple[Sequence[float], Sequence[float]],
+        blocking: Sequence[BlockingCall] = (),
     ) -> HostCalls:
         """From the calls' (starts, ends) and the frees' starts, in any order."""
+        ordered = sorted(blocking, key=lambda c: c.start)
         return cls(
             merge_unsorted(*sync),
             merge_unsorted(*malloc),
@@ -58,6 +78,8 @@ class HostCalls:
             sorted(sync[0]),
             sorted(malloc[0]),
             sorted(free),
+            ordered,
+            merge_unsorted([c.start for c in ordered], [c.end for c in ordered]),
         )
 
     def measures(self, lo: float, hi: float, first: float) -> HostMeasures:
@@ -71,7 +93,15 @@ class HostCalls:
             preparing_loader_us=load,
             preparing_allocator_us=alloc,
             preparing_sync_us=wait,
+            blocking_us=clipped_sum(self.blocking_time, lo, hi),
+            blocking_calls=tuple(self._blocking_in(lo, hi)),
         )
+
+    def _blocking_in(self, lo: float, hi: float) -> list[BlockingCall]:
+        calls = self.blocking
+        i = bisect_left(calls, lo, key=lambda c: c.start)
+        j = bisect_left(calls, hi, key=lambda c: c.start)
+        return calls[i:j]
 
 
 def preparation(

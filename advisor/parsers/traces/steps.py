@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
-from advisor.parsers.traces.host_calls import HostCalls
+from advisor.parsers.traces.host_calls import BlockingCall, HostCalls
 from advisor.parsers.traces.idle_gaps import idle_gaps
 from advisor.parsers.traces.intervals import (
     Intervals,
@@ -62,6 +62,11 @@ class TraceStep:
     preparing_allocator_us: float = 0.0  # device memory allocation calls, outside data loading
     preparing_sync_us: float = 0.0  # synchronisation calls, outside both
     comm_exposed_by_kind_us: dict[str, float] | None = None  # collectives outside Computing
+    # host time inside calls that wait for the device, and those calls (None: not read)
+    blocking_us: float | None = None
+    blocking_calls: tuple[BlockingCall, ...] = ()
+    blocking_idle_us: float | None = None  # the part of it the device had nothing running
+    device_idle_us: float | None = None  # the window's time without any device operation
 
 
 @dataclass
