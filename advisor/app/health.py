@@ -11,9 +11,8 @@ from functools import cache
 from itertools import pairwise
 from statistics import median
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
-from advisor.model import DataError
 from advisor.parsers.trainlog.log import Iteration
 
 
@@ -51,9 +50,7 @@ class HealthLimits:
 @cache
 def health_limits() -> HealthLimits:
     path = rules_dir() / "watch.yaml"
-    data, errors = load_checked(path, "watch.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    data = load_valid(path, "watch.schema.json")
     return HealthLimits(
         float(data["grad_norm_factor"]),
         int(data["grad_norm_min_history"]),

@@ -17,9 +17,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
-from advisor.model import DataError, InputError
+from advisor.model import InputError
 from advisor.parsers.ascend.rank import is_rank_dir
 
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL of a run's process group
@@ -38,9 +38,7 @@ class TuneData:
 @cache
 def tune_data() -> TuneData:
     path = rules_dir() / "tune.yaml"
-    data, errors = load_checked(path, "tune-rules.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    data = load_valid(path, "tune-rules.schema.json")
     failures = tuple(
         (str(f["cause"]), tuple(re.compile(p, re.IGNORECASE) for p in f["patterns"]))
         for f in data["failures"]

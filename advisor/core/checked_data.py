@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.core.cache import CACHE_ENV, cache_dir, cache_entry, read_cached, write_cached
+from advisor.model import DataError
 
 __all__ = ["CACHE_ENV", "cache_dir", "load_checked"]
 
@@ -35,6 +36,14 @@ def load_checked(path: Path, schema_name: str) -> tuple[Any, list[str]]:
     if not errors and entry is not None:
         write_cached(entry, data)
     return data, errors
+
+
+def load_valid(path: Path, schema_name: str) -> Any:
+    """The file's data; a DataError naming the file and its first schema error otherwise."""
+    data, errors = load_checked(path, schema_name)
+    if errors:
+        raise DataError(f"{path}: {errors[0]}")
+    return data
 
 
 def _entry(path: Path, schema_name: str) -> Path | None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.core.values import get_path
-from advisor.model import DataError
 
 
 @dataclass(frozen=True)
@@ -58,9 +57,7 @@ class Programs:
 @cache
 def programs() -> Programs:
     path = rules_dir() / "programs.yaml"
-    raw, errors = load_checked(path, "programs.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    raw = load_valid(path, "programs.schema.json")
     return Programs(
         megatron_training=frozenset(raw["megatron_training"]),
         megatron_serving=frozenset(raw["megatron_serving"]),

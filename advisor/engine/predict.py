@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.core.values import as_number
 from advisor.engine.compare_work import Unit
 from advisor.engine.rule_model import FeatureRule
-from advisor.model import DataError, Prediction, Reach, Recommendation
+from advisor.model import Prediction, Reach, Recommendation
 
 PREDICTION_FILE = "prediction.yaml"
 # a measurement is recorded in the unit compare judged in: the metric it measures
@@ -42,9 +42,7 @@ class Priors:
 @cache
 def priors() -> Priors:
     path = rules_dir() / PREDICTION_FILE
-    data, errors = load_checked(path, "prediction.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    data = load_valid(path, "prediction.schema.json")
 
     def pair(key: str) -> tuple[float, float]:
         return float(data[key]["low"]), float(data[key]["high"])

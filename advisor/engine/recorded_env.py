@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
-from advisor.model import DataError
 
 ENV_PREFIX = "env."
 PROFILERS_FILE = "profilers.yaml"
@@ -47,9 +46,7 @@ class RecordedEnvironment:
 @cache
 def recorders() -> dict[str, Recorder]:
     path = rules_dir() / PROFILERS_FILE
-    data, errors = load_checked(path, "profilers.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    data = load_valid(path, "profilers.schema.json")
     return {
         row["framework"]: Recorder(row["framework"], frozenset(row["records_env"]), row["source"])
         for row in data["profilers"]

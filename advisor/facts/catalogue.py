@@ -15,7 +15,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.model import DataError
 
@@ -106,9 +106,7 @@ def _build(raw: Mapping[str, Any], where: str) -> Catalogue:
 def catalogue() -> Catalogue:
     """The catalogue, read and checked on first use; a broken file is a DataError naming it."""
     path = rules_dir() / CATALOGUE_FILE
-    raw, errors = load_checked(path, SCHEMA)
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    raw = load_valid(path, SCHEMA)
     return _build(raw, str(path))
 
 

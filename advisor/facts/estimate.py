@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.facts.base import Recorder
-from advisor.model import JOB_SCOPE, DataError, FactSet, InputError
+from advisor.model import JOB_SCOPE, FactSet, InputError
 
 BYTES_WEIGHT = 2  # bf16 / fp16 parameters
 BYTES_GRAD = 2
@@ -174,9 +174,7 @@ def training_and_assumptions(
 
 def _devices() -> list[dict[str, Any]]:
     path = rules_dir() / "devices.yaml"
-    raw, errors = load_checked(path, "devices.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    raw = load_valid(path, "devices.schema.json")
     devices: list[dict[str, Any]] = raw["devices"]
     return devices
 

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.model import DataError
 
@@ -31,9 +31,7 @@ class AnalyzerRules:
 
 
 def load_analyzer_rules(path: Path) -> AnalyzerRules:
-    raw, errors = load_checked(path, "analyzers.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    raw = load_valid(path, "analyzers.schema.json")
     try:
         return _build(raw)
     except re.error as exc:

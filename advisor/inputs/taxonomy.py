@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.model import DataError
 
@@ -151,9 +151,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
 
 
 def load_taxonomy(path: Path) -> Taxonomy:
-    raw, errors = load_checked(path, "taxonomy.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    raw = load_valid(path, "taxonomy.schema.json")
     try:
         return _build(raw)
     except re.error as exc:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from advisor.core.checked_data import load_checked
+from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
-from advisor.model import DataError
 
 
 @dataclass(frozen=True)
@@ -22,9 +21,7 @@ class MegatronFlags:
 @cache
 def megatron_flags() -> MegatronFlags:
     path = rules_dir() / "megatron.yaml"
-    raw, errors = load_checked(path, "megatron.schema.json")
-    if errors:
-        raise DataError(f"{path}: {errors[0]}")
+    raw = load_valid(path, "megatron.schema.json")
     return MegatronFlags(
         checkpoint_layout=frozenset(raw["checkpoint_layout"]),
         converts_from_hf=str(raw["converts_from_hf"]),
