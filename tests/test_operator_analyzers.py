@@ -12,7 +12,7 @@ import pytest
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
-from advisor.inputs.taxonomy import default_taxonomy
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.parsers.ascend.kernels import read_kernels
 from tests.cli_run import run_cli
 from tests.conftest import REAL
@@ -95,7 +95,7 @@ def test_every_cann8_operator_is_dynamic_but_without_host_waits_it_is_no_finding
 
 def test_the_kernel_reader_keeps_dtypes_and_op_state():
     path = _real("ascend") / DYNAMIC_KERNELS
-    table = read_kernels(path, default_taxonomy())
+    table = read_kernels(path, reader_thresholds())
     assert table.has_op_state and table.details is not None
     assert sum(d.count for d in table.details) == table.rows == 29
     assert sum(d.dynamic_count for d in table.details) == 29

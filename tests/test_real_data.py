@@ -12,6 +12,7 @@ import pytest
 
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.parsers.trace_view.decode import read_trace
 
 TRACE = "test__ut__advisor__timeline_advice__trace_view.json"
@@ -81,7 +82,7 @@ def test_real_kernel_details_with_pmu(tmp_path: Path, real_ascend: Path):
         if re.fullmatch(r"(Batch)?MatMul(V[0-9])?", r["Type"])
     ]
     assert facts.value("ops.top")[0]["type"] == "MatMulV3"
-    taxonomy = default_taxonomy()
+    limits = reader_thresholds()
     assert facts.value("ops.matmul_share") == pytest.approx(sum(matmul) / sum(durations), rel=1e-6)
 
     def memory_bound(r: dict[str, str]) -> bool:
@@ -93,8 +94,8 @@ def test_real_kernel_details_with_pmu(tmp_path: Path, real_ascend: Path):
         # the vendor's mte2-bound rule (mte2 >= 80%), not a well-used compute pipe
         return (
             mte2 > compute
-            and mte2 >= taxonomy.mte2_bound_min_ratio
-            and compute < taxonomy.compute_well_used_ratio
+            and mte2 >= limits.mte2_bound_min_ratio
+            and compute < limits.compute_well_used_ratio
         )
 
     mte2 = [float(r["Duration(us)"]) for r in rows if memory_bound(r)]

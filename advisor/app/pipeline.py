@@ -15,6 +15,7 @@ from advisor.facts.layout import complete_layout
 from advisor.facts.rank import RankSummary
 from advisor.facts.registry import derive_log as log_derive
 from advisor.inputs.taxonomy import default_taxonomy
+from advisor.inputs.thresholds import cluster_thresholds, fact_thresholds
 from advisor.model import JOB_SCOPE, FactSet, InputError
 from advisor.parsers.ascend.rank import cluster_is_empty, locate, read_cluster_output
 from advisor.parsers.cluster.database import CLUSTER_DB
@@ -95,7 +96,7 @@ def profile_facts(
             reading.jobs, reading.scheduler, len(tasks), folder_bytes([t.path for t in tasks])
         )
         try:
-            ranks = read_ranks(tasks, executor, reading, taxonomy, skip_bad_files)
+            ranks = read_ranks(tasks, executor, reading, cluster_thresholds(), skip_bad_files)
         finally:
             executor.close()
         summaries, coverage = ranks.summaries, ranks.coverage
@@ -136,7 +137,7 @@ def with_memory_pressure(facts: FactSet, device: str | None) -> None:
     """The job's memory pressure and attribution from every memory fact gathered so far."""
     from advisor.facts.pressure import memory_pressure
 
-    memory_pressure(facts, device, default_taxonomy())
+    memory_pressure(facts, device, fact_thresholds())
 
 
 def add_estimates(

@@ -16,7 +16,7 @@ from advisor.app.ranks import KINETO, RankOutcome, RankTask, extract_rank
 from advisor.facts import stages
 from advisor.facts.rank import RankSummary
 from advisor.inputs import progress
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import ClusterThresholds, fact_thresholds
 from advisor.model import InputError
 
 DEEP_ALL = "all"
@@ -78,14 +78,16 @@ def _step_ms(summary: RankSummary) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def choose_deep(summaries: list[RankSummary], count: int, taxonomy: Taxonomy) -> list[int]:
+def choose_deep(summaries: list[RankSummary], count: int) -> list[int]:
     """Indexes of the ranks to read in full: the slowest and fastest of each stage (stages
     inferred from the step model), then an even sample until `count` are chosen."""
     timed = [i for i, s in enumerate(summaries) if _step_ms(s) is not None]
     labels = {str(i): summaries[i].facts for i in timed}
     # the step model cannot tell a pipeline (no send/recv yet): group by compute alone, so a
     # stage or a straggler apart from its peers has its extremes read
-    groups = stages.compute_groups(labels, taxonomy.stage_split_gap) if len(timed) >= 2 else None
+    # the stages as the facts group them, so the ranks read in full are each stage's extremes
+    gap = fact_thresholds().stage_split_gap
+    groups = stages.compute_groups(labels, gap) if len(timed) >= 2 else None
     chosen: list[int] = []
     for group in groups or [[str(i) for i in timed]]:
         members = [int(label) for label in group]
@@ -102,14 +104,14 @@ def choose_deep(summaries: list[RankSummary], count: int, taxonomy: Taxonomy) ->
     return sorted(chosen)
 
 
-def _two_tier(tasks: list[RankTask], deep: int | None, taxonomy: Taxonomy) -> bool:
+def _two_tier(tasks: list[RankTask], deep: int | None, limits: ClusterThresholds) -> bool:
     """Whether the step models are read first and only some ranks in full (never for PyTorch
     traces, which have no step model apart)."""
     if not tasks or tasks[0].kind == KINETO or deep is None:
         return False
     if deep >= 0:
         return deep < len(tasks)
-    return len(tasks) > taxonomy.deep_all_max_ranks
+    return len(tasks) > limits.deep_all_max_ranks
 
 
 def _read_all(
@@ -126,7 +128,7 @@ def _read_two_tiers(
     tasks: list[RankTask],
     executor: Executor,
     deep: int | None,
-    taxonomy: Taxonomy,
+    limits: ClusterThresholds,
     skip_bad: bool,
 ) -> RankReading:
     cheap, failed = _run(
@@ -140,8 +142,8 @@ def _read_two_tiers(
         return _result(cheap, failed, len(tasks), how)
     cheap.sort(key=_order)
     summaries = [o.summary for o in cheap if o.summary is not None]
-    count = deep if deep is not None and deep > 0 else taxonomy.deep_sample_ranks
-    picked = choose_deep(summaries, count, taxonomy)
+    count = deep if deep is not None and deep > 0 else limits.deep_sample_ranks
+    picked = choose_deep(summaries, count)
     full, failed_deep = _run(
         executor,
         [replace(cheap[i].task, deep=True) for i in picked],
@@ -163,12 +165,12 @@ def read_ranks(
     tasks: list[RankTask],
     executor: Executor,
     options: ReadOptions,
-    taxonomy: Taxonomy,
+    limits: ClusterThresholds,
     skip_bad: bool,
 ) -> RankReading:
     deep = parse_deep(options.deep)
-    if _two_tier(tasks, deep, taxonomy):
-        return _read_two_tiers(tasks, executor, deep, taxonomy, skip_bad)
+    if _two_tier(tasks, deep, limits):
+        return _read_two_tiers(tasks, executor, deep, limits, skip_bad)
     return _read_all(tasks, executor, deep, skip_bad)
 
 

@@ -149,7 +149,7 @@ def estimate_cmd(
         training_and_assumptions,
     )
     from advisor.facts.layout_fit import layout_advice
-    from advisor.inputs.taxonomy import default_taxonomy
+    from advisor.inputs.thresholds import fact_thresholds
     from advisor.render.facts import FORMATS as FACTS_FORMATS
     from advisor.render.facts import FactsReport
 
@@ -167,7 +167,7 @@ def estimate_cmd(
         result.warnings.append(f"assumed ({source}): {', '.join(assumed)}")
     memory = device_memory_gib(device)
     if memory is not None:
-        share = default_taxonomy().memory_pressure_ratio
+        share = fact_thresholds().memory_pressure_ratio
         advice = layout_advice(shape, train, memory * 2**30, share)
         if not advice.startswith("fits"):
             result.warnings.append(f"{device}: {advice}")

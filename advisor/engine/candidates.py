@@ -11,7 +11,7 @@ from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
 from advisor.engine.rule_model import FeatureRule
-from advisor.inputs.taxonomy import default_taxonomy
+from advisor.inputs.thresholds import planner_thresholds
 from advisor.model import Applicability, RejectCode, Rejected, Value
 
 
@@ -31,7 +31,7 @@ def unmet_requirement(rule: FeatureRule, ctx: Context) -> str | None:
 def below_ceiling(rule: FeatureRule, ctx: Context) -> bool:
     """The most the feature can recover is negligible (its target costs no time here)."""
     ceiling = ceiling_of(rule, ctx)
-    return ceiling is not None and ceiling[1] < default_taxonomy().min_ceiling_ratio
+    return ceiling is not None and ceiling[1] < planner_thresholds().min_ceiling_ratio
 
 
 def trigger(rule: FeatureRule, bottleneck: str, ctx: Context) -> Outcome:

@@ -19,6 +19,7 @@ from advisor.engine.compare_notes import Verdict as Verdict
 from advisor.engine.compare_work import Unit, differing_conditions, judging_unit, side_shape
 from advisor.engine.predict import Checked
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import CompareThresholds, compare_thresholds
 from advisor.model import FactSet, Value
 
 # The noise of a median: 1.2533 sigma / sqrt(n); sigma from the MAD of a normal distribution.
@@ -148,7 +149,7 @@ def _noise(facts: FactSet, fact_id: str) -> tuple[float | None, int]:
 
 
 def _metric(
-    spec: MetricSpec, base: FactSet, cand: FactSet, taxonomy: Taxonomy
+    spec: MetricSpec, base: FactSet, cand: FactSet, limits: CompareThresholds
 ) -> tuple[Metric, CompareNote | None]:
     fact = next(
         (f for f in spec.facts if _number(base, f) is not None and _number(cand, f) is not None),
@@ -171,17 +172,15 @@ def _metric(
     points = (c - b) * 100 if spec.ratio else None
     # a share moves by points: 0.1% -> 0.2% is +100% relative but no effect worth a verdict
     if points is not None:
-        big_enough = abs(points) > taxonomy.compare_min_effect * 100
+        big_enough = abs(points) > limits.min_effect * 100
         direction = points
     else:
-        big_enough = delta is not None and abs(delta) > taxonomy.compare_min_effect
+        big_enough = delta is not None and abs(delta) > limits.min_effect
         direction = delta or 0.0
     note = None
     significant = big_enough
     if spec.id == "step_time_ms":
-        significant, note = _beyond_noise(
-            base, cand, fact, (b, c), (1.0, 1.0), big_enough, taxonomy
-        )
+        significant, note = _beyond_noise(base, cand, fact, (b, c), (1.0, 1.0), big_enough, limits)
     better = None if not significant else (direction < 0) == spec.lower_is_better
     return Metric(spec.id, spec.label, fact, b, c, delta, significant, better, points), note
 
@@ -193,7 +192,7 @@ def _beyond_noise(
     values: tuple[float, float],
     per_step: tuple[float, float],
     big_enough: bool,
-    taxonomy: Taxonomy,
+    limits: CompareThresholds,
     unit: Unit = Unit.step,
 ) -> tuple[bool, CompareNote | None]:
     """Whether a step time (divided by each side's work per step) moved beyond the noise.
@@ -207,13 +206,13 @@ def _beyond_noise(
         return False, CompareNote(CompareCode.no_noise_estimate, {"side": few, "steps": steps})
     combined = math.hypot(se_b / per_step[0], se_c / per_step[1])
     b, c = values
-    significant = big_enough and abs(c - b) > taxonomy.compare_z * combined
+    significant = big_enough and abs(c - b) > limits.z * combined
     if big_enough and not significant:
         # milliseconds per unit of work (per step when judged on the step)
         noted: dict[str, Value] = {
             "delta_ms": c - b,
             "noise_ms": combined,
-            "z": taxonomy.compare_z,
+            "z": limits.z,
             "unit": unit.value,
         }
         return False, CompareNote(CompareCode.within_noise, noted)
@@ -233,16 +232,16 @@ def _per_unit(
     cand: FactSet,
     unit: Unit,
     work: tuple[float, float],
-    taxonomy: Taxonomy,
+    limits: CompareThresholds,
 ) -> tuple[Metric, CompareNote | None]:
     """The step time divided by the work of each side's step, judged like the step time."""
     metric_id, label, scale = _PER_UNIT[unit]
     assert step.baseline is not None and step.candidate is not None
     b, c = step.baseline / work[0], step.candidate / work[1]
     delta = (c - b) / b if b else None
-    big_enough = delta is not None and abs(delta) > taxonomy.compare_min_effect
+    big_enough = delta is not None and abs(delta) > limits.min_effect
     significant, note = _beyond_noise(
-        base, cand, step.source, (b, c), work, big_enough, taxonomy, unit
+        base, cand, step.source, (b, c), work, big_enough, limits, unit
     )
     better = None if delta is None or not significant else delta < 0
     source = f"{step.source} / {unit.value}s per step"
@@ -297,11 +296,15 @@ def compare(
     taxonomy: Taxonomy,
     base_config: Mapping[str, Any] | None = None,
     cand_config: Mapping[str, Any] | None = None,
+    limits: CompareThresholds | None = None,
 ) -> Comparison:
+    """The candidate against the baseline: the taxonomy names the layout the configs state,
+    the limits say what difference counts (compare's thresholds unless given)."""
+    limits = limits or compare_thresholds()
     metrics = []
     primary_note: CompareNote | None = None
     for spec in METRICS:
-        metric, note = _metric(spec, base, cand, taxonomy)
+        metric, note = _metric(spec, base, cand, limits)
         metrics.append(metric)
         if spec.id == "step_time_ms":
             primary_note = note
@@ -312,7 +315,7 @@ def compare(
     judged = step
     if unit is not Unit.step and step.baseline is not None and step.candidate is not None:
         # a change of the work per step: the step time is no longer the cost of the same work
-        judged, primary_note = _per_unit(step, base, cand, unit, (work_b, work_c), taxonomy)
+        judged, primary_note = _per_unit(step, base, cand, unit, (work_b, work_c), limits)
         metrics.insert(1, judged)
     elif unit is not Unit.step:
         unit, work_b, work_c, source = Unit.step, 1.0, 1.0, ""
@@ -330,12 +333,10 @@ def compare(
     if len(changed) > 1:
         values = {"count": len(changed), "keys": tuple(changed[:6])}
         result.warnings.append(CompareNote(CompareCode.settings_differ, values))
-    regression, warnings = loss_guard(
-        base, cand, taxonomy.compare_loss_tolerance, unit, (work_b, work_c)
-    )
+    regression, warnings = loss_guard(base, cand, limits.loss_tolerance, unit, (work_b, work_c))
     result.warnings.extend(warnings)
     result.verdict, result.reason, result.collect = _verdict(
-        step, judged, unit, primary_note, regression, taxonomy
+        step, judged, unit, primary_note, regression, limits
     )
     return result
 
@@ -346,7 +347,7 @@ def _verdict(
     unit: Unit,
     note: CompareNote | None,
     regression: CompareNote | None,
-    taxonomy: Taxonomy,
+    limits: CompareThresholds,
 ) -> tuple[Verdict, CompareNote, Collect | None]:
     """The verdict on the time per unit of work, guarded by convergence, and what would let it
     decide."""
@@ -365,7 +366,7 @@ def _verdict(
     if not judged.significant:
         values: dict[str, Value] = {
             "delta_ratio": delta,
-            "min_effect": taxonomy.compare_min_effect,
+            "min_effect": limits.min_effect,
             "unit": unit.value,
         }
         return Verdict.inconclusive, CompareNote(CompareCode.below_min_effect, values), None

@@ -17,6 +17,7 @@ from advisor.engine.conditions import Context
 from advisor.engine.diagnose import Diagnosis
 from advisor.facts.attrib import MEMORY_PART, PARTS
 from advisor.inputs.taxonomy import Taxonomy, default_taxonomy
+from advisor.inputs.thresholds import PlannerThresholds, planner_thresholds
 from advisor.model import (
     Grounds,
     Reason,
@@ -105,12 +106,12 @@ def _parts_do_not_add_up(facts: Mapping[str, object]) -> _Check | None:
     return _Check(TrustWarning(TrustCheck.parts_do_not_add_up, values), frozenset())
 
 
-def _step_checks(facts: Mapping[str, object], taxonomy: Taxonomy) -> list[_Check]:
+def _step_checks(facts: Mapping[str, object], limits: PlannerThresholds) -> list[_Check]:
     """Whether the profile holds whole training steps, and enough of them."""
     out = []
     step_ms = as_number(facts.get("step.time_ms"))
-    if step_ms is not None and step_ms < taxonomy.min_trusted_step_ms:
-        values: dict[str, Value] = {"step_ms": step_ms, "min_ms": taxonomy.min_trusted_step_ms}
+    if step_ms is not None and step_ms < limits.min_trusted_step_ms:
+        values: dict[str, Value] = {"step_ms": step_ms, "min_ms": limits.min_trusted_step_ms}
         out.append(_Check(TrustWarning(TrustCheck.short_step, values), ALL_BOTTLENECKS))
     if as_number(facts.get("profile.steps")) == 0:
         out.append(_Check(TrustWarning(TrustCheck.no_steps), frozenset()))
@@ -129,7 +130,7 @@ def _checks(ctx: Context, needs: Mapping[str, str] | None = None) -> list[_Check
         *_version_checks(ctx, taxonomy),
         _no_collectives(ctx.facts),
         _parts_do_not_add_up(ctx.facts),
-        *_step_checks(ctx.facts, taxonomy),
+        *_step_checks(ctx.facts, planner_thresholds()),
     ]
     return [check for check in found if check is not None]
 

@@ -162,7 +162,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         return
     steps, note = _steady(rank.comm, given.steady.steps.labels)
     rules = analyzer_rules()
-    _peak_ratios(given, steps, given.taxonomy.link_min_mb, out, source, note)
+    _peak_ratios(given, steps, given.thresholds.link_min_mb, out, source, note)
     _small_transfers(steps, rules, out, source, note)
     _unaligned(steps, rules, out, source, note)
 
@@ -170,7 +170,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
 DERIVER = Deriver[RankInputs](
     name="comm_quality",
     scope=Scope.RANK,
-    inputs=frozenset({"profile", "taxonomy", "steady", "comm_source"}),
+    inputs=frozenset({"profile", "steady", "comm_source", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(QUALITY_FACTS),
     derive=derive,

@@ -1,7 +1,8 @@
 """The one shape of a fact deriver: what it reads, what it writes, one function.
 
 A fact family (the step model, operators, communication, the ranks' spread...) is one
-`Deriver`: the inputs it reads by name (the rank's profile, the taxonomy, the steady steps...),
+`Deriver`: the inputs it reads by name (the rank's profile, the taxonomy, the facts' thresholds,
+the steady steps...),
 the fact ids it reads from other derivers of its scope, the fact ids it writes (an id ending in
 `*` stands for a family of ids, as `env.*`), and `derive(inputs, out)`. Derivers run in scopes
 (one rank, the job, training logs), each scope with its inputs type; the order inside a scope
@@ -21,6 +22,12 @@ from advisor.facts.base import Recorder
 from advisor.facts.steady import SteadyRows, steady_rows
 from advisor.facts.summary import RankSummary
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import (
+    FactThresholds,
+    LogThresholds,
+    fact_thresholds,
+    log_thresholds,
+)
 from advisor.parsers.profile_data import ProfileData, RankProfile
 from advisor.parsers.trainlog.log import TrainLog
 
@@ -35,16 +42,18 @@ class Scope(StrEnum):
 
 @dataclass
 class RankInputs:
-    """What a rank deriver reads: the rank's profile, the taxonomy and its steady steps."""
+    """What a rank deriver reads: the rank's profile, the taxonomy, the facts' thresholds and
+    its steady steps."""
 
     profile: RankProfile
     taxonomy: Taxonomy
     # the source communication facts name (communication.json unless the caller knows better)
     comm_source: str | None = None
+    thresholds: FactThresholds = field(default_factory=fact_thresholds)
 
     @cached_property
     def steady(self) -> SteadyRows:
-        return steady_rows(self.profile, self.taxonomy)
+        return steady_rows(self.profile, self.thresholds)
 
 
 # the ranks of each pipeline stage (None: no stages) and where the stages were read from
@@ -67,14 +76,17 @@ class JobInputs:
     # some rank was read in full (or summarised its communication), so send/recv is known
     traffic_read: bool = True
     coverage: str = ""  # which ranks were read how, which failed (profile.ranks' note)
+    thresholds: FactThresholds = field(default_factory=fact_thresholds)
 
 
 @dataclass
 class LogInputs:
-    """What a log deriver reads: the training logs (rotated files together) and the taxonomy."""
+    """What a log deriver reads: the training logs (rotated files together), the taxonomy and
+    the logs' thresholds."""
 
     log: TrainLog
     taxonomy: Taxonomy
+    thresholds: LogThresholds = field(default_factory=log_thresholds)
 
 
 InputsT = TypeVar("InputsT", RankInputs, JobInputs, LogInputs)

@@ -84,7 +84,7 @@ def derive_facts(
         result.missing = list(job.missing.values())
         return result
     known = cluster.stage_groups(data.cluster_stages, [label for label, _ in recorders])
-    given.stages = stages.stage_groups(recorders, taxonomy.stage_split_gap, known)
+    given.stages = stages.stage_groups(recorders, given.thresholds.stage_split_gap, known)
     # send/recv is known from a rank read in full or from a communication summary
     given.traffic_read = not ranks or any(r.deep or PIPELINE_FACT in r.facts for r in ranks)
     job = combine_ranks(recorders, given.stages[0])

@@ -161,8 +161,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
     steady = select_steady(
         [s.number for s in trace.steps],
         [s.duration_us for s in trace.steps],
-        given.taxonomy.partial_step_ratio,
-        open_last_ratio(rank, given.taxonomy),
+        given.thresholds.partial_step_ratio,
+        open_last_ratio(rank, given.thresholds),
     )
     steps = [trace.steps[i] for i in steady.kept]
     note = f"{step_windows(rank)}, {steady.note}"
@@ -175,7 +175,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
 DERIVER = Deriver[RankInputs](
     name="host",
     scope=Scope.RANK,
-    inputs=frozenset({"profile", "taxonomy"}),
+    inputs=frozenset({"profile", "thresholds"}),
     reads=frozenset(),
     writes=frozenset((*TRACE_FACTS, *BLOCKING_FACTS)),
     derive=derive,

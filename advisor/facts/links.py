@@ -14,7 +14,7 @@ from statistics import median
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, JobInputs, Scope
 from advisor.facts.summary import RankSummary
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import FactThresholds
 from advisor.parsers.profile_data import LinkStat, ProfileData
 
 LINK_FACTS = ("comm.links_compared", "comm.slowest_link", "comm.slow_link_ratio")
@@ -23,13 +23,13 @@ MIN_PEERS = 3
 
 
 def slowest_link(
-    links: list[LinkStat] | None, out: Recorder, source: str, taxonomy: Taxonomy
+    links: list[LinkStat] | None, out: Recorder, source: str, thresholds: FactThresholds
 ) -> None:
     if not links:
         for fact_id in LINK_FACTS:
             out.miss(fact_id, "no communication_matrix.json (profile at level1 or above)")
         return
-    loaded = [s for s in links if s.size_mb >= taxonomy.link_min_mb and s.time_ms > 0]
+    loaded = [s for s in links if s.size_mb >= thresholds.link_min_mb and s.time_ms > 0]
     by_transport: dict[str, list[LinkStat]] = {}
     for stat in loaded:
         by_transport.setdefault(stat.transport, []).append(stat)
@@ -48,12 +48,12 @@ def slowest_link(
         compared,
         f"{source}:Transport Type",
         f"links of a transport type with at least {MIN_PEERS} loaded links (>= "
-        f"{taxonomy.link_min_mb:g} MB each), of {len(links)} links in the matrix",
+        f"{thresholds.link_min_mb:g} MB each), of {len(links)} links in the matrix",
     )
     if worst is None:
         reason = (
             f"fewer than {MIN_PEERS} links of one transport type carry at least "
-            f"{taxonomy.link_min_mb:g} MB: nothing to compare a link with"
+            f"{thresholds.link_min_mb:g} MB: nothing to compare a link with"
         )
         for fact_id in LINK_FACTS[1:]:
             out.miss(fact_id, reason)
@@ -63,7 +63,7 @@ def slowest_link(
     note = (
         f"link {stat.name} ({stat.transport}) moves {stat.bandwidth_gbps:.2f} GB/s against a "
         f"median of {middle:.2f} GB/s over {peers} {stat.transport} links carrying at least "
-        f"{taxonomy.link_min_mb:g} MB"
+        f"{thresholds.link_min_mb:g} MB"
     )
     out.add(
         "comm.slowest_link",
@@ -85,11 +85,11 @@ def slowest_link(
 
 
 def job_links(
-    data: ProfileData, ranks: Sequence[RankSummary], out: Recorder, taxonomy: Taxonomy
+    data: ProfileData, ranks: Sequence[RankSummary], out: Recorder, thresholds: FactThresholds
 ) -> None:
     """The slowest link, from the cluster's matrix or else the ranks' own matrices."""
     if data.cluster_links is not None and data.cluster_links_source is not None:
-        slowest_link(data.cluster_links, out, data.cluster_links_source.name, taxonomy)
+        slowest_link(data.cluster_links, out, data.cluster_links_source.name, thresholds)
         return
     merged: dict[tuple[int, int, str], LinkStat] = {}
     source = "communication_matrix.json"
@@ -99,17 +99,17 @@ def job_links(
         for stat in rank.links or []:
             # a link seen from both of its ends is counted once
             merged.setdefault((stat.src, stat.dst, stat.transport), stat)
-    slowest_link(list(merged.values()), out, source, taxonomy)
+    slowest_link(list(merged.values()), out, source, thresholds)
 
 
 def derive(given: JobInputs, job: Recorder) -> None:
-    job_links(given.data, given.ranks, job, given.taxonomy)
+    job_links(given.data, given.ranks, job, given.thresholds)
 
 
 DERIVER = Deriver[JobInputs](
     name="links",
     scope=Scope.JOB,
-    inputs=frozenset({"data", "ranks", "taxonomy"}),
+    inputs=frozenset({"data", "ranks", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(LINK_FACTS),
     derive=derive,

@@ -8,26 +8,24 @@ from statistics import median
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, LogInputs, Scope
 from advisor.facts.groups import recorded_layout
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import LogThresholds
 from advisor.parsers.trainlog.log import GB, Iteration, TrainLog
 
 MAD_SCALE = 1.4826  # MAD of a normal distribution -> its standard deviation
 
 
-def steady_iterations(log: TrainLog, taxonomy: Taxonomy) -> tuple[list[Iteration], str]:
+def steady_iterations(log: TrainLog, thresholds: LogThresholds) -> tuple[list[Iteration], str]:
     """Iterations with a step time, minus warm-up and outliers (checkpoint saves, hiccups)."""
     timed = [it for it in log.iterations if it.step_ms is not None and not math.isnan(it.step_ms)]
     warmup = (
-        timed[: taxonomy.log_warmup_iterations]
-        if len(timed) > taxonomy.log_warmup_iterations
-        else []
+        timed[: thresholds.warmup_iterations] if len(timed) > thresholds.warmup_iterations else []
     )
     rest = timed[len(warmup) :]
     if not rest:
         return [], "no timed iterations"
     center = median(it.step_ms or 0.0 for it in rest)
     mad = median(abs((it.step_ms or 0.0) - center) for it in rest)
-    limit = taxonomy.log_outlier_mads * MAD_SCALE * mad
+    limit = thresholds.outlier_mads * MAD_SCALE * mad
     kept = [it for it in rest if mad == 0 or abs((it.step_ms or 0.0) - center) <= limit]
     outliers = [it.number for it in rest if it not in kept]
     parts = [f"iterations {kept[0].number}-{kept[-1].number} ({len(kept)} logged)"]
@@ -35,7 +33,7 @@ def steady_iterations(log: TrainLog, taxonomy: Taxonomy) -> tuple[list[Iteration
         parts.append(f"warm-up {', '.join(str(it.number) for it in warmup)} dropped")
     if outliers:
         shown = ", ".join(map(str, outliers[:8])) + ("..." if len(outliers) > 8 else "")
-        parts.append(f"outliers {shown} dropped (beyond {taxonomy.log_outlier_mads:g} MADs)")
+        parts.append(f"outliers {shown} dropped (beyond {thresholds.outlier_mads:g} MADs)")
     return kept, "; ".join(parts)
 
 
@@ -166,20 +164,20 @@ def derive(given: LogInputs, out: Recorder) -> None:
         out.add("log.parallel_sizes", sizes, f"{source}:arguments", "Megatron argument dump")
     else:
         out.miss("log.parallel_sizes", f"{source} has no argument dump with parallel sizes")
-    steady, note = steady_iterations(log, taxonomy)
+    steady, note = steady_iterations(log, given.thresholds)
     _step_time(steady, note, source, out)
     _throughput(steady or log.iterations, note if steady else "all iterations", source, out)
     _memory(log, source, out)
     _out_of_memory(log, source, out)
     _loss(log, source, out)
-    _grad_norm(log, taxonomy.grad_norm_spike_factor, source, out)
+    _grad_norm(log, given.thresholds.grad_norm_spike_factor, source, out)
     _bad_iterations(log, source, out)
 
 
 DERIVER = Deriver[LogInputs](
     name="log",
     scope=Scope.LOG,
-    inputs=frozenset({"log", "taxonomy"}),
+    inputs=frozenset({"log", "taxonomy", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(
         {

@@ -98,7 +98,7 @@ def derive(given: JobInputs, job: Recorder) -> None:
     ranks = timed_ranks(given.recorders)
     groups = None
     if len(ranks) >= 2:
-        groups = given.stages[0] or compute_groups(ranks, given.taxonomy.stage_split_gap)
+        groups = given.stages[0] or compute_groups(ranks, given.thresholds.stage_split_gap)
     if not groups:
         for fact_id in DIFF_FACTS:
             job.miss(fact_id, "fewer than two ranks with step data")
@@ -165,7 +165,7 @@ def _cause_note(cause: str, rules: AnalyzerRules) -> str:
 DERIVER = Deriver[JobInputs](
     name="op_diff",
     scope=Scope.JOB,
-    inputs=frozenset({"recorders", "stages", "source", "taxonomy"}),
+    inputs=frozenset({"recorders", "stages", "source", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(DIFF_FACTS),
     derive=derive,

@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.facts.base import Recorder, SteadySteps, ratio
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.parsers.profile_data import KernelGroup, RankProfile
 
 TOP_N = 10
@@ -172,7 +173,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
             f"BatchMatMul/Softmax/mask/dropout kernels; {note}",
         )
     if src != OP_STAT:
-        small_note = f"kernels under {taxonomy.small_op_max_us:g} us; {note}"
+        # the readers classified the small kernels: their threshold is the one to name
+        small_note = f"kernels under {reader_thresholds().small_op_max_us:g} us; {note}"
         out.add(
             "ops.small_vector_ops_share", small_us / compute_us, f"{src}:Duration(us)", small_note
         )

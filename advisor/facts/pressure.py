@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.facts.estimate import device_entry
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import FactThresholds
 from advisor.model import JOB_SCOPE, FactSet
 
 GIB = 1024**3
@@ -98,7 +98,7 @@ def _pressure(facts: FactSet, peak: float | None, device: float | None, out: Rec
     )
 
 
-def _attribution(facts: FactSet, taxonomy: Taxonomy, out: Recorder) -> str | None:
+def _attribution(facts: FactSet, thresholds: FactThresholds, out: Recorder) -> str | None:
     static, dynamic = facts.get("memory.static_bytes"), facts.get("memory.dynamic_bytes")
     if (
         static is not None
@@ -108,10 +108,10 @@ def _attribution(facts: FactSet, taxonomy: Taxonomy, out: Recorder) -> str | Non
         and static.value + dynamic.value > 0
     ):
         share = dynamic.value / (static.value + dynamic.value)
-        part = "dynamic" if share >= taxonomy.memory_dynamic_share else "static"
+        part = "dynamic" if share >= thresholds.memory_dynamic_share else "static"
         note = (
             f"{share:.0%} of the allocated peak rises and is freed within the window "
-            f"(dynamic from {taxonomy.memory_dynamic_share:.0%}): "
+            f"(dynamic from {thresholds.memory_dynamic_share:.0%}): "
             + (
                 "activations, logits, temporaries"
                 if part == "dynamic"
@@ -134,13 +134,17 @@ def _attribution(facts: FactSet, taxonomy: Taxonomy, out: Recorder) -> str | Non
 
 
 def _footprint(
-    facts: FactSet, part: str | None, device: float | None, taxonomy: Taxonomy, out: Recorder
+    facts: FactSet,
+    part: str | None,
+    device: float | None,
+    thresholds: FactThresholds,
+    out: Recorder,
 ) -> None:
     ratio = out.facts.get("memory.pressure_ratio")
     if ratio is None:
         out.miss("memory.footprint", "memory pressure unknown: pass --device (and --log)")
         return
-    threshold = taxonomy.memory_pressure_ratio
+    threshold = thresholds.memory_pressure_ratio
     if ratio.value < threshold:
         note = f"peak at {ratio.value:.0%} of the device (treated from {threshold:.0%})"
         out.add("memory.footprint", "fits", ratio.source, note)
@@ -175,14 +179,14 @@ def _static_bytes(facts: FactSet) -> float | None:
     return None
 
 
-def memory_pressure(facts: FactSet, device: str | None, taxonomy: Taxonomy) -> None:
+def memory_pressure(facts: FactSet, device: str | None, thresholds: FactThresholds) -> None:
     """Add the job's pressure and attribution facts (replacing earlier ones)."""
     out = Recorder(JOB_SCOPE)
     device_bytes = _device_memory(facts, device, out)
     peak = _peak(facts, out)
     _pressure(facts, peak, device_bytes, out)
-    part = _attribution(facts, taxonomy, out)
-    _footprint(facts, part, device_bytes, taxonomy, out)
+    part = _attribution(facts, thresholds, out)
+    _footprint(facts, part, device_bytes, thresholds, out)
     facts.facts = [f for f in facts.facts if not (f.id in WRITES and f.scope == JOB_SCOPE)]
     facts.missing = [m for m in facts.missing if not (m.id in WRITES and m.scope == JOB_SCOPE)]
     facts.facts.extend(out.facts.values())

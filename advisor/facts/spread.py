@@ -54,7 +54,7 @@ def derive(given: JobInputs, job: Recorder) -> None:
     key, unit = "step.time_ms", "step"
     if len(timed) < 2:
         windows = _windows(given)
-        tolerance = given.taxonomy.stepless_window_tolerance
+        tolerance = given.thresholds.stepless_window_tolerance
         if len(windows) < 2:
             for fact_id in SPREAD_FACTS:
                 job.miss(fact_id, "fewer than two ranks with step data")
@@ -128,7 +128,7 @@ def derive_single(given: JobInputs, job: Recorder) -> None:
 DERIVER = Deriver[JobInputs](
     name="spread",
     scope=Scope.JOB,
-    inputs=frozenset({"recorders", "stages", "source", "taxonomy"}),
+    inputs=frozenset({"recorders", "stages", "source", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(SPREAD_FACTS),
     derive=derive,

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from advisor.facts.base import SteadySteps, select_steady
 from advisor.facts.wording import step_windows
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import FactThresholds
 from advisor.parsers.profile_data import RankProfile, StepRow
 
 STEP_TRACE = "step_trace_time.csv"
@@ -46,13 +46,13 @@ def rows_from_lanes(overlap_us: dict[str, float], number: int, duration_us: floa
     )
 
 
-def open_last_ratio(rank: RankProfile, taxonomy: Taxonomy) -> float | None:
+def open_last_ratio(rank: RankProfile, thresholds: FactThresholds) -> float | None:
     """A PyTorch trace's last step window runs to its last operation (device-paced, no next
     step to end it): how much longer than the others it may be and still be one step."""
-    return taxonomy.open_last_step_ratio if rank.origin is not None else None
+    return thresholds.open_last_step_ratio if rank.origin is not None else None
 
 
-def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> SteadyRows:
+def steady_rows(rank: RankProfile, thresholds: FactThresholds) -> SteadyRows:
     """The steady step rows of a rank, the selection, and the source they came from."""
     if rank.step_rows:
         rows = rank.step_rows
@@ -65,7 +65,7 @@ def steady_rows(rank: RankProfile, taxonomy: Taxonomy) -> SteadyRows:
     steady = select_steady(
         [r.step for r in rows],
         [r.total for r in rows],
-        taxonomy.partial_step_ratio,
-        open_last_ratio(rank, taxonomy),
+        thresholds.partial_step_ratio,
+        open_last_ratio(rank, thresholds),
     )
     return SteadyRows([rows[i] for i in steady.kept], steady, source)

@@ -150,7 +150,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
             )
         return
     _profiled(rank, source, out)
-    note = steady.note + _cross_check(rank, rows, out, given.taxonomy.cross_check_tolerance)
+    note = steady.note + _cross_check(rank, rows, out, given.thresholds.cross_check_tolerance)
     _time(rows, source, note, steady.note, out)
     _shares(rows, source, note, out)
 
@@ -158,7 +158,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
 DERIVER = Deriver[RankInputs](
     name="steps",
     scope=Scope.RANK,
-    inputs=frozenset({"profile", "taxonomy", "steady"}),
+    inputs=frozenset({"profile", "steady", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(
         {

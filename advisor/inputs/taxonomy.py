@@ -1,4 +1,7 @@
-"""Operator and host-event classes loaded from rules/taxonomy.yaml."""
+"""The classification vocabulary loaded from rules/taxonomy.yaml: operator and host-event
+classes, collective kinds, Kineto event roles, the names parallel layouts and process groups go
+by, the profiler versions and levels known. Numbers that decide are each layer's thresholds
+(`thresholds.py`), not the vocabulary's."""
 
 from __future__ import annotations
 
@@ -19,15 +22,6 @@ def _alternation(patterns: list[str], flags: int = 0) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class Taxonomy:
-    partial_step_ratio: float
-    small_op_max_us: float
-    cross_check_tolerance: float
-    log_warmup_iterations: int
-    log_outlier_mads: float
-    grad_norm_spike_factor: float
-    compare_z: float
-    compare_min_effect: float
-    compare_loss_tolerance: float
     operator_classes: dict[str, re.Pattern[str]]
     operator_docs: dict[str, str]
     aicpu_core: str
@@ -42,18 +36,6 @@ class Taxonomy:
     comm_kinds: dict[str, re.Pattern[str]]
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
-    stage_split_gap: float
-    stepless_window_tolerance: float
-    open_last_step_ratio: float
-    mte2_bound_min_ratio: float
-    min_ceiling_ratio: float
-    memory_pressure_ratio: float
-    memory_dynamic_share: float
-    compute_well_used_ratio: float
-    min_trusted_step_ms: float
-    link_min_mb: float
-    deep_all_max_ranks: int
-    deep_sample_ranks: int
     p2p_kinds: frozenset[str]
     tp_group_names: frozenset[str]
     # short name (tp, pp...) -> where it is stated: argument names, config keys
@@ -92,19 +74,9 @@ def _major_minor(text: str) -> tuple[int, int]:
 
 
 def _build(raw: dict[str, Any]) -> Taxonomy:
-    measurement = raw["measurement"]
     ops = raw["operators"]
     host = raw["host"]
     return Taxonomy(
-        partial_step_ratio=float(measurement["partial_step_ratio"]),
-        small_op_max_us=float(measurement["small_op_max_us"]),
-        cross_check_tolerance=float(measurement["cross_check_tolerance"]),
-        log_warmup_iterations=int(measurement["log_warmup_iterations"]),
-        log_outlier_mads=float(measurement["log_outlier_mads"]),
-        grad_norm_spike_factor=float(measurement["grad_norm_spike_factor"]),
-        compare_z=float(measurement["compare_z"]),
-        compare_min_effect=float(measurement["compare_min_effect"]),
-        compare_loss_tolerance=float(measurement["compare_loss_tolerance"]),
         operator_classes={k: _alternation(v["types"]) for k, v in ops.items()},
         operator_docs={k: str(v["doc"]) for k, v in ops.items()},
         aicpu_core=str(raw["aicpu_core"]),
@@ -118,18 +90,6 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         blocking_ops=_alternation(host.get("blocking_ops", [])),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
-        stage_split_gap=float(measurement["stage_split_gap"]),
-        stepless_window_tolerance=float(measurement.get("stepless_window_tolerance", 0.10)),
-        open_last_step_ratio=float(measurement.get("open_last_step_ratio", 1.5)),
-        mte2_bound_min_ratio=float(measurement["mte2_bound_min_ratio"]),
-        min_ceiling_ratio=float(measurement["min_ceiling_ratio"]),
-        memory_pressure_ratio=float(measurement["memory_pressure_ratio"]),
-        memory_dynamic_share=float(measurement["memory_dynamic_share"]),
-        compute_well_used_ratio=float(measurement["compute_well_used_ratio"]),
-        min_trusted_step_ms=float(measurement["min_trusted_step_ms"]),
-        link_min_mb=float(measurement["link_min_mb"]),
-        deep_all_max_ranks=int(measurement["deep_all_max_ranks"]),
-        deep_sample_ranks=int(measurement["deep_sample_ranks"]),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),
         tp_group_names=frozenset(str(k) for k in raw.get("tp_group_names", [])),
         recorded_layout={k: tuple(v["recorded"]) for k, v in raw["parallel_layout"].items()},

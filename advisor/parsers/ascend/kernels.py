@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import ReaderThresholds
 from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
@@ -17,13 +17,13 @@ from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
 
 
-def read_kernels(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) -> KernelTable:
+def read_kernels(path: Path, limits: ReaderThresholds, bad: BadValues | None = None) -> KernelTable:
     """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean."""
     bad = bad or BadValues()
     table = CsvTable(path)
     columns = _KernelColumns(table)
-    small_max = taxonomy.small_op_max_us
-    mte2_bound, compute_used = taxonomy.mte2_bound_min_ratio, taxonomy.compute_well_used_ratio
+    small_max = limits.small_op_max_us
+    mte2_bound, compute_used = limits.mte2_bound_min_ratio, limits.compute_well_used_ratio
     # raw cells as keys; cleaned once per group at the end
     groups: dict[tuple[str, str, str], KernelGroup] = {}
     details: dict[tuple[str, str, str, str], OpDetail] = {}
@@ -167,7 +167,7 @@ def add_pipes(
     compute_used: float,
 ) -> None:
     """Count one kernel's pipe ratios; it is memory-bound when mte2 dominates a compute pipe
-    that is not well used (taxonomy thresholds mte2_bound_min_ratio, compute_well_used_ratio)."""
+    that is not well used (the readers' thresholds mte2_bound_min_ratio, compute_well_used_ratio)."""
     group.pmu_us += duration
     group.compute_pipe_us += duration * compute
     group.mte2_pipe_us += duration * mte2

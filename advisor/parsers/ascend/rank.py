@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
 from advisor.parsers.ascend import files, memory
 from advisor.parsers.ascend.comm_matrix import read_comm_matrix
@@ -240,7 +241,7 @@ def _read_text_rank(
     rank.kernels = reader.read(
         out("kernel_details.csv"),
         "kernel_details.csv",
-        lambda p: read_kernels(p, taxonomy, bad),
+        lambda p: read_kernels(p, reader_thresholds(), bad),
     )
     rank.op_stats = reader.read(
         out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)

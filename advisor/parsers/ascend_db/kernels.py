@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import ReaderThresholds
 from advisor.model import InputError
 from advisor.parsers.ascend_db.checks import PMU_RATIO_OK, PMU_RATIOS, valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
@@ -32,10 +32,10 @@ def _kernels_of(
     strings: dict[int, str],
     origin: int,
     windows: list[StepWindow],
-    taxonomy: Taxonomy,
+    limits: ReaderThresholds,
 ) -> KernelTable:
     with Database(path) as db:
-        return _kernels(db, strings, origin, windows, taxonomy)
+        return _kernels(db, strings, origin, windows, limits)
 
 
 def start_kernels(
@@ -43,14 +43,14 @@ def start_kernels(
     strings: dict[int, str],
     origin: int,
     windows: list[StepWindow],
-    taxonomy: Taxonomy,
+    limits: ReaderThresholds,
 ) -> Callable[[], KernelTable]:
     """Start the kernel aggregation (in a worker process for large files); the call waits.
 
     A worker that cannot start or dies falls back to this process, which then reports any
     problem of the file itself.
     """
-    args = (path, strings, origin, windows, taxonomy)
+    args = (path, strings, origin, windows, limits)
     try:
         large = path.stat().st_size >= PARALLEL_MIN_BYTES
     except OSError:
@@ -83,7 +83,7 @@ def _kernels(
     strings: dict[int, str],
     origin: int,
     windows: list[StepWindow],
-    taxonomy: Taxonomy,
+    limits: ReaderThresholds,
 ) -> KernelTable:
     """Kernels per (step, type, core), aggregated by SQLite itself: the exports of long runs hold
     millions of tasks, and the per-row work (step lookup, pipe ratios, bound test) is plain
@@ -106,9 +106,9 @@ def _kernels(
         valid=valid_interval(origin, "t."),
     )
     params = {
-        "small": taxonomy.small_op_max_us,
-        "bound": taxonomy.mte2_bound_min_ratio,
-        "used": taxonomy.compute_well_used_ratio,
+        "small": limits.small_op_max_us,
+        "bound": limits.mte2_bound_min_ratio,
+        "used": limits.compute_well_used_ratio,
     }
     groups = []
     rows = 0
@@ -190,7 +190,7 @@ def _pmu_cte(ids: dict[str, int]) -> str:
 
 
 # The unit that ran a kernel: cube ratios when present and non-zero, else vector ratios; the
-# bound test is add_pipes' (taxonomy mte2_bound_min_ratio, compute_well_used_ratio).
+# bound test is add_pipes' (the readers' mte2_bound_min_ratio, compute_well_used_ratio).
 _KERNEL_SQL = """
 WITH {pmu}
 k AS (

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
 from advisor.parsers import memory_summary as memory
 from advisor.parsers.ascend_db.analysis import read_comm, read_links, read_step_rows
@@ -92,7 +93,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         out.device = _device(db)
         out.aicore_freq_mhz = _aicore_freq(db)
         windows = _step_windows(db, origin)
-        kernels = start_kernels(path, strings, origin, windows, taxonomy)
+        kernels = start_kernels(path, strings, origin, windows, reader_thresholds())
         out.sources["kernel_details.csv"] = f"{path.name}:TASK+COMPUTE_TASK_INFO"
         out.memory = _memory(db, strings)
         if out.memory is None:

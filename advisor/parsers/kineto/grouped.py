@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
 from advisor.parsers.kineto.collectives import collective_kinds, name_collectives
 from advisor.parsers.kineto.columns import (
@@ -311,7 +312,7 @@ def reduce_in_groups(
             bounds.add(ops.start, ops.end, kinds, steps_of)
         else:
             steps_of = array("i", [0]) * len(ops)
-        add_step_ops(per_step, ops, strings, steps_of, numbers, kind_of, taxonomy)
+        add_step_ops(per_step, ops, strings, steps_of, numbers, kind_of, reader_thresholds())
         kernel_rows += len(kinds) - kinds.count(MEMORY)
         has_comm = has_comm or COMMUNICATION in kinds
         first = min(first, ops.start[0])

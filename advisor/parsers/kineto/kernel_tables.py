@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import ReaderThresholds
 from advisor.parsers.kineto.columns import (
     COMMUNICATION,
     MEMORY,
@@ -59,11 +59,11 @@ def add_step_ops(
     steps_of: Sequence[int],
     numbers: list[int],
     kind_of: dict[int, str],
-    taxonomy: Taxonomy,
+    limits: ReaderThresholds,
 ) -> None:
     """Add the kernels and collectives of each step, by the step that launched them (memory
     operations are not kernels: they are the step model's memory part), in operation order."""
-    small = taxonomy.small_op_max_us
+    small = limits.small_op_max_us
     op_sigs, starts, ends = ops.signature, ops.start, ops.end
     width = len(ops.signatures) + 1
     # (window, signature) -> where its operations are added: a step has few signatures, met

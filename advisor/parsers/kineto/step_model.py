@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from advisor.inputs.taxonomy import Taxonomy
+from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
 from advisor.parsers.kineto import grouped
 from advisor.parsers.kineto.collectives import collective_kinds
@@ -94,7 +95,9 @@ def fill_rank(
     lanes = lanes_of(ops, kind_of)
     whole = Whole(any(t == t for t in launch_at), bool(lanes.collectives))
     per_step: dict[int, StepOps] = {}
-    add_step_ops(per_step, ops, events.strings.values, steps_of, numbers, kind_of, taxonomy)
+    add_step_ops(
+        per_step, ops, events.strings.values, steps_of, numbers, kind_of, reader_thresholds()
+    )
     measured = Measured([], [], [])
     measure_windows(windows, ops, launch_at, lanes, host_calls(events), per_step, whole, measured)
     kinds = ops.kinds()
