@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
+from advisor.app.suggest import SuggestOptions, run_suggest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -45,8 +47,9 @@ def test_the_all_to_all_example_is_read_as_all_to_all():
 def test_the_blocking_copy_example_idles_for_the_host():
     facts = profile_facts(make_profiles.ROOT / "blocking-copy")
     assert facts.value("host.sync_calls_per_step") == 1
-    # the device waits for launches the blocked host makes late: the host's time
-    assert facts.value("attrib.idle_host_ms") > 3.0
+    # the device waits for launches the blocked host makes late: the wait's time, once
+    assert facts.value("attrib.idle_blocked_ms") > 3.0
+    assert facts.value("attrib.idle_host_ms") < 0.1
     assert facts.value("attrib.idle_dependency_ms") == 0.0
 
 
@@ -70,3 +73,26 @@ def test_the_all_to_all_example_blocks_nowhere():
     facts = profile_facts(make_profiles.ROOT / "all-to-all")
     assert facts.value("host.blocking_ms_per_step") == 0.0
     assert facts.value("host.blocking_calls") == []
+
+
+def test_the_ascend_blocking_example_names_the_read_and_proposes_unblocking():
+    folder = make_profiles.ROOT / "ascend-blocking-sync"
+    facts = profile_facts(folder)
+    # aten::item holds the synchronous copy: one wait, named as the code called it, where
+    calls = facts.value("host.blocking_calls")
+    assert [(c["call"], c["range"]) for c in calls] == [("aten::item", "## log_loss ##")]
+    # the NPU idles 3 ms a step while the host waits: the wait's time, not dispatch's
+    assert facts.value("attrib.idle_blocked_ms") == pytest.approx(3.0, abs=0.01)
+    assert facts.value("host.launch_gap_ms_per_step") < 0.1
+    job = JobOptions(
+        profile=folder,
+        config=EXAMPLES / "fsdp2" / "config.yaml",
+        launch=EXAMPLES / "fsdp2" / "run.sh",
+    )
+    result = run_suggest(job, options=SuggestOptions(use_ledger=False))
+    assert result.diagnosis.bottlenecks[0].id == "bottleneck.host-dispatch"
+    chosen = result.suggestion.recommendation
+    assert chosen is not None
+    assert chosen.feature == "feature.npu-unblock-host"
+    # its ceiling is the blocked idle time, not the whole idle or launch-gap time
+    assert chosen.ceiling_ms == pytest.approx(3.0, abs=0.01)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 
 import pytest
 
 from advisor.app.pipeline import profile_facts
-from advisor.parsers.kineto.blocking import BlockingEvents, blocking_calls
+from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
+from advisor.parsers.traces.idle_gaps import idle_gaps
+from advisor.parsers.traces.intervals import Intervals
 
 KINETO = Path(__file__).resolve().parents[2] / "shared" / "real" / "kineto"
 
@@ -44,3 +47,38 @@ def test_the_torchrec_trace_blocks_in_item_reads_of_pageable_copies():
     # but the device keeps working through most of those waits: they cost little step time,
     # and the symptom measured on that cost stays quiet
     assert facts.value("host.blocking_idle_ratio") < 0.05
+
+
+def test_a_late_launch_gap_spent_blocked_is_the_waits_not_dispatchs():
+    # kernels 0-10, 30-40 (launched at 25: late), 60-70 (launched at 45: late); the host
+    # waited in a blocking call 12-28, inside the first gap
+    starts, ends = [0.0, 30.0, 60.0], [10.0, 40.0, 70.0]
+    launches = [float("nan"), 25.0, 45.0]
+    blocking = Intervals(array("d", [12.0]), array("d", [28.0]))
+    gaps = idle_gaps(starts, ends, 0.0, 100.0, launches, blocking)
+    assert gaps.blocked == pytest.approx(16.0)  # 12-28 inside the gap 10-30
+    assert gaps.host == pytest.approx(4.0 + 20.0)  # 10-12, 28-30 and the whole gap 40-60
+    # every microsecond of the late launches' gaps once: dispatch + blocked
+    unblocked = idle_gaps(starts, ends, 0.0, 100.0, launches)
+    assert gaps.host + gaps.blocked == pytest.approx(unblocked.host)
+    assert unblocked.blocked == 0.0
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "profiles"
+
+
+@pytest.mark.parametrize("example", ["blocking-copy", "ascend-blocking-sync"])
+def test_blocked_idle_leaves_the_launch_gap_and_the_idle_parts_add_up(example: str):
+    facts = profile_facts(EXAMPLES / example)
+    step = facts.value("attrib.step_ms")
+    blocked = facts.value("attrib.idle_blocked_ms")
+    # the blocked idle is host.blocking_idle_ratio's time, and not the launch gap's too
+    assert blocked == pytest.approx(facts.value("host.blocking_idle_ratio") * step, rel=1e-6)
+    assert blocked > 0.2 * step
+    assert facts.value("attrib.idle_host_ms") < 0.05 * step
+    assert facts.value("host.launch_gap_ms_per_step") < 0.05 * step
+    parts = [
+        facts.value(f"attrib.{p}_ms")
+        for p in ("idle_host", "idle_blocked", "idle_dependency", "idle_unattributed")
+    ]
+    assert sum(parts) == pytest.approx(facts.value("step.free_ratio") * step, rel=1e-6)

@@ -3,7 +3,8 @@
 The step model (step_trace_time.csv, or the trace's Overlap Analysis) splits a step into
 compute, exposed communication, device idle (Free) and preparation before the first device
 task. The trace splits further: idle time by what the device waited for (a late launch from the
-host, or a dependency on another stream, event or rank), preparation by what the host did
+host that was dispatching, a late launch while the host waited in a blocking call, or a
+dependency on another stream, event or rank), preparation by what the host did
 (data loading, or anything else), exposed communication by collective kind. A part the profile
 cannot split is missing with the reason; what is left unexplained is reported as unattributed.
 """
@@ -20,6 +21,7 @@ PARTS = (
     "attrib.compute_ms",
     "attrib.comm_exposed_ms",
     "attrib.idle_host_ms",
+    "attrib.idle_blocked_ms",
     "attrib.idle_dependency_ms",
     "attrib.idle_unattributed_ms",
     "attrib.preparing_dataloader_ms",
@@ -49,7 +51,8 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
     """One step's parts in microseconds; idle and preparation split by the trace."""
     free, preparing = row.free, row.preparing or 0.0
     host = min(step.launch_gap_us or 0.0, free)
-    dependency = min(step.idle_dependency_us or 0.0, free - host)
+    blocked = min(step.blocking_idle_us or 0.0, free - host)
+    dependency = min(step.idle_dependency_us or 0.0, free - host - blocked)
     loader = min(step.preparing_loader_us, preparing)
     allocator = min(step.preparing_allocator_us, preparing - loader)
     sync = min(step.preparing_sync_us, preparing - loader - allocator)
@@ -57,8 +60,9 @@ def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
         "attrib.compute_ms": row.computing,
         "attrib.comm_exposed_ms": row.comm_not_overlapped,
         "attrib.idle_host_ms": host,
+        "attrib.idle_blocked_ms": blocked,
         "attrib.idle_dependency_ms": dependency,
-        "attrib.idle_unattributed_ms": free - host - dependency,
+        "attrib.idle_unattributed_ms": free - host - blocked - dependency,
         "attrib.preparing_dataloader_ms": loader,
         "attrib.preparing_allocator_ms": allocator,
         "attrib.preparing_sync_ms": sync,
@@ -158,7 +162,8 @@ def _where(source: str, name: str) -> dict[str, str]:
     return {
         "attrib.compute_ms": f"{source}:Computing",
         "attrib.comm_exposed_ms": f"{source}:Communication(Not Overlapped)",
-        "attrib.idle_host_ms": f"{source}:Free + {name} launch flows (launched after the device ran dry)",
+        "attrib.idle_host_ms": f"{source}:Free + {name} launch flows (launched after the device ran dry, host not blocked)",
+        "attrib.idle_blocked_ms": f"{source}:Free + {name} launch flows + blocking host calls (launched late, the host waited in the call)",
         "attrib.idle_dependency_ms": f"{source}:Free + {name} launch flows (launched in time, device waited)",
         "attrib.idle_unattributed_ms": f"{source}:Free, less the gaps the launches explain",
         "attrib.preparing_dataloader_ms": f"{source}:Preparing + {name} DataLoader events",

@@ -92,7 +92,10 @@ def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorde
     """Host time inside calls that wait for the device, and which calls they are."""
     if any(s.blocking_us is None for s in steps):
         for fact_id in BLOCKING_FACTS:
-            out.miss(fact_id, "only PyTorch (Kineto) traces are read for blocking host calls")
+            out.miss(
+                fact_id,
+                "the profile records no runtime API calls (database export without CANN_API)",
+            )
         return
     source = f"{rank.origin or TRACE}:runtime sync/copy calls+aten::item, copy kinds"
     blocked = [s.blocking_us or 0.0 for s in steps]

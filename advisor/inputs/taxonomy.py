@@ -33,6 +33,7 @@ class Taxonomy:
     copy_calls: re.Pattern[str]
     blocking_copies: re.Pattern[str]
     blocking_ops: re.Pattern[str]
+    blocking_calls: re.Pattern[str]
     comm_kinds: dict[str, re.Pattern[str]]
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
@@ -88,6 +89,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         copy_calls=_alternation(host.get("copy_calls", [])),
         blocking_copies=_alternation(host.get("blocking_copies", [])),
         blocking_ops=_alternation(host.get("blocking_ops", [])),
+        blocking_calls=_alternation(host.get("blocking_calls", [])),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),

@@ -60,6 +60,10 @@ class Scenario:
     # malloc calls of the step are made then when > 0
     prep_other_us: float = 0.0
     sync_calls_per_step: int = 1
+    # mid-step the host reads a device value (aten::item -> AscendCL@aclrtMemcpy, a synchronous
+    # copy to the host): it waits for the stream to drain, then this long for the copy, while
+    # nothing is queued (0: no such read)
+    blocking_read_us: float = 0.0
     malloc_calls_per_step: int = 0
     free_calls_per_step: int = 0
     allocated_peak_mb: float = 20000.0
@@ -179,4 +183,10 @@ PRESETS["launch-blocking"] = PRESETS["host-bound"].with_(
     name="launch-blocking",
     sync_calls_per_step=400,
     env={**UPSTREAM_ENV, "ASCEND_LAUNCH_BLOCKING": "1"},
+)
+
+# a healthy step, but mid-step the host reads a loss value with a synchronous copy: the NPU
+# drains its queue and idles while the host waits
+PRESETS["ascend-blocking-sync"] = HEALTHY.with_(
+    name="ascend-blocking-sync", blocking_read_us=3000.0
 )

@@ -74,6 +74,8 @@ class StepPlan:
     malloc: list[int]
     free: list[int]
     truth: StepTruth = field(default_factory=StepTruth)
+    # (start, end) of the host's blocking value reads
+    blocking: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _ns(us: float) -> int:
@@ -210,7 +212,13 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
         host = prep_end = loader[1] + _ns(s.prep_other_us)
         device = t
         placed: list[Placed] = []
+        reads: list[tuple[int, int]] = []
         for i, k in enumerate(kernels):
+            if s.blocking_read_us and i == len(kernels) // 2:
+                # the read returns once the stream has drained and the copy is done
+                done = max(host, device) + _ns(s.blocking_read_us)
+                reads.append((host, done))
+                host = done
             host += _ns(s.launch_us)
             if s.host_pause_us and index % 2 and i == len(kernels) // 2:
                 host += _ns(s.host_pause_us)  # the host stops launching mid-step (a GC pause)
@@ -249,6 +257,7 @@ def plan_steps(s: Scenario, epoch_start: int = 0) -> list[StepPlan]:
                 s.malloc_calls_per_step, loader[1], prep_end if s.prep_other_us > 0 else end
             ),
             free=_spread(s.free_calls_per_step, loader[1], end),
+            blocking=reads,
         )
         plan.truth = _truth(plan)
         plans.append(plan)

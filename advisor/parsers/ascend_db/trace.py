@@ -10,6 +10,7 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.ascend_db.checks import valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.trace_view.schema import DEVICE_LANE, OVERLAP_LANES, TRACE_VIEW
+from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import StepWindow, TraceData, reduce_steps
 
@@ -62,13 +63,16 @@ def read_db_trace(
 def _host_calls(
     db: Database, strings: dict[int, str], origin: int, raw: PlainTrace, taxonomy: Taxonomy
 ) -> None:
-    """Synchronisation and allocator calls (CANN_API) and data loading (PYTORCH_API)."""
+    """Synchronisation, blocking and allocator calls (CANN_API), data loading and value reads
+    (PYTORCH_API)."""
     if db.has("CANN_API", "startNs", "endNs", "name"):
+        raw.blocking = BlockingEvents()
         wanted = {}
         for key, value in strings.items():
             label = f"AscendCL@{value}"
             for kind, pattern in (
                 ("sync", taxonomy.sync_calls),
+                ("block", taxonomy.blocking_calls),
                 ("malloc", taxonomy.malloc_calls),
                 ("free", taxonomy.free_calls),
             ):
@@ -83,6 +87,8 @@ def _host_calls(
             for name, a, b in db.rows("CANN_API", sql):
                 at, end = (a - origin) / 1000.0, (b - origin) / 1000.0
                 kind = wanted[name]
+                if kind in ("sync", "block"):
+                    raw.blocking.waits.append((at, end, f"AscendCL@{strings[name]}"))
                 if kind == "sync":
                     raw.sync.append(at)
                     raw.sync_end.append(end)
@@ -92,6 +98,7 @@ def _host_calls(
                 else:
                     raw.free.append(at)
     if db.has("PYTORCH_API", "startNs", "endNs", "name"):
+        _value_reads(db, strings, origin, raw, taxonomy)
         loaders = [k for k, v in strings.items() if taxonomy.dataloader.fullmatch(v)]
         if loaders:
             marks = ", ".join(str(k) for k in loaders)
@@ -104,6 +111,26 @@ def _host_calls(
             for a, b in db.rows("PYTORCH_API", sql):
                 raw.loader_start.append((a - origin) / 1000.0)
                 raw.loader_end.append((b - origin) / 1000.0)
+
+
+def _value_reads(
+    db: Database, strings: dict[int, str], origin: int, raw: PlainTrace, taxonomy: Taxonomy
+) -> None:
+    """Operators that read a device value on the host (aten::item): the host waits in them."""
+    if raw.blocking is None:
+        return
+    reads = [k for k, v in strings.items() if taxonomy.blocking_ops.fullmatch(v)]
+    if not reads:
+        return
+    marks = ", ".join(str(k) for k in reads)
+    cast = (
+        "(SELECT name, CAST(startNs AS INTEGER) AS startNs, CAST(endNs AS INTEGER) AS endNs "
+        f"FROM PYTORCH_API WHERE name IN ({marks}))"
+    )
+    sql = f"SELECT name, startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
+    for name, a, b in db.rows("PYTORCH_API", sql):
+        start, end = (a - origin) / 1000.0, (b - origin) / 1000.0
+        raw.blocking.waits.append((start, end, strings[name]))
 
 
 def _launch_flows(db: Database, origin: int, raw: PlainTrace) -> None:

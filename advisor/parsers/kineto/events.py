@@ -21,7 +21,6 @@ from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
-from advisor.parsers.kineto.blocking import BlockingEvents
 from advisor.parsers.kineto.collectives import (
     Launchers,
     Spans,
@@ -52,6 +51,7 @@ from advisor.parsers.kineto.values import (
     timeline_span,
     typed_event,
 )
+from advisor.parsers.traces.blocking import BlockingEvents
 
 # runtime calls the host-side measures count, as stored per call name
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE, _COPY = 0, 1, 2, 3, 4

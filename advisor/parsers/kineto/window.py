@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Protocol
 
-from advisor.parsers.kineto.blocking import blocking_calls
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
 from advisor.parsers.kineto.device_steps import DeviceWindow
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.profile_data import CommStep, StepRow
+from advisor.parsers.traces.blocking import blocking_calls
 from advisor.parsers.traces.host_calls import HostCalls
 from advisor.parsers.traces.idle_gaps import IdleSweep
 from advisor.parsers.traces.intervals import (
@@ -135,6 +135,10 @@ class WindowSums:
     # collective kind -> [its time in the window, the part of it compute overlaps]
     by_kind: dict[str, list[float]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a late launch's gap spent in a blocking call is the wait's, not dispatch's
+        self.idle.blocking = self.blocking
+
     def add(self, ops: DeviceOps, launch_at: Sequence[float], lanes: Lanes, whole: Whole) -> None:
         lo, hi = self.window.start, self.window.end
         self.busy = clipped_sum(lanes.every, lo, hi, self.busy)
@@ -209,7 +213,9 @@ class WindowSums:
                 preparing_sync_us=calls.preparing_sync_us,
                 comm_exposed_by_kind_us=by_kind,
                 blocking_us=calls.blocking_us,
-                blocking_idle_us=max(0.0, calls.blocking_us - self.blocked_busy),
+                blocking_idle_us=gaps.blocked
+                if gaps
+                else max(0.0, calls.blocking_us - self.blocked_busy),
                 device_idle_us=max(0.0, (hi - lo) - busy),
                 blocking_calls=calls.blocking_calls,
             )

@@ -16,6 +16,7 @@ from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
 from advisor.parsers.trace_view.timestamps import TimestampParser
+from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.steps import FlowTable, StepWindow, flow_key
 
 FLOW_CATEGORIES = FLOW_PREFERENCE
@@ -50,6 +51,9 @@ class Accumulator:
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
+    # the calls the host waits in for the device (synchronisations, synchronous copies, value
+    # reads) and the user ranges that name where they are: few, kept as they are
+    blocking: BlockingEvents = field(default_factory=BlockingEvents)
     # launch flows by category: ids and parsed times in flat arrays (16 bytes a flow end; a
     # dict of the raw strings held ~0.2 bytes for every byte of trace)
     flows: dict[str, FlowTable] = field(default_factory=dict)
@@ -69,6 +73,7 @@ class Accumulator:
         for pid in other.process_names:
             self._drop_unused(pid)
         self.steps.extend(other.steps)
+        self.blocking.extend(other.blocking)
         for pid, starts in other.starts.items():
             if self._unused(pid):
                 continue
@@ -171,6 +176,11 @@ class Accumulator:
                         or "dataset" in name
                     ):
                         self._host_event(e, name)
+                    elif e.cat == "user_annotation" or "item" in name or "_scalar" in name:
+                        start = self.ts(e.ts)
+                        self.blocking.annotation(
+                            e.cat, name, start, start + _dur(e.dur), self.taxonomy.blocking_ops
+                        )
                 elif name.startswith("AscendCL@"):
                     self._runtime_call(e, name)
                 else:
@@ -205,8 +215,13 @@ class Accumulator:
         # cheap substring tests first: most runtime calls are kernel launches
         if "Synchron" in name and tax.sync_calls.fullmatch(name):
             at = self.ts(e.ts)
+            end = at + _dur(e.dur)
             self.sync.append(at)
-            self.sync_end.append(at + _dur(e.dur))
+            self.sync_end.append(end)
+            self.blocking.waits.append((at, end, name))
+        elif "Memcpy" in name and tax.blocking_calls.fullmatch(name):
+            at = self.ts(e.ts)
+            self.blocking.waits.append((at, at + _dur(e.dur), name))
         elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
             at = self.ts(e.ts)
             self.malloc.append(at)

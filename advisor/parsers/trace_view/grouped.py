@@ -207,6 +207,9 @@ def _context(
     local = step_context(timed)
     local.windows = whole.windows
     local.exposure = exposure
+    # the blocking calls are few: the whole trace's, read once
+    local.host.blocking, local.host.blocking_time = whole.host.blocking, whole.host.blocking_time
+    local.reads_blocking = whole.reads_blocking
     return local
 
 

@@ -1,11 +1,15 @@
 """Device idle time between the kernels of a window, by what the device waited for: the host's
-launch of the next kernel, another dependency, or unknown (no launch linked)."""
+launch of the next kernel (split into the part the host spent blocked in a call that waits for
+the device, and the rest: dispatch), another dependency, or unknown (no launch linked). Each
+microsecond of a gap lands in exactly one of the four."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from advisor.parsers.traces.intervals import Intervals, clipped_sum
 
 
 @dataclass(frozen=True)
@@ -15,6 +19,8 @@ class Gaps:
     host: float  # the host launched the next kernel only after the device ran out of work
     dependency: float  # launched in time, yet the device waited (another stream, event, rank)
     unlinked: float  # no launch flow for the next kernel: cannot tell
+    # the part of a late launch's gap the host spent inside a blocking call (not in `host`)
+    blocked: float = 0.0
 
 
 def idle_gaps(
@@ -23,14 +29,16 @@ def idle_gaps(
     lo: float,
     hi: float,
     launch_at: Sequence[float],
+    blocking: Intervals | None = None,
 ) -> Gaps:
     """Idle gaps between the kernels of [lo, hi) (parallel start/end sequences sorted by
     start), attributed by the next kernel's launch time (`launch_at`, aligned with the
-    kernels; NaN where the trace links no launch).
+    kernels; NaN where the trace links no launch); a late launch's gap less the time the host
+    was inside a blocking call (`blocking`, merged) is dispatch, that time is blocked.
 
     Gaps before the step's first kernel belong to the step's preparation, not to dispatch.
     """
-    sweep = IdleSweep()
+    sweep = IdleSweep(blocking=blocking or Intervals())
     sweep.add(starts, ends, lo, hi, launch_at)
     return sweep.gaps()
 
@@ -44,6 +52,8 @@ class IdleSweep:
     dependency: float = 0.0
     unlinked: float = 0.0
     busy_until: float | None = None
+    blocked: float = 0.0
+    blocking: Intervals = field(default_factory=Intervals)  # the host's blocking calls, merged
 
     def add(
         self,
@@ -56,6 +66,8 @@ class IdleSweep:
         i = bisect_left(starts, lo)
         busy_until = self.busy_until
         host, dependency, unlinked = self.host, self.dependency, self.unlinked
+        blocked, blocking = self.blocked, self.blocking
+        waits = len(blocking) > 0
         n = len(starts)
         while i < n and starts[i] < hi:
             start, end = starts[i], ends[i]
@@ -64,13 +76,16 @@ class IdleSweep:
                 if launch != launch:  # NaN: no launch linked
                     unlinked += start - busy_until
                 elif launch >= busy_until:
-                    host += start - busy_until
+                    held = clipped_sum(blocking, busy_until, start) if waits else 0.0
+                    blocked += held
+                    host += start - busy_until - held
                 else:
                     dependency += start - busy_until
             busy_until = end if busy_until is None else max(busy_until, end)
             i += 1
         self.busy_until = busy_until
         self.host, self.dependency, self.unlinked = host, dependency, unlinked
+        self.blocked = blocked
 
     def gaps(self) -> Gaps:
-        return Gaps(self.host, self.dependency, self.unlinked)
+        return Gaps(self.host, self.dependency, self.unlinked, self.blocked)

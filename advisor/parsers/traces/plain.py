@@ -7,6 +7,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.steps import FlowTable, StepWindow
 
 
@@ -28,6 +29,7 @@ class PlainTrace:
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
+    blocking: BlockingEvents | None = None  # None: the reader found no blocking calls to read
     flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)

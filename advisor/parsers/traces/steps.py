@@ -10,15 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
 from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
 from advisor.parsers.traces.host_calls import BlockingCall, HostCalls
-from advisor.parsers.traces.idle_gaps import idle_gaps
+from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
 from advisor.parsers.traces.intervals import (
     Intervals,
     clipped_sum,
     exposed_by_kind,
     merge_unsorted,
     merged_intervals,
+    overlap_sum,
     sorted_intervals,
 )
 
@@ -65,7 +67,10 @@ class TraceStep:
     # host time inside calls that wait for the device, and those calls (None: not read)
     blocking_us: float | None = None
     blocking_calls: tuple[BlockingCall, ...] = ()
-    blocking_idle_us: float | None = None  # the part of it the device had nothing running
+    # the device idle while the host was blocked: with launches linked, the part of late
+    # launches' gaps spent inside blocking calls (left out of launch_gap_us); else the blocked
+    # time the device had nothing running
+    blocking_idle_us: float | None = None
     device_idle_us: float | None = None  # the window's time without any device operation
 
 
@@ -102,6 +107,11 @@ class RawTrace(Protocol):
 
     @property
     def ts(self) -> Callable[[str | float], float]: ...
+
+    @property
+    def blocking(self) -> BlockingEvents | None:
+        """The calls the host waited in for the device (None: the source records none)."""
+        ...
 
 
 _INT64 = 1 << 63
@@ -229,6 +239,8 @@ class StepContext:
     computing: Intervals
     # collectives and a Computing lane both present in the trace: exposure is measured
     exposure: bool
+    # the format records the calls the host waits in (their absence is then a zero)
+    reads_blocking: bool = False
 
 
 def step_context(raw: RawTrace) -> StepContext:
@@ -250,10 +262,12 @@ def step_context(raw: RawTrace) -> StepContext:
             (raw.malloc, raw.malloc_end),
             raw.free,
             (raw.loader_start, raw.loader_end),
+            blocking_calls(raw.blocking) if raw.blocking is not None else (),
         ),
         collectives=collectives,
         computing=computing,
         exposure=bool(collectives and computing),
+        reads_blocking=raw.blocking is not None,
     )
 
 
@@ -267,13 +281,15 @@ def window_step(
     """One window's measures from the kernels (sorted by start; at least those starting in
     the window) and their launch times (None: the trace links no launches)."""
     w = ctx.windows[number]
+    blocking = ctx.host.blocking_time
     gaps = (
-        idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launch_at)
+        idle_gaps(kernel_starts, kernel_ends, w.start, w.end, launch_at, blocking)
         if launch_at is not None
         else None
     )
     first = first_start(kernel_starts, w.start, w.end)
     host = ctx.host.measures(w.start, w.end, first or w.end)
+    idle = _blocked_idle(ctx, kernel_starts, kernel_ends, w, gaps, host.blocking_us)
     return TraceStep(
         number=number,
         duration_us=w.end - w.start,
@@ -293,7 +309,42 @@ def window_step(
         comm_exposed_by_kind_us=exposed_by_kind(ctx.collectives, ctx.computing, w.start, w.end)
         if ctx.exposure
         else None,
+        blocking_us=host.blocking_us if ctx.reads_blocking else None,
+        blocking_calls=host.blocking_calls,
+        blocking_idle_us=idle[0] if idle else None,
+        device_idle_us=idle[1] if idle else None,
     )
+
+
+def _blocked_idle(
+    ctx: StepContext,
+    starts: Sequence[float],
+    ends: Sequence[float],
+    w: StepWindow,
+    gaps: Gaps | None,
+    blocking_us: float,
+) -> tuple[float, float] | None:
+    """The device's idle time while the host was blocked, and its idle time in the window
+    (None: the format records no blocking calls). With launches linked, the blocked part of
+    late launches' gaps; without, no gap is the host's: the blocked time the device idled."""
+    if not ctx.reads_blocking:
+        return None
+    busy = _busy(starts, ends, w)
+    idle = (w.end - w.start) - clipped_sum(busy, w.start, w.end)
+    if gaps is not None:
+        return gaps.blocked, idle
+    held = blocking_us - overlap_sum(ctx.host.blocking_time, busy, w.start, w.end)
+    return max(0.0, held), idle
+
+
+def _busy(starts: Sequence[float], ends: Sequence[float], w: StepWindow) -> Intervals:
+    """The device's busy time around the window: its kernels merged (sorted by start)."""
+    i = max(0, bisect_left(starts, w.start) - 1)
+    # a kernel started before the window may run into it: step back over those
+    while i > 0 and ends[i - 1] > w.start:
+        i -= 1
+    j = bisect_left(starts, w.end)
+    return merged_intervals(starts[i:j], ends[i:j])
 
 
 def trace_data(
