@@ -68,8 +68,14 @@ def test_host_bound_launch_gaps(make_profile):
     written, facts = make_profile("host-bound")
     t = steady(written)[0]
     assert t.launch_gap > 0
-    assert facts.value("host.launch_gap_ms_per_step") == pytest.approx(t.launch_gap / MS)
-    assert facts.value("host.dispatch_bound_ratio") == pytest.approx(t.launch_gap / t.total)
+    # the late launches' gaps, once: dispatch, or the host inside a synchronisation (the
+    # scenario's one 1 us aclrtSynchronizeStream per step falls in a gap)
+    late = facts.value("host.launch_gap_ms_per_step") + facts.value("attrib.idle_blocked_ms")
+    assert late == pytest.approx(t.launch_gap / MS)
+    assert facts.value("attrib.idle_blocked_ms") == pytest.approx(0.001)
+    assert facts.value("host.dispatch_bound_ratio") == pytest.approx(
+        (t.launch_gap - 1000) / t.total
+    )
     assert facts.value("step.free_ratio") == pytest.approx(t.free / t.total)
     assert facts.value("step.free_ratio") > 0.3
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.steady import PerStep
 from advisor.facts.wording import exposed_collectives
 from advisor.parsers.profile_data import RankProfile, StepRow
 from advisor.parsers.traces.steps import TraceStep
@@ -41,10 +42,6 @@ ATTRIB_FACTS = (
     BY_STEP,
 )
 _Pair = tuple[StepRow, TraceStep]
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) / 1000.0 if values else 0.0
 
 
 def _split(row: StepRow, step: TraceStep) -> dict[str, float]:
@@ -136,11 +133,15 @@ def _pairs(rank: RankProfile, rows: list[StepRow]) -> tuple[list[_Pair], str]:
 
 def _coarse(rows: list[StepRow], source: str, why: str, out: Recorder) -> None:
     """The step model's parts alone: idle and preparation time stay whole."""
-    out.add("attrib.compute_ms", _mean([r.computing for r in rows]), f"{source}:Computing")
+    per = PerStep.of([r.total for r in rows])
+    out.add(
+        "attrib.compute_ms", per.ms(sum(r.computing for r in rows)), f"{source}:Computing", per.note
+    )
     out.add(
         "attrib.comm_exposed_ms",
-        _mean([r.comm_not_overlapped for r in rows]),
+        per.ms(sum(r.comm_not_overlapped for r in rows)),
         f"{source}:Communication(Not Overlapped)",
+        per.note,
     )
     _by_step(
         rows,
@@ -178,10 +179,11 @@ def _fine(
 ) -> None:
     """Every part, idle and preparation split by the trace, and the per-step bars."""
     parts = [_split(r, s) for r, s in pairs]
-    note = f"mean over {len(pairs)} steady step(s); the parts add up to attrib.step_ms"
+    per = PerStep.of([r.total for r, _ in pairs])
+    note = f"{per.note}; the parts add up to attrib.step_ms"
     where = _where(source, name)
     for fact_id in PARTS:
-        out.add(fact_id, _mean([p[fact_id] for p in parts]), where[fact_id], note)
+        out.add(fact_id, per.ms(sum(p[fact_id] for p in parts)), where[fact_id], note)
     _by_step(
         [r for r, _ in pairs],
         [_fine_parts(p, s) for p, (_, s) in zip(parts, pairs, strict=True)],
@@ -190,23 +192,22 @@ def _fine(
         "model's exposed time (kinds can overlap each other)",
         out,
     )
-    step_us = sum(r.total for r, _ in pairs) / len(pairs)
-    loading = _mean([p["attrib.preparing_dataloader_ms"] for p in parts]) * 1000.0
-    preparing = _mean([r.preparing or 0.0 for r, _ in pairs]) * 1000.0
+    loading = sum(p["attrib.preparing_dataloader_ms"] for p in parts)
+    preparing = sum(r.preparing or 0.0 for r, _ in pairs)
     out.add(
         "attrib.preparing_not_loading_ratio",
-        (preparing - loading) / step_us if step_us > 0 else 0.0,
+        (preparing - loading) / per.total_us if per.total_us > 0 else 0.0,
         f"{source}:Preparing, less data loading",
         "preparation before the first device task that is not data loading / step time: "
         "allocator calls, synchronisation, Python work",
     )
-    _by_kind(pairs, name, note.split(";")[0], wording, out)
+    _by_kind(pairs, name, per, wording, out)
 
 
 def _by_kind(
-    pairs: list[_Pair], name: str, over: str, wording: tuple[str, str], out: Recorder
+    pairs: list[_Pair], name: str, per: PerStep, wording: tuple[str, str], out: Recorder
 ) -> None:
-    """Exposed communication per collective kind, averaged over the steady steps."""
+    """Exposed communication per collective kind, per step as every part."""
     kinds = [s.comm_exposed_by_kind_us for _, s in pairs]
     if not all(k is not None for k in kinds):
         out.miss(
@@ -214,16 +215,16 @@ def _by_kind(
             f"{name} {wording[1]}",
         )
         return
-    merged: dict[str, float] = {}
+    summed: dict[str, float] = {}
     for k in kinds:
         for kind, us in (k or {}).items():
-            merged[kind] = merged.get(kind, 0.0) + us / len(kinds) / 1000.0
+            summed[kind] = summed.get(kind, 0.0) + us
     out.add(
         "attrib.comm_exposed_by_kind_ms",
-        {kind: round(ms, 3) for kind, ms in sorted(merged.items())},
+        {kind: round(per.ms(us), 3) for kind, us in sorted(summed.items())},
         f"{name}:{wording[0]}",
         "per kind, the collective's time that no compute overlaps (kinds can overlap each "
-        f"other); {over}",
+        f"other); {per.note}",
     )
 
 
@@ -233,18 +234,19 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in ATTRIB_FACTS:
             out.miss(fact_id, "no steady steps to attribute")
         return
+    per = PerStep.of([r.total for r in rows])
     out.add(
         "attrib.step_ms",
-        _mean([r.total for r in rows]),
+        per.median_us / 1000.0,
         source,
-        f"mean over {len(rows)} steady step(s)",
+        f"median of {len(rows)} steady step(s): step.time_ms, which the parts add up to",
     )
     if all(r.memory is not None for r in rows):
         out.add(
             MEMORY_PART,
-            _mean([r.memory or 0.0 for r in rows]),
+            per.ms(sum(r.memory or 0.0 for r in rows)),
             f"{source}:Memory",
-            f"memcpy/memset outside compute and communication; mean over {len(rows)} steady step(s)",
+            f"memcpy/memset outside compute and communication; {per.note}",
         )
     pairs, why = _pairs(rank, rows)
     if why:

@@ -7,7 +7,7 @@ from statistics import median
 
 from advisor.facts.base import Recorder, select_steady
 from advisor.facts.contract import Deriver, RankInputs, Scope
-from advisor.facts.steady import open_last_ratio
+from advisor.facts.steady import PerStep, open_last_ratio
 from advisor.facts.wording import step_windows
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces.steps import TraceData, TraceStep
@@ -37,7 +37,7 @@ def _missing_reason(rank: RankProfile) -> str:
 
 
 def _launch_gaps(
-    rank: RankProfile, trace: TraceData, steps: list[TraceStep], note: str, out: Recorder
+    rank: RankProfile, trace: TraceData, steps: list[TraceStep], per: PerStep, out: Recorder
 ) -> None:
     """How long the device waited for the host to launch its next kernel."""
     if trace.flow_category is None or not trace.has_device_lane:
@@ -49,17 +49,16 @@ def _launch_gaps(
         for fact_id in ("host.launch_gap_ms_per_step", "host.dispatch_bound_ratio"):
             out.miss(fact_id, f"{TRACE} has {what} to link launches to kernels")
         return
-    gaps = [s.launch_gap_us or 0.0 for s in steps]
+    gaps = sum(s.launch_gap_us or 0.0 for s in steps)
     lanes = "kernels" if rank.origin else "Ascend Hardware"
     source = f"{rank.origin or TRACE}:{lanes}+{trace.flow_category} flows"
-    out.add("host.launch_gap_ms_per_step", median(gaps) / 1000.0, source, "median over " + note)
-    total = sum(s.duration_us for s in steps)
-    if total > 0:
+    out.add("host.launch_gap_ms_per_step", per.ms(gaps), source, per.note)
+    if per.total_us > 0:
         out.add(
             "host.dispatch_bound_ratio",
-            sum(gaps) / total,
+            gaps / per.total_us,
             source,
-            "sum of gaps / sum of step time over " + note,
+            f"sum of gaps / sum of step time over the {per.steps} steady step(s)",
         )
 
 
@@ -74,21 +73,20 @@ def _runtime_calls(rank: RankProfile, steps: list[TraceStep], note: str, out: Re
         out.add(fact_id, median(calls), cann, "median over " + note)
 
 
-def _loader(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorder) -> None:
-    loader = [s.dataloader_us for s in steps]
+def _loader(rank: RankProfile, steps: list[TraceStep], per: PerStep, out: Recorder) -> None:
+    loader = sum(s.dataloader_us for s in steps)
     python = f"{rank.origin or TRACE}:Python DataLoader __next__"
-    out.add("data.loader_ms_per_step", median(loader) / 1000.0, python, "median over " + note)
-    total = sum(s.duration_us for s in steps)
-    if total > 0:
+    out.add("data.loader_ms_per_step", per.ms(loader), python, per.note)
+    if per.total_us > 0:
         out.add(
             "data.loader_ratio",
-            sum(loader) / total,
+            loader / per.total_us,
             python,
-            "sum of loader time / sum of step time over " + note,
+            f"sum of loader time / sum of step time over the {per.steps} steady step(s)",
         )
 
 
-def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorder) -> None:
+def _blocking(rank: RankProfile, steps: list[TraceStep], per: PerStep, out: Recorder) -> None:
     """Host time inside calls that wait for the device, and which calls they are."""
     if any(s.blocking_us is None for s in steps):
         for fact_id in BLOCKING_FACTS:
@@ -98,15 +96,16 @@ def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorde
             )
         return
     source = f"{rank.origin or TRACE}:runtime sync/copy calls+aten::item, copy kinds"
-    blocked = [s.blocking_us or 0.0 for s in steps]
-    out.add("host.blocking_ms_per_step", median(blocked) / 1000.0, source, "median over " + note)
-    total = sum(s.duration_us for s in steps)
+    blocked = sum(s.blocking_us or 0.0 for s in steps)
+    over = f"the {per.steps} steady step(s)"
+    out.add("host.blocking_ms_per_step", per.ms(blocked), source, per.note)
+    total = per.total_us
     if total > 0:
         out.add(
             "host.blocking_ratio",
-            sum(blocked) / total,
+            blocked / total,
             source,
-            "sum of blocked host time (calls merged) / sum of step time over " + note,
+            f"sum of blocked host time (calls merged) / sum of step time over {over}",
         )
     blocked_idle = sum(s.blocking_idle_us or 0.0 for s in steps)
     if total > 0:
@@ -114,7 +113,7 @@ def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorde
             "host.blocking_idle_ratio",
             blocked_idle / total,
             f"{source}+device operations",
-            "device idle time while the host was blocked / step time over " + note,
+            f"device idle time while the host was blocked / step time over {over}",
         )
     idle = sum(s.device_idle_us or 0.0 for s in steps)
     if idle > 0:
@@ -122,12 +121,12 @@ def _blocking(rank: RankProfile, steps: list[TraceStep], note: str, out: Recorde
             "host.blocking_idle_share",
             blocked_idle / idle,
             f"{source}+device operations",
-            "device idle time while the host was blocked / device idle time over " + note,
+            f"device idle time while the host was blocked / device idle time over {over}",
         )
-    out.add("host.blocking_calls", blocking_table(steps), source, "by total time over " + note)
+    out.add("host.blocking_calls", blocking_table(steps, per), source, f"by total time; {per.note}")
 
 
-def blocking_table(steps: list[TraceStep]) -> list[dict[str, object]]:
+def blocking_table(steps: list[TraceStep], per: PerStep) -> list[dict[str, object]]:
     """The blocking calls by (call, memory kind, range), the longest first, per step."""
     totals: dict[tuple[str, str, str], list[float]] = {}
     sizes: dict[tuple[str, str, str], int] = {}
@@ -147,7 +146,7 @@ def blocking_table(steps: list[TraceStep]) -> list[dict[str, object]]:
             "memory": memory or None,
             "bytes": sizes.get((call, memory, where)),
             "range": where or None,
-            "ms_per_step": round(total / n / 1000.0, 3),
+            "ms_per_step": round(per.ms(total), 3),
             "calls_per_step": round(count / n, 2),
         }
         for (call, memory, where), (total, count) in rows
@@ -161,24 +160,38 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in (*TRACE_FACTS, *BLOCKING_FACTS):
             out.miss(fact_id, _missing_reason(rank))
         return
-    steady = select_steady(
+    steps, per, note = _steady_steps(given, trace)
+    _launch_gaps(rank, trace, steps, per, out)
+    _runtime_calls(rank, steps, note, out)
+    _loader(rank, steps, per, out)
+    _blocking(rank, steps, per, out)
+
+
+def _steady_steps(given: RankInputs, trace: TraceData) -> tuple[list[TraceStep], PerStep, str]:
+    """The trace's steps the step model keeps as steady, with the step model's times (one
+    window and one statistic for every per-step fact); the trace's own steady steps when the
+    step model's numbers are not the trace's."""
+    rank = given.profile
+    rows, steady, _ = given.steady
+    by_number = {s.number: s for s in trace.steps}
+    if rows and all(r.step in by_number for r in rows):
+        steps = [by_number[r.step] for r in rows if r.step is not None]
+        return steps, PerStep.of([r.total for r in rows]), f"{step_windows(rank)}, {steady.note}"
+    own = select_steady(
         [s.number for s in trace.steps],
         [s.duration_us for s in trace.steps],
         given.thresholds.partial_step_ratio,
         open_last_ratio(rank, given.thresholds),
     )
-    steps = [trace.steps[i] for i in steady.kept]
-    note = f"{step_windows(rank)}, {steady.note}"
-    _launch_gaps(rank, trace, steps, note, out)
-    _runtime_calls(rank, steps, note, out)
-    _loader(rank, steps, note, out)
-    _blocking(rank, steps, note, out)
+    steps = [trace.steps[i] for i in own.kept]
+    per = PerStep.of([s.duration_us for s in steps])
+    return steps, per, f"{step_windows(rank)}, {own.note} (the trace's own step windows)"
 
 
 DERIVER = Deriver[RankInputs](
     name="host",
     scope=Scope.RANK,
-    inputs=frozenset({"profile", "thresholds"}),
+    inputs=frozenset({"profile", "thresholds", "steady"}),
     reads=frozenset(),
     writes=frozenset((*TRACE_FACTS, *BLOCKING_FACTS)),
     derive=derive,

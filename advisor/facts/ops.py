@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.facts.base import Recorder, SteadySteps, ratio
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.steady import PerStep
 from advisor.inputs.thresholds import reader_thresholds
 from advisor.parsers.profile_data import KernelGroup, RankProfile
 
@@ -18,8 +19,8 @@ SHARE_FACTS = {
     "ops.matmul_share": "matmul",
     "ops.moe_gemm_share": "moe_gemm",
 }
+DEVICE_COMPUTE = "ops.device_compute_ms_per_step"
 ALL_OPS_FACTS = (
-    "ops.device_compute_ms_per_step",
     "ops.kernels_per_step",
     "ops.top",
     "ops.attention_share",
@@ -102,7 +103,31 @@ def _top(
     return top
 
 
+def _device_compute(given: RankInputs, out: Recorder) -> None:
+    """Device compute time per step, defined once: the time a compute kernel runs in the
+    step's window (streams overlapping counted once; Ascend: step_trace_time.csv's Computing,
+    msprof-analyze's figure), with the per-step statistic of every time fact. It equals
+    attrib.compute_ms; the kernel tables below sum kernel durations by the launching step."""
+    rows, _, source = given.steady
+    if not rows:
+        out.miss(
+            DEVICE_COMPUTE,
+            "no step model (step_trace_time.csv, ProfilerStep windows or Overlap Analysis "
+            "lanes): device compute time is measured in the step windows",
+        )
+        return
+    per = PerStep.of([r.total for r in rows])
+    out.add(
+        DEVICE_COMPUTE,
+        per.ms(sum(r.computing for r in rows)),
+        f"{source}:Computing",
+        f"compute kernels' busy time in the step windows, streams overlapping once (= "
+        f"attrib.compute_ms); {per.note}",
+    )
+
+
 def derive(given: RankInputs, out: Recorder) -> None:
+    _device_compute(given, out)
     taxonomy = given.taxonomy
     sel = select_kernels(given.profile, given.steady.steps)
     if sel is None:
@@ -137,9 +162,6 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in ALL_OPS_FACTS:
             out.miss(fact_id, f"{src} has no compute kernels in the steady steps")
         return
-    out.add(
-        "ops.device_compute_ms_per_step", compute_us / 1000.0 / steps, f"{src}:Duration(us)", note
-    )
     out.add("ops.kernels_per_step", kernel_count / steps, f"{src}:Type", note)
     out.add(
         "ops.top", _top(by_type, compute_us, steps), f"{src}:Type", f"top {TOP_N} types; {note}"
@@ -209,6 +231,6 @@ DERIVER = Deriver[RankInputs](
     scope=Scope.RANK,
     inputs=frozenset({"profile", "taxonomy", "steady"}),
     reads=frozenset(),
-    writes=frozenset(ALL_OPS_FACTS),
+    writes=frozenset({*ALL_OPS_FACTS, DEVICE_COMPUTE}),
     derive=derive,
 )

@@ -1,9 +1,12 @@
 """The steady step rows of a rank: the step model (step_trace_time.csv, a PyTorch trace's
 ProfilerStep windows, or else the Overlap Analysis lanes of trace_view.json) less the warm-up
-step and a last step cut short. Every per-step fact of a rank is measured over these rows."""
+step and a last step cut short. Every per-step fact of a rank is measured over these rows, with
+one statistic (`PerStep`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from statistics import median
 from typing import NamedTuple
 
 from advisor.facts.base import SteadySteps, select_steady
@@ -25,6 +28,36 @@ class SteadyRows(NamedTuple):
     rows: list[StepRow]
     steps: SteadySteps
     source: str
+
+
+@dataclass(frozen=True)
+class PerStep:
+    """The one statistic of every per-step time of a rank: the median steady step
+    (step.time_ms) times the part's share of the steady steps' time (sum of the part / sum of
+    step time, as the step.*_ratio facts). Parts measured so add up to step.time_ms as the
+    shares add up to 1; one steady step gives its own figures exactly."""
+
+    median_us: float
+    total_us: float
+    steps: int
+
+    @classmethod
+    def of(cls, totals: list[float]) -> PerStep:
+        return cls(median(totals) if totals else 0.0, sum(totals), len(totals))
+
+    def ms(self, part_us: float) -> float:
+        """A part summed over the steady steps (us), as milliseconds of the median step."""
+        if self.total_us <= 0:
+            return 0.0
+        # median / total is exactly 1.0 for one step: its own value, bit for bit
+        return part_us * (self.median_us / self.total_us) / 1000.0
+
+    @property
+    def note(self) -> str:
+        return (
+            f"the median steady step x the part's share of the {self.steps} steady step(s)' "
+            "time (sum of the part / sum of step time)"
+        )
 
 
 def rows_from_lanes(overlap_us: dict[str, float], number: int, duration_us: float) -> StepRow:
