@@ -28,6 +28,7 @@ BLOCKING_FACTS = (
     "host.blocking_idle_share",
     "host.blocking_idle_ratio",
     "host.blocking_calls",
+    "host.blocking_top",
 )
 
 
@@ -123,7 +124,22 @@ def _blocking(rank: RankProfile, steps: list[TraceStep], per: PerStep, out: Reco
             f"{source}+device operations",
             f"device idle time while the host was blocked / device idle time over {over}",
         )
-    out.add("host.blocking_calls", blocking_table(steps, per), source, f"by total time; {per.note}")
+    table = blocking_table(steps, per)
+    out.add("host.blocking_calls", table, source, f"by total time; {per.note}")
+    out.add("host.blocking_top", _top_call(table), source, "the longest of host.blocking_calls")
+
+
+def _top_call(table: list[dict[str, object]]) -> str:
+    """The longest blocking call in words: what, which memory, where, how long."""
+    if not table:
+        return "none"
+    top = table[0]
+    what = str(top["call"])
+    if top["memory"]:
+        size = f", {top['bytes']} bytes" if top["bytes"] is not None else ""
+        what += f" ({top['memory']}{size})"
+    where = f" in {top['range']}" if top["range"] else ""
+    return f"{what}{where}, {top['ms_per_step']} ms per step"
 
 
 def blocking_table(steps: list[TraceStep], per: PerStep) -> list[dict[str, object]]:
