@@ -65,6 +65,7 @@ def test_parts_that_do_not_add_up_are_flagged():
         "attrib.compute_ms": 5.0,
         "attrib.comm_exposed_ms": 1.0,
         "attrib.idle_host_ms": 0.0,
+        "attrib.idle_blocked_ms": 0.0,
         "attrib.idle_dependency_ms": 0.0,
         "attrib.idle_unattributed_ms": 0.0,
         "attrib.preparing_dataloader_ms": 0.0,

@@ -17,6 +17,7 @@ PARTS: dict[str, tuple[str, str]] = {
     "comm_exposed": ("exposed communication", "#f28e2b"),
     "memory": ("memory copies", "#9c755f"),
     "idle_host": ("idle: host launched late", "#79706e"),
+    "idle_blocked": ("idle: host blocked in a wait", "#5a4e4c"),
     "idle_dependency": ("idle: waiting on a dependency", "#b07aa1"),
     "idle_unattributed": ("idle: unexplained", "#bab0ac"),
     "idle": ("idle (not split)", "#bab0ac"),
