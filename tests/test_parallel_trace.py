@@ -171,7 +171,15 @@ def test_rows_written_before_their_process_was_named_are_not_read_back(tmp_path:
 
 
 @pytest.mark.parametrize(
-    "preset", ["host-bound", "comm-bound", "healthy", "slow-dataloader", "fragmentation"]
+    "preset",
+    [
+        "host-bound",
+        "comm-bound",
+        "healthy",
+        "slow-dataloader",
+        "fragmentation",
+        "ascend-blocking-sync",
+    ],
 )
 @pytest.mark.parametrize("group_rows", [1, 40, 10_000])
 def test_windows_measured_in_groups_equal_the_whole_trace(
