@@ -104,3 +104,22 @@ def test_torch_npu_exports_name_the_hosts_waits(export: str):
     assert facts.value("host.blocking_ratio", "rank:0") > 0.5
     assert facts.value("host.blocking_idle_ratio", "rank:0") < 0.01
     assert facts.value("host.blocking_idle_ratio") < 0.05  # the job's, below the symptom's fine
+
+
+@pytest.mark.parametrize(
+    ("name", "is_range"),
+    [
+        ("## log_loss ##", True),
+        ("DistributedDataParallel.forward", True),
+        ("Optimizer.step#Adam.step", True),
+        ("aclnnInplaceCopy", False),
+        ("ReluBackward0", False),
+        ("empty_tensor", False),
+        ("aten::item", False),
+    ],
+)
+def test_torch_npu_host_ranges_are_told_from_operators(name: str, is_range: bool):
+    # torch_npu files record_function labels and operators alike as cpu_op
+    from advisor.inputs.taxonomy import default_taxonomy
+
+    assert bool(default_taxonomy().user_ranges.fullmatch(name)) is is_range

@@ -34,6 +34,7 @@ class Taxonomy:
     blocking_copies: re.Pattern[str]
     blocking_ops: re.Pattern[str]
     blocking_calls: re.Pattern[str]
+    user_ranges: re.Pattern[str]
     comm_kinds: dict[str, re.Pattern[str]]
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
@@ -90,6 +91,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         blocking_copies=_alternation(host.get("blocking_copies", [])),
         blocking_ops=_alternation(host.get("blocking_ops", [])),
         blocking_calls=_alternation(host.get("blocking_calls", [])),
+        user_ranges=_alternation(host.get("user_ranges", [])),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),

@@ -170,14 +170,15 @@ def write_trace(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
                 )
                 w.x(c.name, PID_HCCL, 0, c.start, c.dur)
             for start, end in plan.blocking:
-                # where in the code: a record_function range around the read
+                # where in the code: a record_function range around the read (torch_npu files
+                # it as cpu_op, like every host range)
                 w.x(
                     "## log_loss ##",
                     PID_PYTHON,
                     PID_PYTHON,
                     start - 2000,
                     end - start + 4000,
-                    "user_annotation",
+                    "cpu_op",
                 )
                 w.x("aten::item", PID_PYTHON, PID_PYTHON, start, end - start, "cpu_op")
                 w.x("AscendCL@aclrtMemcpy", PID_CANN, PID_PYTHON, start + 1000, end - start - 2000)

@@ -176,11 +176,13 @@ class Accumulator:
                         or "dataset" in name
                     ):
                         self._host_event(e, name)
-                    elif e.cat == "user_annotation" or "item" in name or "_scalar" in name:
+                    elif "item" in name or "_scalar" in name or e.cat == "user_annotation":
                         start = self.ts(e.ts)
                         self.blocking.annotation(
                             e.cat, name, start, start + _dur(e.dur), self.taxonomy.blocking_ops
                         )
+                    elif e.cat == "cpu_op" and ("#" in name or " " in name or "." in name):
+                        self._user_range(e, name)
                 elif name.startswith("AscendCL@"):
                     self._runtime_call(e, name)
                 else:
@@ -208,6 +210,13 @@ class Accumulator:
             start = self.ts(e.ts)
             self.loader_start.append(start)
             self.loader_end.append(start + _dur(e.dur))
+
+    def _user_range(self, e: TraceEvent, name: str) -> None:
+        """A host range named by the user or a module (torch_npu files them as cpu_op): where
+        a blocking call sits."""
+        if self.taxonomy.user_ranges.fullmatch(name):
+            start = self.ts(e.ts)
+            self.blocking.ranges.append((start, start + _dur(e.dur), name))
 
     def _runtime_call(self, e: TraceEvent, name: str) -> None:
         """An AscendCL call: synchronisations, allocations and frees are kept."""
