@@ -169,20 +169,7 @@ class Accumulator:
             if ph == "X":
                 name = e.name
                 if e.cat:
-                    # host-side events: most are operators, which no measure reads
-                    if (
-                        name.startswith("ProfilerStep#")
-                        or "DataLoader" in name
-                        or "dataset" in name
-                    ):
-                        self._host_event(e, name)
-                    elif "item" in name or "_scalar" in name or e.cat == "user_annotation":
-                        start = self.ts(e.ts)
-                        self.blocking.annotation(
-                            e.cat, name, start, start + _dur(e.dur), self.taxonomy.blocking_ops
-                        )
-                    elif e.cat == "cpu_op" and ("#" in name or " " in name or "." in name):
-                        self._user_range(e, name)
+                    self._host_side(e, name)
                 elif name.startswith("AscendCL@"):
                     self._runtime_call(e, name)
                 else:
@@ -196,6 +183,20 @@ class Accumulator:
                 self.process_names[e.pid] = str(args.get("name", ""))
                 self._drop_unused(e.pid)
         del self.scratch_starts[:], self.scratch_ends[:]
+
+    def _host_side(self, e: TraceEvent, name: str) -> None:
+        """A host-side event: most are operators, which no measure reads (cheap substring
+        tests first); step markers, data loading, value reads and the ranges around them are
+        kept."""
+        if name.startswith("ProfilerStep#") or "DataLoader" in name or "dataset" in name:
+            self._host_event(e, name)
+        elif "item" in name or "_scalar" in name or e.cat == "user_annotation":
+            start = self.ts(e.ts)
+            self.blocking.annotation(
+                e.cat, name, start, start + _dur(e.dur), self.taxonomy.blocking_ops
+            )
+        elif e.cat == "cpu_op" and ("#" in name or " " in name or "." in name):
+            self._user_range(e, name)
 
     def _host_event(self, e: TraceEvent, name: str) -> None:
         """A host-side event: only step markers and data loading are needed."""
