@@ -171,8 +171,10 @@ def test_a_910b4_has_32_gb_and_no_public_peak(tmp_path: Path):
     assert peak_tflops("910B4")[0] is None
     result = runner.invoke(
         app,
-        ["estimate", "--model-config", str(MODELS / "qwen3-8b.json"), "--world", "8"]
-        + ["--step-ms", "5000", "--device", "910B4"],
+        [
+            *("estimate", "--model-config", str(MODELS / "qwen3-8b.json"), "--world", "8"),
+            *("--step-ms", "5000", "--device", "910B4"),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "no MFU" in result.output and "--peak-tflops" in result.output

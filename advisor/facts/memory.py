@@ -66,18 +66,22 @@ def _split(given: RankInputs, out: Recorder) -> None:
             out.miss(fact_id, f"{MEMORY} has too few allocated samples for a curve")
     else:
         floor = mem.allocated_floor_mb
-        out.add(
-            "memory.static_bytes",
-            int(floor * MIB),
-            f"{source}:Total Allocated(MB)",
-            f"lowest allocated of the {mem.samples} samples: held through every step",
+        steps = _steps(mem.window_steps) if mem.window_steps else ""
+        held = (
+            f"lowest allocated within {steps} (read step by step: samples outside the "
+            "steady steps left out)"
+            if mem.step_rise_mb is not None
+            else f"lowest allocated of the {mem.samples} samples (no step windows: the whole "
+            "profile, start-up included)"
         )
-        out.add(
-            "memory.dynamic_bytes",
-            int((mem.allocated_peak_mb - floor) * MIB),
-            f"{source}:Total Allocated(MB)",
-            "allocated peak above that floor: raised and freed within a step",
-        )
+        out.add("memory.static_bytes", int(floor * MIB), f"{source}:Total Allocated(MB)", held)
+        if mem.step_rise_mb is not None:
+            rise = mem.step_rise_mb
+            raised = f"largest rise within one step above that step's own low ({steps})"
+        else:
+            rise = mem.allocated_peak_mb - floor
+            raised = "allocated peak above that floor: raised and freed within a step"
+        out.add("memory.dynamic_bytes", int(rise * MIB), f"{source}:Total Allocated(MB)", raised)
     holders_from = rank.sources.get("operator_memory.csv", "operator_memory.csv")
     if mem.holders:
         out.add(
@@ -91,6 +95,15 @@ def _split(given: RankInputs, out: Recorder) -> None:
     else:
         reason = rank.absent.get("operator_memory.csv", "not in the profile")
         out.miss("memory.peak_holders", f"operator_memory.csv {reason}")
+
+
+def _steps(numbers: tuple[int, ...]) -> str:
+    """'step 13', 'steps 2-4', 'steps 2, 5'."""
+    if len(numbers) == 1:
+        return f"step {numbers[0]}"
+    if list(numbers) == list(range(numbers[0], numbers[0] + len(numbers))):
+        return f"steps {numbers[0]}-{numbers[-1]}"
+    return "steps " + ", ".join(map(str, numbers))
 
 
 DERIVER = Deriver[RankInputs](

@@ -80,6 +80,9 @@ class KernelTable:
     details: list[OpDetail] | None = None
     # the source records each kernel's OP State (static / dynamic)
     has_op_state: bool = False
+    # (step, first kernel start, last kernel end) in the profiler's clock (us), in time order;
+    # read only when the profile recorded memory (the windows its curve is read in)
+    step_spans: tuple[tuple[int, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,11 @@ class MemorySummary:
     # the lowest allocated of the window: what stays resident through every step (parameters,
     # optimizer states); the peak above it is what a step raises and frees (seed 003's curve)
     allocated_floor_mb: float | None = None
+    # read per step window (the steady steps, the first dropped as warm-up): the lowest
+    # allocated of any step, the largest rise within one step, and the steps it was read over;
+    # None when the profile gives no step windows (then the floor is the whole profile's)
+    step_rise_mb: float | None = None
+    window_steps: tuple[int, ...] = ()
     # when the allocated peak was sampled (us, the profiler's clock), when the file says
     peak_time_us: float | None = None
     # operator name -> MiB it holds live at the allocated peak (operator_memory.csv / OP_MEMORY),

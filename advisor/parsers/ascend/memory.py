@@ -4,14 +4,14 @@ operator_memory.csv (which operator holds which block from allocation to release
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.csvio import CsvTable, clean
-from advisor.parsers.memory_summary import Block, Sample, summarise, with_holders
+from advisor.parsers.memory_summary import Block, Sample, Window, summarise, with_holders
 from advisor.parsers.profile_data import MemorySummary
 
 KIB_PER_MIB = 1024.0
@@ -25,11 +25,14 @@ class FileReader(Protocol):
 
 
 def read_memory(
-    out: Callable[[str], Path], read: FileReader, bad: BadValues
+    out: Callable[[str], Path], read: FileReader, bad: BadValues, windows: Sequence[Window] = ()
 ) -> MemorySummary | None:
-    """The allocator's samples and, when recorded, the operators holding memory at its peak."""
+    """The allocator's samples (read per step window when `windows` are given) and, when
+    recorded, the operators holding memory at its peak."""
     summary = read(
-        out("memory_record.csv"), "memory_record.csv", lambda p: read_memory_record(p, bad)
+        out("memory_record.csv"),
+        "memory_record.csv",
+        lambda p: read_memory_record(p, bad, windows),
     )
     if summary is None or not out("operator_memory.csv").is_file():
         return summary
@@ -64,7 +67,9 @@ def read_operator_memory(path: Path, bad: BadValues | None = None) -> list[Block
     return blocks
 
 
-def read_memory_record(path: Path, bad: BadValues | None = None) -> MemorySummary:
+def read_memory_record(
+    path: Path, bad: BadValues | None = None, windows: Sequence[Window] = ()
+) -> MemorySummary:
     bad = bad or BadValues()
     table = CsvTable(path)
     comp_i, alloc_i, res_i = table.require("Component", "Total Allocated(MB)", "Total Reserved(MB)")
@@ -77,7 +82,7 @@ def read_memory_record(path: Path, bad: BadValues | None = None) -> MemorySummar
             continue
         at = _time(row[time_i]) if time_i is not None else None
         by_component.setdefault(clean(row[comp_i]), []).append((at, allocated, reserved))
-    summary = summarise(by_component)
+    summary = summarise(by_component, windows)
     if summary is None:
         raise InputError(str(path), "no memory samples")
     return summary

@@ -241,13 +241,16 @@ def _read_text_rank(
     rank.kernels = reader.read(
         out("kernel_details.csv"),
         "kernel_details.csv",
-        lambda p: read_kernels(p, reader_thresholds(), bad),
+        lambda p: read_kernels(
+            p, reader_thresholds(), bad, spans=out("memory_record.csv").is_file()
+        ),
     )
     rank.op_stats = reader.read(
         out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)
     )
     _read_comm(rank, reader, out, taxonomy, bad)
-    rank.memory = memory.read_memory(out, reader.read, bad)
+    spans = rank.kernels.step_spans if rank.kernels is not None else ()
+    rank.memory = memory.read_memory(out, reader.read, bad, spans)
     reader.warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
     _read_links(rank, reader, out)

@@ -95,7 +95,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         windows = _step_windows(db, origin)
         kernels = start_kernels(path, strings, origin, windows, reader_thresholds())
         out.sources["kernel_details.csv"] = f"{path.name}:TASK+COMPUTE_TASK_INFO"
-        out.memory = _memory(db, strings)
+        out.memory = _memory(db, strings, [(w.number, w.start, w.end) for w in windows], origin)
         if out.memory is None:
             out.absent["memory_record.csv"] = f"{path.name} has no MEMORY_RECORD rows"
         else:
@@ -247,7 +247,10 @@ def step_of(windows: list[StepWindow], starts: list[float], at: float) -> int | 
     return None
 
 
-def _memory(db: Database, strings: dict[int, str]) -> MemorySummary | None:
+def _memory(
+    db: Database, strings: dict[int, str], windows: list[memory.Window], origin: int
+) -> MemorySummary | None:
+    """MEMORY_RECORD as memory_record.csv's samples, read per step window (STEP_TIME)."""
     if not db.has("MEMORY_RECORD", "component", "totalAllocated", "totalReserved"):
         return None
     by_component: dict[str, list[memory.Sample]] = {}
@@ -261,7 +264,9 @@ def _memory(db: Database, strings: dict[int, str]) -> MemorySummary | None:
         by_component.setdefault(name, []).append(
             (at_us, allocated / _BYTES_PER_MB, reserved / _BYTES_PER_MB)
         )
-    summary = memory.summarise(by_component)
+    # the windows are relative to the export's origin (ns); the samples in absolute us
+    shift = origin / _NS_PER_US
+    summary = memory.summarise(by_component, [(n, a + shift, b + shift) for n, a, b in windows])
     if summary is None:
         return None
     return memory.with_holders(summary, _op_memory(db, strings))
