@@ -11,6 +11,8 @@ from advisor.parsers.profile_data import MemorySummary
 
 # the allocator whose peak and fragmentation matter: the PyTorch one (PTA), else what exists
 PREFERRED_COMPONENTS = ("PTA", "PTA+GE", "APP")
+# the whole process on the device: what must fit in the device's memory
+PROCESS_COMPONENT = "APP"
 # operators named at the peak: the few holding the most
 HOLDERS_SHOWN = 5
 
@@ -40,6 +42,7 @@ def summarise(
         samples=len(samples),
         allocated_floor_mb=min(s[1] for s in samples),
         peak_time_us=allocated_peak[0],
+        process_peak_mb=max((s[2] for s in by_component.get(PROCESS_COMPONENT, ())), default=None),
     )
     return per_step(summary, samples, windows)
 

@@ -71,6 +71,7 @@ class DbProfile:
     kernels: KernelTable | None = None
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
+    module_memory: dict[str, float] | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None
     device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
@@ -102,6 +103,11 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
             out.sources["memory_record.csv"] = f"{path.name}:MEMORY_RECORD"
             if out.memory.holders:
                 out.sources["operator_memory.csv"] = f"{path.name}:OP_MEMORY"
+        out.module_memory = _module_memory(db)
+        if out.module_memory is None:
+            out.absent["npu_module_mem.csv"] = f"{path.name} has no NPU_MODULE_MEM rows"
+        else:
+            out.sources["npu_module_mem.csv"] = f"{path.name}:NPU_MODULE_MEM"
         out.trace = read_db_trace(db, path, strings, origin, windows, taxonomy)
         out.sources["trace_view.json"] = path.name
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
@@ -270,6 +276,25 @@ def _memory(
     if summary is None:
         return None
     return memory.with_holders(summary, _op_memory(db, strings))
+
+
+def _module_memory(db: Database) -> dict[str, float] | None:
+    """NPU_MODULE_MEM as npu_module_mem.csv: each module's highest reserved MiB (ENUM_MODULE
+    names the modules)."""
+    if not db.has("NPU_MODULE_MEM", "moduleId", "totalReserved") or not db.has(
+        "ENUM_MODULE", "id", "name"
+    ):
+        return None
+    sql = (
+        "SELECT m.name, MAX(n.totalReserved) FROM NPU_MODULE_MEM n "
+        "JOIN ENUM_MODULE m ON m.id = n.moduleId GROUP BY m.name"
+    )
+    peaks = {
+        str(name): reserved / _BYTES_PER_MB
+        for name, reserved in db.rows("NPU_MODULE_MEM", sql)
+        if isinstance(reserved, int | float) and reserved >= 0
+    }
+    return peaks or None
 
 
 def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:
