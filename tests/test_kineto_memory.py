@@ -94,3 +94,19 @@ def test_a_trace_without_memory_events_says_how_to_record_them(tmp_path: Path) -
     facts = profile_facts(path)
     missing = {m.id: m.reason for m in facts.missing}
     assert "profile_memory=True" in missing["memory.allocated_peak_bytes"]
+
+
+def test_a_real_v100_trace_recorded_with_profile_memory() -> None:
+    """df_index_resolver (HTA's test data): 26,770 device [memory] events on a V100 32 GB,
+    a device without bf16 (Volta): the fp16 -> bf16 remedy is closed there."""
+    real = Path("../shared/real/kineto/df_index_resolver__df_index_resolver.json.gz")
+    if not real.is_file():
+        pytest.skip("../shared/real is not beside the repository")
+    from advisor.app.job import JobOptions, load_job
+
+    facts = load_job(JobOptions(profile=real)).facts
+    assert facts.value("profile.device_bf16") is False
+    assert facts.value("memory.device_bytes") == 32 * GIB
+    assert facts.value("memory.reserved_peak_bytes") == pytest.approx(12190 * 2**20, rel=1e-3)
+    assert 0.3 < facts.value("memory.pressure_ratio") < 0.45
+    assert "steps 3-6" in (facts.get("memory.static_bytes") or ()).note
