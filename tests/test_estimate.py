@@ -161,3 +161,42 @@ def test_the_layout_that_fits_keeps_the_parallel_arithmetic():
     odd = replace(base, world=6, fsdp=2)
     found = fitting_layout(model, odd, 54 * 2**30)
     assert found is None or 6 % found.train.fsdp == 0
+
+
+def test_a_910b4_has_32_gb_and_no_public_peak(tmp_path: Path):
+    from advisor.facts.estimate import device_memory_gib
+
+    assert device_memory_gib("Ascend910B4") == 32
+    assert device_memory_gib("Ascend910B3") == 64
+    assert peak_tflops("910B4")[0] is None
+    result = runner.invoke(
+        app,
+        [
+            *("estimate", "--model-config", str(MODELS / "qwen3-8b.json"), "--world", "8"),
+            *("--step-ms", "5000", "--device", "910B4"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "no MFU" in result.output and "--peak-tflops" in result.output
+    assert "mfu.estimated" not in result.output.split("estimate", 1)[-1]
+
+
+def test_an_mfu_above_100_percent_is_said_to_be_an_input_error():
+    args = ["estimate", "--model-config", str(MODELS / "qwen3-8b.json"), "--world", "8"]
+    fast = runner.invoke(app, [*args, "--step-ms", "1000", "--device", "910B"])
+    assert "above 100%" in fast.output
+    slow = runner.invoke(app, [*args, "--step-ms", "500000", "--device", "910B"])
+    assert "above 100%" not in slow.output
+
+
+def test_the_a3_mfu_of_a_step_is_the_910b_figure_within_15_percent():
+    """A rank on an Atlas A3 is one die: the same step gives the same MFU within 15%."""
+    from advisor.facts.estimate import estimate, load_model_config, training_from_config
+
+    model = load_model_config(MODELS / "qwen3-8b.json")
+    train = training_from_config(None, 8)
+    mfu = {}
+    for device in ("910B", "A3"):
+        peak, source = peak_tflops(device)
+        mfu[device] = estimate(model, train, 9000.0, peak, source).value("mfu.estimated")
+    assert abs(mfu["A3"] / mfu["910B"] - 1) <= 0.15

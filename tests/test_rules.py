@@ -236,7 +236,7 @@ def test_bad_settings_are_errors(tmp_path: Path, text: str, fragment: str):
 def test_rules_list_filters_and_show():
     result = runner.invoke(app, ["rules", "list", "--kind", "bottleneck"])
     assert result.exit_code == 0
-    assert result.output.count("bottleneck.") == 7
+    assert result.output.count("bottleneck.") == 8
     tagged = runner.invoke(app, ["rules", "list", "--tag", "host-dispatch"])
     assert "feature.task-queue-level2" in tagged.output and "bottleneck.memory" not in tagged.output
     shown = runner.invoke(app, ["rules", "show", "feature.task-queue-level2"])

@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from advisor.app.pipeline import side_facts
+from advisor.app.scaling import recorded_run
 from advisor.core.text import read_text
 from advisor.dialects.registry import load_config_values as load_config
 from advisor.engine.compare import Comparison, Verdict, compare, read_warnings
+from advisor.engine.compare_work import Unit
 from advisor.engine.predict import Checked, measure, recorded_prediction
 from advisor.engine.tuning import FailedRun
 from advisor.inputs.ledger import Ledger
 from advisor.inputs.taxonomy import default_taxonomy
-from advisor.model import InputError
+from advisor.model import FactSet, InputError
 
 
 def _configs(
@@ -44,7 +46,7 @@ def _check(last: dict[str, Any], result: Comparison) -> Checked | None:
     return Checked(str(last["feature"]), predicted, measured, recorded)
 
 
-def _record(ledger: Ledger, result: Comparison) -> str | None:
+def _record(ledger: Ledger, result: Comparison, runs: dict[str, Any]) -> str | None:
     last = ledger.last_proposed()
     if last is None:
         return "no suggestion in the ledger to mark"
@@ -66,11 +68,30 @@ def _record(ledger: Ledger, result: Comparison) -> str | None:
         feature,
         bottleneck=last.get("bottleneck"),
         note=result.reason.code.value,
+        runs=runs,
         **measured,
     )
     if event == "reverted":
         return f"{feature} marked reverted: the next suggest undoes it and never proposes it again"
     return f"{feature} marked kept"
+
+
+def _runs(
+    baseline: Side, candidate: Side, base: FactSet, cand: FactSet, result: Comparison
+) -> dict[str, Any]:
+    """Both sides as measured, for `advisor scaling --ledger` (tokens per step where the
+    verdict was judged per token)."""
+    judged = result.judged_on
+    per_token = judged.unit is Unit.token
+    return {
+        name: recorded_run(
+            str(side.path or side.log), facts, side.log, per_step if per_token else None
+        )
+        for name, side, facts, per_step in (
+            ("baseline", baseline, base, judged.baseline_per_step),
+            ("candidate", candidate, cand, judged.candidate_per_step),
+        )
+    }
 
 
 @dataclass(frozen=True)
@@ -96,7 +117,7 @@ def run_compare(
     result = compare(base, cand, default_taxonomy(), base_config, cand_config)
     note = None
     if ledger is not None:
-        note = _record(ledger, result)
+        note = _record(ledger, result, _runs(baseline, candidate, base, cand, result))
         result.warnings.extend(read_warnings(ledger.warnings))  # torn lines read past or set aside
     return result, note
 

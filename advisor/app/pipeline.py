@@ -134,10 +134,13 @@ def side_facts(path: Path | None, log: Path | None) -> FactSet:
 
 
 def with_memory_pressure(facts: FactSet, device: str | None) -> None:
-    """The job's memory pressure and attribution from every memory fact gathered so far."""
+    """The job's memory pressure and attribution from every memory fact gathered so far, and
+    what its device can do (bf16)."""
+    from advisor.facts.device import device_capabilities
     from advisor.facts.pressure import memory_pressure
 
     memory_pressure(facts, device, fact_thresholds())
+    device_capabilities(facts, device)
 
 
 def add_estimates(
@@ -164,4 +167,5 @@ def add_estimates(
         model_config.name,
     )
     facts.facts.extend(extra.facts)
+    facts.warnings.extend(extra.warnings)
     facts.inputs.append(str(model_config))

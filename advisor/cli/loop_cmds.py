@@ -176,17 +176,25 @@ def estimate_cmd(
 
 def scaling_cmd(
     logs: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
             help=f"Training logs of the same job at different device counts ({LOG_KINDS})."
         ),
-    ],
+    ] = None,
     world: Annotated[
         list[int] | None,
         typer.Option(
             "--world",
             help="Devices of each log, in the logs' order (default: world_size of the log's "
             "argument dump).",
+        ),
+    ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            help="Also the runs `compare --ledger` recorded in this ledger, the latest at each "
+            "device count.",
         ),
     ] = None,
     output_format: Annotated[
@@ -201,11 +209,15 @@ def scaling_cmd(
     \b
     Example:
       advisor scaling run8/train.log run32/train.log --world 8 --world 32
+      advisor scaling --ledger .advisor/ledger.jsonl
     """
     from advisor.app.scaling import run_scaling
+    from advisor.model import InputError
     from advisor.render.scaling import scaling_json, scaling_text
 
-    runs = run_scaling(logs, world or [])
+    if not logs and ledger is None:
+        raise InputError("scaling", "give the logs of runs at different device counts, or --ledger")
+    runs = run_scaling(logs or [], world or [], ledger)
     render = scaling_json if output_format is FactsFormat.json else scaling_text
     typer.echo(render(runs), nl=False)
 

@@ -38,6 +38,8 @@ class Combine(StrEnum):
     FIRST = "first"  # identical on every rank (versions, level, environment)
     REPRESENTATIVE = "representative"  # structured values: the rank with the median step time
     JOB = "job"  # only defined for the job (cluster facts)
+    # the rank with the highest memory peak: its own curve's parts, never a mix of ranks
+    PEAK_RANK = "peak-rank"
 
 
 @dataclass(frozen=True)

@@ -90,11 +90,18 @@ def combine(
     facts: list[tuple[str, Fact]],
     representative: str | None,
     staged: Staged,
+    peak_rank: str | None = None,
 ) -> Fact:
-    """One fact of the job from the ranks' (`staged`: which ranks the medians are over)."""
+    """One fact of the job from the ranks' (`staged`: which ranks the medians are over;
+    `peak_rank`: the rank with the highest memory peak)."""
     how = spec_for(fact_id).combine
     if how is Combine.MAX and _numbers(facts, booleans=True):
         return _max(fact_id, facts)
+    if how is Combine.PEAK_RANK:
+        for label, fact in facts:
+            if label == peak_rank:
+                note = f"rank {label} (the highest memory peak); {fact.note}"
+                return Fact(fact_id, fact.value, fact.unit, JOB_SCOPE, fact.source, note)
     if how is Combine.MEDIAN and _numbers(facts, booleans=False):
         return _median(fact_id, facts, staged)
     if how is Combine.REPRESENTATIVE and representative is not None:
@@ -102,6 +109,24 @@ def combine(
         if found is not None:
             return found
     return _first(fact_id, facts)
+
+
+# the peak a rank's memory attribution belongs to, best first
+PEAK_FACTS = ("memory.allocated_peak_bytes", "memory.reserved_peak_bytes")
+
+
+def highest_memory_peak(recorders: list[tuple[str, Recorder]]) -> str | None:
+    """The rank whose allocator peaked highest: the one that runs out of memory first, whose
+    own curve says what to shrink (static and dynamic of different ranks do not add up)."""
+    for fact_id in PEAK_FACTS:
+        peaks = [
+            (r.facts[fact_id].value, label)
+            for label, r in recorders
+            if fact_id in r.facts and isinstance(r.facts[fact_id].value, int | float)
+        ]
+        if peaks:
+            return max(peaks)[1]
+    return None
 
 
 def representative(recorders: list[tuple[str, Recorder]]) -> str | None:
@@ -144,6 +169,7 @@ def combine_ranks(
     critical = critical_stage(recorders, groups)
     in_stage = [(label, rec) for label, rec in recorders if critical is None or label in critical]
     chosen = representative(in_stage)
+    peak_rank = highest_memory_peak(recorders)
     ids: dict[str, None] = {}
     for _, rec in recorders:
         ids.update(dict.fromkeys(rec.facts))
@@ -158,7 +184,7 @@ def combine_ranks(
                 staged = Staged.OTHERS
             present = of_stage or present
         if present:
-            job.facts[fact_id] = combine(fact_id, present, chosen, staged)
+            job.facts[fact_id] = combine(fact_id, present, chosen, staged, peak_rank)
         else:
             reasons = [rec.missing[fact_id] for _, rec in recorders if fact_id in rec.missing]
             job.missing[fact_id] = MissingFact(

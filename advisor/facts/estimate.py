@@ -230,11 +230,16 @@ def device_memory_gib(device: str) -> float | None:
     return float(memory) if isinstance(memory, int | float) else None
 
 
-def peak_tflops(device: str) -> tuple[float, str]:
+def peak_tflops(device: str) -> tuple[float | None, str]:
+    """The device's dense peak and where it comes from; None when the table knows the device
+    but states no public peak for it (then MFU needs --peak-tflops)."""
     devices = _devices()
     for entry in devices:
         if re.search(entry["match"], device, re.IGNORECASE):
-            return float(entry["peak_tflops"]), f"{entry['name']} ({entry['source']})"
+            peak = entry.get("peak_tflops")
+            if not isinstance(peak, int | float):
+                return None, str(entry["name"])
+            return float(peak), f"{entry['name']} ({entry['source']})"
     known = ", ".join(e["name"] for e in devices)
     raise InputError("--device", f"unknown device '{device}' (known: {known}); pass --peak-tflops")
 
@@ -267,6 +272,7 @@ def estimate(
     source: str = "model config",
 ) -> FactSet:
     out = Recorder(JOB_SCOPE)
+    warnings: list[str] = []
     total, active = parameter_counts(model)
     out.add(
         "model.params",
@@ -302,11 +308,19 @@ def estimate(
     )
     if step_ms and peak:
         achieved = flops * tokens_per_step / (step_ms / 1000.0) / train.world
-        out.add(
-            "mfu.estimated",
-            achieved / (peak * 1e12),
-            peak_source or "peak table",
-            f"{tokens_per_step} tokens per step over {train.world} devices in {step_ms:.1f} ms; peak {peak:g} TFLOPS",
+        mfu = achieved / (peak * 1e12)
+        note = f"{tokens_per_step} tokens per step over {train.world} devices in {step_ms:.1f} ms; peak {peak:g} TFLOPS"
+        if mfu > 1.0:
+            # no device computes above its peak: a wrong step time, batch, world size or device
+            note += "; above 100%: an input is wrong (step time, batch, world size or device)"
+            warnings.append(
+                f"mfu.estimated {mfu:.0%} is above 100%: check the step time, the batch and "
+                "world size of the config, and the device (--device, --peak-tflops)"
+            )
+        out.add("mfu.estimated", mfu, peak_source or "peak table", note)
+    elif step_ms:
+        warnings.append(
+            f"no MFU: rules/devices.yaml states no peak TFLOPS for {peak_source} (no public figure); pass --peak-tflops"
         )
     shard = max(1, train.fsdp)
     weights, grads, optimizer, activations = memory_parts(model, train, total).values()
@@ -358,4 +372,5 @@ def estimate(
     )
     result = FactSet(inputs=[source])
     result.facts = list(out.facts.values())
+    result.warnings.extend(warnings)
     return result

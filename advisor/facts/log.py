@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from statistics import median
 
@@ -130,16 +131,79 @@ def _bad_iterations(log: TrainLog, source: str, out: Recorder) -> None:
         f"{source}:lm loss",
         "NaN losses, or the backend's reported NaN iterations",
     )
-    skipped = [it.skipped for it in log.iterations if it.skipped is not None]
-    if skipped:
-        out.add(
-            "log.skipped_iterations",
-            sum(skipped),
-            f"{source}:number of skipped iterations",
-            "sum over logged intervals",
-        )
+    skipped = _skipped(log)
+    if skipped is not None:
+        count, _, segment, note = skipped
+        out.add("log.skipped_iterations", count, f"{source}:{segment}", note)
     else:
         out.miss("log.skipped_iterations", "not reported by this backend's log")
+
+
+def _skipped(log: TrainLog) -> tuple[int, int, str, str] | None:
+    """Skipped updates as the log states them, and of how many iterations: Megatron's counter
+    per logged interval (over the iterations the lines cover), or MindFormers' `overflow cond`
+    of each logged step (the update is skipped on overflow; over the logged steps)."""
+    counted = [it.skipped for it in log.iterations if it.skipped is not None]
+    if counted:
+        return (
+            sum(counted),
+            _covered(log),
+            "number of skipped iterations",
+            "sum over logged intervals",
+        )
+    flags = [it.overflow for it in log.iterations if it.overflow is not None]
+    if flags:
+        note = f"logged steps with overflow cond True (of {len(flags)} logged)"
+        return sum(flags), len(flags), "overflow cond", note
+    return None
+
+
+def _covered(log: TrainLog) -> int:
+    """Iterations the logged lines cover: from the first logged interval to the last line (a
+    counter logged every N iterations covers the N before each line)."""
+    numbers = [it.number for it in log.iterations]
+    gaps = [b - a for a, b in itertools.pairwise(numbers) if b > a]
+    interval = int(median(gaps)) if gaps else 1
+    return max(1, numbers[-1] - numbers[0] + interval)
+
+
+def _halvings(log: TrainLog) -> tuple[int, list[float]]:
+    """How many times the logged loss scale was halved (a fall by 4x counts twice), and the
+    logged scales in order."""
+    scales = [
+        it.loss_scale
+        for it in log.iterations
+        if it.loss_scale is not None and math.isfinite(it.loss_scale) and it.loss_scale > 0
+    ]
+    halvings = sum(
+        max(1, round(math.log2(before / after)))
+        for before, after in itertools.pairwise(scales)
+        if after < before
+    )
+    return halvings, scales
+
+
+def _loss_scale(log: TrainLog, source: str, out: Recorder) -> None:
+    """fp16 trouble: the dynamic loss scale halves on every overflow (or every few, with
+    hysteresis) and the overflowing step's update is skipped."""
+    halvings, scales = _halvings(log)
+    if scales:
+        note = f"logged scale {scales[0]:g} -> lowest {min(scales):g} -> last {scales[-1]:g}"
+        out.add("log.loss_scale_drops", halvings, f"{source}:loss scale", note)
+    else:
+        out.miss("log.loss_scale_drops", "no loss scale in the log (bf16 or fp32 runs have none)")
+    skipped = _skipped(log)
+    if skipped is not None:
+        count, of, segment, note = skipped
+        ratio_note = f"{count} skipped of {of} iterations ({note})"
+        out.add("log.overflow_ratio", count / of, f"{source}:{segment}", ratio_note)
+    elif scales:
+        # every halving follows at least one overflowed, skipped step: a lower bound
+        covered = _covered(log)
+        note = f"at least {halvings} overflowed of {covered} iterations (one per halving)"
+        out.add("log.overflow_ratio", halvings / covered, f"{source}:loss scale", note)
+    else:
+        out.miss("log.overflow_ratio", "the log states neither skipped iterations nor a loss scale")
 
 
 def _out_of_memory(log: TrainLog, source: str, out: Recorder) -> None:
@@ -172,6 +236,7 @@ def derive(given: LogInputs, out: Recorder) -> None:
     _loss(log, source, out)
     _grad_norm(log, given.thresholds.grad_norm_spike_factor, source, out)
     _bad_iterations(log, source, out)
+    _loss_scale(log, source, out)
 
 
 DERIVER = Deriver[LogInputs](
@@ -193,6 +258,8 @@ DERIVER = Deriver[LogInputs](
             "log.grad_norm_spikes",
             "log.nan_iterations",
             "log.skipped_iterations",
+            "log.loss_scale_drops",
+            "log.overflow_ratio",
         }
     ),
     derive=derive,

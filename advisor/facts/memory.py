@@ -1,6 +1,8 @@
-"""Allocator facts from memory_record.csv (profile_with_memory): the peaks, fragmentation, and
-the peak split into what stays resident (the window's lowest allocated) and what a step raises,
-with the operators holding the most at the peak (operator_memory.csv)."""
+"""Allocator facts from memory_record.csv (profile_with_memory; a PyTorch trace's [memory]
+events alike): the peaks, fragmentation, and the peak split into what stays resident (the
+lowest allocated of the steady steps) and what a step raises, with the operators holding the
+most at the peak (operator_memory.csv); the whole process's device memory (component APP) and
+its modules outside the allocator (npu_module_mem.csv)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,10 @@ from advisor.facts.contract import Deriver, RankInputs, Scope
 
 MEMORY = "memory_record.csv"
 MIB = 1024 * 1024
+MODULES = "npu_module_mem.csv"
+# modules named beside the process's peak: the few holding the most
+MODULES_SHOWN = 5
+PROCESS_FACTS = ("memory.process_peak_bytes", "memory.module_peaks")
 MEMORY_FACTS = (
     "memory.allocated_peak_bytes",
     "memory.reserved_peak_bytes",
@@ -20,26 +26,37 @@ MEMORY_FACTS = (
 
 
 def derive(given: RankInputs, out: Recorder) -> None:
+    _process(given, out)
     rank = given.profile
     mem = rank.memory
     if mem is None:
         reason = (
-            f"{MEMORY} {rank.absent.get(MEMORY, 'not in the profile')} (profile_with_memory off)"
+            rank.absent[MEMORY]
+            if rank.framework == "pytorch" and MEMORY in rank.absent
+            else f"{MEMORY} {rank.absent.get(MEMORY, 'not in the profile')} (profile_with_memory off)"
         )
         for fact_id in MEMORY_FACTS:
             out.miss(fact_id, reason)
         return
-    note = f"component {mem.component}, {mem.samples} samples; MB read as MiB"
+    exact = mem.recorded_in == "bytes"
+    note = f"component {mem.component}, {mem.samples} samples" + (
+        "" if exact else "; MB read as MiB"
+    )
+    allocated, reserved = (
+        ("Total Allocated", "Total Reserved")
+        if exact
+        else ("Total Allocated(MB)", "Total Reserved(MB)")
+    )
     out.add(
         "memory.allocated_peak_bytes",
         int(mem.allocated_peak_mb * MIB),
-        f"{MEMORY}:Total Allocated(MB)",
+        f"{MEMORY}:{allocated}",
         note,
     )
     out.add(
         "memory.reserved_peak_bytes",
         int(mem.reserved_peak_mb * MIB),
-        f"{MEMORY}:Total Reserved(MB)",
+        f"{MEMORY}:{reserved}",
         note,
     )
     _split(given, out)
@@ -47,7 +64,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         out.add(
             "memory.fragmentation_ratio",
             1.0 - mem.allocated_at_reserved_peak_mb / mem.reserved_peak_mb,
-            f"{MEMORY}:Total Allocated(MB),Total Reserved(MB)",
+            f"{MEMORY}:{allocated},{reserved}",
             f"1 - allocated/reserved at the sample with the highest reserved; {note}",
         )
     else:
@@ -61,23 +78,28 @@ def _split(given: RankInputs, out: Recorder) -> None:
     mem = rank.memory
     assert mem is not None
     source = rank.sources.get(MEMORY, MEMORY)
+    column = "Total Allocated" if mem.recorded_in == "bytes" else "Total Allocated(MB)"
     if mem.allocated_floor_mb is None or mem.samples < 2:
         for fact_id in ("memory.static_bytes", "memory.dynamic_bytes"):
             out.miss(fact_id, f"{MEMORY} has too few allocated samples for a curve")
     else:
         floor = mem.allocated_floor_mb
-        out.add(
-            "memory.static_bytes",
-            int(floor * MIB),
-            f"{source}:Total Allocated(MB)",
-            f"lowest allocated of the {mem.samples} samples: held through every step",
+        steps = _steps(mem.window_steps) if mem.window_steps else ""
+        held = (
+            f"lowest allocated within {steps} (read step by step: samples outside the "
+            "steady steps left out)"
+            if mem.step_rise_mb is not None
+            else f"lowest allocated of the {mem.samples} samples (no step windows: the whole "
+            "profile, start-up included)"
         )
-        out.add(
-            "memory.dynamic_bytes",
-            int((mem.allocated_peak_mb - floor) * MIB),
-            f"{source}:Total Allocated(MB)",
-            "allocated peak above that floor: raised and freed within a step",
-        )
+        out.add("memory.static_bytes", int(floor * MIB), f"{source}:{column}", held)
+        if mem.step_rise_mb is not None:
+            rise = mem.step_rise_mb
+            raised = f"largest rise within one step above that step's own low ({steps})"
+        else:
+            rise = mem.allocated_peak_mb - floor
+            raised = "allocated peak above that floor: raised and freed within a step"
+        out.add("memory.dynamic_bytes", int(rise * MIB), f"{source}:{column}", raised)
     holders_from = rank.sources.get("operator_memory.csv", "operator_memory.csv")
     if mem.holders:
         out.add(
@@ -93,11 +115,59 @@ def _split(given: RankInputs, out: Recorder) -> None:
         out.miss("memory.peak_holders", f"operator_memory.csv {reason}")
 
 
+def _process(given: RankInputs, out: Recorder) -> None:
+    """What the whole process holds on the device: memory_record.csv's APP component, else
+    npu_module_mem.csv's APP module; the other modules are the parts outside the allocator."""
+    rank = given.profile
+    modules = rank.module_memory or {}
+    process = rank.memory.process_peak_mb if rank.memory is not None else None
+    if process is not None:
+        source = f"{rank.sources.get(MEMORY, MEMORY)}:APP Total Reserved(MB)"
+        note = "the whole process on the device (allocator pool, communication buffers, runtime); MB read as MiB"
+        out.add("memory.process_peak_bytes", int(process * MIB), source, note)
+    elif "APP" in modules:
+        note = "the whole process on the device, sampled by the driver; MB read as MiB"
+        source = f"{rank.sources.get(MODULES, MODULES)}:APP"
+        out.add("memory.process_peak_bytes", int(modules["APP"] * MIB), source, note)
+    else:
+        out.miss(
+            "memory.process_peak_bytes",
+            f"neither {MEMORY} nor {MODULES} records the process (component APP): profile_memory=True",
+        )
+    parts = sorted(
+        ((mib, name) for name, mib in modules.items() if name != "APP" and mib > 0), reverse=True
+    )
+    if parts:
+        held = {name: int(mib * MIB) for mib, name in parts[:MODULES_SHOWN]}
+        out.add(
+            "memory.module_peaks",
+            held,
+            rank.sources.get(MODULES, MODULES),
+            "highest reserved of each module, largest first; MB read as MiB",
+        )
+    else:
+        reason = (
+            rank.absent.get(MODULES, "records no module but APP")
+            if not modules
+            else "records no module but APP"
+        )
+        out.miss("memory.module_peaks", f"{MODULES} {reason}")
+
+
+def _steps(numbers: tuple[int, ...]) -> str:
+    """'step 13', 'steps 2-4', 'steps 2, 5'."""
+    if len(numbers) == 1:
+        return f"step {numbers[0]}"
+    if list(numbers) == list(range(numbers[0], numbers[0] + len(numbers))):
+        return f"steps {numbers[0]}-{numbers[-1]}"
+    return "steps " + ", ".join(map(str, numbers))
+
+
 DERIVER = Deriver[RankInputs](
     name="memory",
     scope=Scope.RANK,
     inputs=frozenset({"profile"}),
     reads=frozenset(),
-    writes=frozenset(MEMORY_FACTS),
+    writes=frozenset((*MEMORY_FACTS, *PROCESS_FACTS)),
     derive=derive,
 )

@@ -27,8 +27,13 @@ WRITES = (
     "memory.attribution",
     "memory.footprint",
 )
-# the measured peaks, best first: what the allocator held (reserved) is what must fit
+# the measured peaks, best first: what the whole process held on the device is what must fit,
+# else what the allocator held (reserved)
 PEAKS = (
+    (
+        "memory.process_peak_bytes",
+        "the whole process on the device (profile, APP: allocator pool, communication buffers, runtime)",
+    ),
     ("memory.reserved_peak_bytes", "reserved by the allocator (profile)"),
     ("log.memory_reserved_peak_bytes", "max_memory_reserved (log)"),
     ("memory.allocated_peak_bytes", "allocated (profile; reserved not recorded)"),

@@ -80,6 +80,9 @@ class KernelTable:
     details: list[OpDetail] | None = None
     # the source records each kernel's OP State (static / dynamic)
     has_op_state: bool = False
+    # (step, first kernel start, last kernel end) in the profiler's clock (us), in time order;
+    # read only when the profile recorded memory (the windows its curve is read in)
+    step_spans: tuple[tuple[int, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,17 @@ class MemorySummary:
     # the lowest allocated of the window: what stays resident through every step (parameters,
     # optimizer states); the peak above it is what a step raises and frees (seed 003's curve)
     allocated_floor_mb: float | None = None
+    # read per step window (the steady steps, the first dropped as warm-up): the lowest
+    # allocated of any step, the largest rise within one step, and the steps it was read over;
+    # None when the profile gives no step windows (then the floor is the whole profile's)
+    step_rise_mb: float | None = None
+    window_steps: tuple[int, ...] = ()
+    # the whole process on the device (component APP: the allocator's pool, communication
+    # buffers, the runtime's own memory): its highest reserved, when recorded
+    process_peak_mb: float | None = None
+    # the samples' own columns: "MB" (memory_record.csv, MEMORY_RECORD, read as MiB) or
+    # "bytes" (a PyTorch trace's [memory] events, exact)
+    recorded_in: str = "MB"
     # when the allocated peak was sampled (us, the profiler's clock), when the file says
     peak_time_us: float | None = None
     # operator name -> MiB it holds live at the allocated peak (operator_memory.csv / OP_MEMORY),
@@ -182,6 +196,9 @@ class RankProfile:
     op_stats: list[OpStat] | None = None
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
+    # npu_module_mem.csv: the highest reserved MiB of each module of the device's memory
+    # (APP: the whole process; HCCL, RUNTIME...: the parts outside the framework's allocator)
+    module_memory: dict[str, float] | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None  # communication_matrix.json totals per link
     # AI Core frequency samples in MHz (the database export's AICORE_FREQ); None: not recorded

@@ -49,6 +49,9 @@ PROFILER_TABLES = {
     "allocationTotalActive INTEGER, releaseTotalAllocated INTEGER, releaseTotalReserved INTEGER, "
     "releaseTotalActive INTEGER, streamPtr INTEGER, deviceId INTEGER",
     "NPU_INFO": "id INTEGER, name TEXT",
+    "NPU_MODULE_MEM": "moduleId INTEGER, timestampNs INTEGER, totalReserved INTEGER, "
+    "deviceId INTEGER",
+    "ENUM_MODULE": "id INTEGER PRIMARY KEY, name TEXT",
 }
 ANALYSIS_TABLES = {
     "StepTraceTime": "step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, "
@@ -282,6 +285,13 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
                     "totalReserved) VALUES (?, ?, ?, ?)",
                     (sid("PTA"), _abs(at), round(allocated * 2**20), round(reserved * 2**20)),
                 )
+                # the whole process, as the text export's APP rows: the pool and 1200 MB more
+                conn.execute(
+                    "INSERT INTO NPU_MODULE_MEM (moduleId, timestampNs, totalReserved, deviceId) "
+                    "VALUES (0, ?, ?, 0)",
+                    (_abs(at), round((reserved + 1200) * 2**20)),
+                )
+    conn.execute("INSERT INTO ENUM_MODULE VALUES (0, 'APP')")
     conn.executemany(
         "INSERT INTO STRING_IDS VALUES (?, ?)", [(i, text) for text, i in sid.ids.items()]
     )

@@ -17,11 +17,18 @@ from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
 
 
-def read_kernels(path: Path, limits: ReaderThresholds, bad: BadValues | None = None) -> KernelTable:
-    """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean."""
+def read_kernels(
+    path: Path, limits: ReaderThresholds, bad: BadValues | None = None, spans: bool = False
+) -> KernelTable:
+    """Aggregate kernel rows per (step, type, core); millions of rows, so the loop stays lean.
+    With `spans`, also each step's first start and last end (the step windows a memory curve
+    is read in; asked for only when the profile recorded memory)."""
     bad = bad or BadValues()
     table = CsvTable(path)
     columns = _KernelColumns(table)
+    step_spans: dict[str, list[float]] | None = (
+        {} if spans and columns.step is not None and columns.start is not None else None
+    )
     small_max = limits.small_op_max_us
     mte2_bound, compute_used = limits.mte2_bound_min_ratio, limits.compute_well_used_ratio
     # raw cells as keys; cleaned once per group at the end
@@ -47,6 +54,8 @@ def read_kernels(path: Path, limits: ReaderThresholds, bad: BadValues | None = N
             add_pipes(group, duration, *ratios, mte2_bound, compute_used)
         if columns.has_details:
             columns.add_detail(details, row, key, duration)
+        if step_spans is not None:
+            columns.add_span(step_spans, row, key[0], duration)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
@@ -56,7 +65,20 @@ def read_kernels(path: Path, limits: ReaderThresholds, bad: BadValues | None = N
         rows=rows,
         details=list(details.values()) if columns.has_details else None,
         has_op_state=columns.op_state is not None,
+        step_spans=_spans(step_spans),
     )
+
+
+def _spans(step_spans: dict[str, list[float]] | None) -> tuple[tuple[int, float, float], ...]:
+    """(step, first start, last end) in the profiler's clock (us), in time order."""
+    if not step_spans:
+        return ()
+    found = []
+    for raw, (start, end) in step_spans.items():
+        number = integer(raw)
+        if number is not None:
+            found.append((number, start, end))
+    return tuple(sorted(found, key=lambda span: span[1]))
 
 
 def _kernel_duration(
@@ -83,6 +105,7 @@ class _KernelColumns:
         self.name = table.column("Name")
         self.core = table.column("Accelerator Core", "Task Type")
         self.step = table.column("Step Id")
+        self.start = table.column("Start Time(us)")
         self.path = table.path
         pipes = [table.column(c) for c in _PIPES]
         self.pipe_names = {i: name for i, name in zip(pipes, _PIPES, strict=True) if i is not None}
@@ -115,6 +138,23 @@ class _KernelColumns:
         if self.op_state is not None and clean(row[self.op_state]).lower() == "dynamic":
             detail.dynamic_count += 1
             detail.dynamic_us += duration
+
+    def add_span(
+        self, spans: dict[str, list[float]], row: list[str], step: str, duration: float
+    ) -> None:
+        """Widen the step's [first start, last end] by the row (a start that is not a time
+        is left out: the kernel still counts in its group)."""
+        assert self.start is not None
+        try:
+            start = float(row[self.start])
+        except ValueError:
+            return
+        span = spans.get(step)
+        if span is None:
+            spans[step] = [start, start + duration]
+        else:
+            span[0] = min(span[0], start)
+            span[1] = max(span[1], start + duration)
 
     def key(self, row: list[str]) -> tuple[str, str, str]:
         """(step, type, core) as the raw cells."""

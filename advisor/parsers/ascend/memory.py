@@ -4,14 +4,22 @@ operator_memory.csv (which operator holds which block from allocation to release
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.csvio import CsvTable, clean
-from advisor.parsers.memory_summary import Block, Sample, summarise, with_holders
+from advisor.parsers.memory_summary import (
+    PROCESS_COMPONENT,
+    Block,
+    Sample,
+    Window,
+    summarise,
+    with_holders,
+)
 from advisor.parsers.profile_data import MemorySummary
 
 KIB_PER_MIB = 1024.0
@@ -25,11 +33,14 @@ class FileReader(Protocol):
 
 
 def read_memory(
-    out: Callable[[str], Path], read: FileReader, bad: BadValues
+    out: Callable[[str], Path], read: FileReader, bad: BadValues, windows: Sequence[Window] = ()
 ) -> MemorySummary | None:
-    """The allocator's samples and, when recorded, the operators holding memory at its peak."""
+    """The allocator's samples (read per step window when `windows` are given) and, when
+    recorded, the operators holding memory at its peak."""
     summary = read(
-        out("memory_record.csv"), "memory_record.csv", lambda p: read_memory_record(p, bad)
+        out("memory_record.csv"),
+        "memory_record.csv",
+        lambda p: read_memory_record(p, bad, windows),
     )
     if summary is None or not out("operator_memory.csv").is_file():
         return summary
@@ -64,20 +75,43 @@ def read_operator_memory(path: Path, bad: BadValues | None = None) -> list[Block
     return blocks
 
 
-def read_memory_record(path: Path, bad: BadValues | None = None) -> MemorySummary:
+def read_memory_record(
+    path: Path, bad: BadValues | None = None, windows: Sequence[Window] = ()
+) -> MemorySummary:
     bad = bad or BadValues()
     table = CsvTable(path)
     comp_i, alloc_i, res_i = table.require("Component", "Total Allocated(MB)", "Total Reserved(MB)")
     time_i = table.column("Timestamp(us)")
     by_component: dict[str, list[Sample]] = {}
+    process: list[float] = []  # the whole process (APP) records its reserved memory only
     for row in table.rows():
-        allocated = bad.measure(path, f"row {table.line}, Total Allocated(MB)", row[alloc_i])
+        component = clean(row[comp_i])
         reserved = bad.measure(path, f"row {table.line}, Total Reserved(MB)", row[res_i])
+        if component == PROCESS_COMPONENT and isinstance(reserved, float):
+            process.append(reserved)
+        allocated = bad.measure(path, f"row {table.line}, Total Allocated(MB)", row[alloc_i])
         if not isinstance(allocated, float) or not isinstance(reserved, float):
             continue
         at = _time(row[time_i]) if time_i is not None else None
-        by_component.setdefault(clean(row[comp_i]), []).append((at, allocated, reserved))
-    summary = summarise(by_component)
+        by_component.setdefault(component, []).append((at, allocated, reserved))
+    summary = summarise(by_component, windows)
     if summary is None:
         raise InputError(str(path), "no memory samples")
-    return summary
+    return replace(summary, process_peak_mb=max(process)) if process else summary
+
+
+def read_module_memory(path: Path, bad: BadValues | None = None) -> dict[str, float]:
+    """npu_module_mem.csv: each module's highest Total Reserved(MB), sampled by the driver (APP
+    is the whole process; the others are parts of it: HCCL's buffers, the runtime...)."""
+    bad = bad or BadValues()
+    table = CsvTable(path)
+    comp_i, res_i = table.require("Component", "Total Reserved(MB)")
+    peaks: dict[str, float] = {}
+    for row in table.rows():
+        reserved = bad.measure(path, f"row {table.line}, Total Reserved(MB)", row[res_i])
+        if isinstance(reserved, float):
+            name = clean(row[comp_i])
+            peaks[name] = max(peaks.get(name, 0.0), reserved)
+    if not peaks:
+        raise InputError(str(path), "no module memory samples")
+    return peaks

@@ -241,13 +241,21 @@ def _read_text_rank(
     rank.kernels = reader.read(
         out("kernel_details.csv"),
         "kernel_details.csv",
-        lambda p: read_kernels(p, reader_thresholds(), bad),
+        lambda p: read_kernels(
+            p, reader_thresholds(), bad, spans=out("memory_record.csv").is_file()
+        ),
     )
     rank.op_stats = reader.read(
         out("op_statistic.csv"), "op_statistic.csv", lambda p: files.read_op_statistic(p, bad)
     )
     _read_comm(rank, reader, out, taxonomy, bad)
-    rank.memory = memory.read_memory(out, reader.read, bad)
+    spans = rank.kernels.step_spans if rank.kernels is not None else ()
+    rank.memory = memory.read_memory(out, reader.read, bad, spans)
+    rank.module_memory = reader.read(
+        out("npu_module_mem.csv"),
+        "npu_module_mem.csv",
+        lambda p: memory.read_module_memory(p, bad),
+    )
     reader.warnings.extend(bad.warnings())
     rank.dropped.update(bad.by_name())
     _read_links(rank, reader, out)
@@ -332,6 +340,7 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.kernels = content.kernels
     rank.comm = content.comm
     rank.memory = content.memory
+    rank.module_memory = content.module_memory
     if content.device is not None:
         rank.device, rank.device_source = content.device, f"{path.name}:NPU_INFO"
     rank.trace = content.trace

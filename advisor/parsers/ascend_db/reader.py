@@ -71,6 +71,7 @@ class DbProfile:
     kernels: KernelTable | None = None
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
+    module_memory: dict[str, float] | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None
     device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
@@ -95,13 +96,18 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         windows = _step_windows(db, origin)
         kernels = start_kernels(path, strings, origin, windows, reader_thresholds())
         out.sources["kernel_details.csv"] = f"{path.name}:TASK+COMPUTE_TASK_INFO"
-        out.memory = _memory(db, strings)
+        out.memory = _memory(db, strings, [(w.number, w.start, w.end) for w in windows], origin)
         if out.memory is None:
             out.absent["memory_record.csv"] = f"{path.name} has no MEMORY_RECORD rows"
         else:
             out.sources["memory_record.csv"] = f"{path.name}:MEMORY_RECORD"
             if out.memory.holders:
                 out.sources["operator_memory.csv"] = f"{path.name}:OP_MEMORY"
+        out.module_memory = _module_memory(db)
+        if out.module_memory is None:
+            out.absent["npu_module_mem.csv"] = f"{path.name} has no NPU_MODULE_MEM rows"
+        else:
+            out.sources["npu_module_mem.csv"] = f"{path.name}:NPU_MODULE_MEM"
         out.trace = read_db_trace(db, path, strings, origin, windows, taxonomy)
         out.sources["trace_view.json"] = path.name
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
@@ -247,7 +253,10 @@ def step_of(windows: list[StepWindow], starts: list[float], at: float) -> int | 
     return None
 
 
-def _memory(db: Database, strings: dict[int, str]) -> MemorySummary | None:
+def _memory(
+    db: Database, strings: dict[int, str], windows: list[memory.Window], origin: int
+) -> MemorySummary | None:
+    """MEMORY_RECORD as memory_record.csv's samples, read per step window (STEP_TIME)."""
     if not db.has("MEMORY_RECORD", "component", "totalAllocated", "totalReserved"):
         return None
     by_component: dict[str, list[memory.Sample]] = {}
@@ -261,10 +270,31 @@ def _memory(db: Database, strings: dict[int, str]) -> MemorySummary | None:
         by_component.setdefault(name, []).append(
             (at_us, allocated / _BYTES_PER_MB, reserved / _BYTES_PER_MB)
         )
-    summary = memory.summarise(by_component)
+    # the windows are relative to the export's origin (ns); the samples in absolute us
+    shift = origin / _NS_PER_US
+    summary = memory.summarise(by_component, [(n, a + shift, b + shift) for n, a, b in windows])
     if summary is None:
         return None
     return memory.with_holders(summary, _op_memory(db, strings))
+
+
+def _module_memory(db: Database) -> dict[str, float] | None:
+    """NPU_MODULE_MEM as npu_module_mem.csv: each module's highest reserved MiB (ENUM_MODULE
+    names the modules)."""
+    if not db.has("NPU_MODULE_MEM", "moduleId", "totalReserved") or not db.has(
+        "ENUM_MODULE", "id", "name"
+    ):
+        return None
+    sql = (
+        "SELECT m.name, MAX(n.totalReserved) FROM NPU_MODULE_MEM n "
+        "JOIN ENUM_MODULE m ON m.id = n.moduleId GROUP BY m.name"
+    )
+    peaks = {
+        str(name): reserved / _BYTES_PER_MB
+        for name, reserved in db.rows("NPU_MODULE_MEM", sql)
+        if isinstance(reserved, int | float) and reserved >= 0
+    }
+    return peaks or None
 
 
 def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:

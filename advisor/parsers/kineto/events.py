@@ -38,6 +38,7 @@ from advisor.parsers.kineto.columns import (
     Strings,
 )
 from advisor.parsers.kineto.device_steps import HostWindow, distinct_steps
+from advisor.parsers.kineto.memory_events import MemorySamples
 from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
@@ -75,6 +76,8 @@ class KinetoEvents:
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
     blocking: BlockingEvents = field(default_factory=BlockingEvents)
+    # a device allocator's `[memory]` instant events (profile_memory=True)
+    memory: MemorySamples = field(default_factory=MemorySamples)
     events: int = 0
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
@@ -121,6 +124,7 @@ class Extractor:
                     continue
                 event = typed_event(event)
             if event.ph != "X":
+                self.out.memory.read(event)  # of the other events, only memory samples count
                 continue
             counted += 1
             cat = event.cat

@@ -139,6 +139,7 @@ def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
         "loader_end",
     ):
         getattr(out, theirs_name).extend(getattr(part, theirs_name))
+    out.memory.extend(part.memory)
     out.blocking.extend(part.blocking)
     out.events += part.events
     for key, group in part.kernel_groups.items():

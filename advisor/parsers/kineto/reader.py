@@ -15,6 +15,7 @@ Without ProfilerStep markers the whole trace is one window (`stepless`): no per-
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +23,20 @@ from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto import step_model
-from advisor.parsers.kineto.events import extract
+from advisor.parsers.kineto.events import KinetoEvents, extract
 from advisor.parsers.kineto.parallel import extract_in_parallel
 from advisor.parsers.kineto.stream import KinetoStream
 from advisor.parsers.kineto.values import short_name
+from advisor.parsers.memory_summary import Sample, summarise
 from advisor.parsers.profile_data import (
     ProcessGroup,
     RankProfile,
 )
 
 MIB = 1024 * 1024
+# the memory facts read a summary under the Ascend export's file name, whatever recorded it
+MEMORY_FILE = "memory_record.csv"
+KINETO_ALLOCATOR = "device allocator ([memory] events)"
 __all__ = ["read_kineto", "short_name"]
 
 
@@ -75,8 +80,32 @@ def _read(
     rank.dropped.update(bad.by_name())
     for key, (name, ranks) in events.kernel_groups.items():
         rank.process_groups.setdefault(key, ProcessGroup(name, tuple(sorted(ranks))))
+    _memory(rank, path, events)
     step_model.reduce(rank, path, events, taxonomy, scratch)
     return rank
+
+
+def _memory(rank: RankProfile, path: Path, events: KinetoEvents) -> None:
+    """The device allocator's `[memory]` events (profile_memory=True) as the memory_record.csv
+    of the Ascend export: the same summary, read in the ProfilerStep windows."""
+    samples: list[Sample] = [
+        (ts, allocated / MIB, reserved / MIB)
+        for ts, allocated, reserved in zip(
+            events.memory.ts, events.memory.allocated, events.memory.reserved, strict=True
+        )
+    ]
+    windows = [(w.number, w.start, w.end) for w in sorted(events.steps, key=lambda w: w.start)]
+    summary = summarise({KINETO_ALLOCATOR: samples}, windows) if samples else None
+    rank.memory = replace(summary, recorded_in="bytes") if summary is not None else None
+    rank.absent["operator_memory.csv"] = (
+        "is an Ascend export file: a PyTorch trace does not name the operator of each allocation"
+    )
+    if rank.memory is None:
+        rank.absent[MEMORY_FILE] = (
+            "no [memory] events in the trace (record with profile_memory=True)"
+        )
+    else:
+        rank.sources[MEMORY_FILE] = f"{path.name}:[memory]"
 
 
 def _rank_header(path: Path, data: dict[str, Any]) -> RankProfile:

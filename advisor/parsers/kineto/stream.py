@@ -41,6 +41,10 @@ class KinetoArgs(msgspec.Struct, gc=False):
     group_ranks: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Ranks")
     group_description: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Description")
     bytes: Any = msgspec.UNSET
+    # a `[memory]` instant event's allocator totals (profile_memory=True), in bytes
+    total_allocated: Any = msgspec.field(default=msgspec.UNSET, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=msgspec.UNSET, name="Total Reserved")
+    device_type: Any = msgspec.field(default=msgspec.UNSET, name="Device Type")
 
     def get(self, key: str, default: Any = None) -> Any:
         value = getattr(self, _ARG_FIELDS.get(key, "-"), msgspec.UNSET)
@@ -53,6 +57,9 @@ _ARG_FIELDS = {
     "Process Group Name": "group",
     "Process Group Ranks": "group_ranks",
     "Process Group Description": "group_description",
+    "Total Allocated": "total_allocated",
+    "Total Reserved": "total_reserved",
+    "Device Type": "device_type",
 }
 
 

@@ -57,6 +57,8 @@ class Iteration:
     reserved_gb: float | None = None
     skipped: int | None = None
     nan: int | None = None
+    # MindFormers' `overflow cond`: the step overflowed in fp16 and its update was skipped
+    overflow: bool | None = None
     # "column: value" of each value out of its range (dropped, and warned about by read_logs)
     rejected: list[str] = field(default_factory=list)
 
@@ -159,6 +161,9 @@ def _from_mindformers(it: Iteration, rest: str) -> None:
         text = segments.get(name)
         if text is not None:
             setattr(it, attr, _measure(_num(text.strip("[] "))))
+    overflow = segments.get("overflow cond", "").strip().lower()
+    if overflow in ("true", "false"):
+        it.overflow = overflow == "true"
     per_step = segments.get("per_step_time")
     if per_step is not None and per_step.endswith("ms"):
         it.step_ms = _bounded(it, "per_step_time", _num(per_step[:-2]), MAX_STEP_MS)
