@@ -28,6 +28,7 @@ from advisor.facts import (
     op_diff,
     op_types,
     ops,
+    phases,
     profile,
     spread,
     stages,
@@ -53,6 +54,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     comm_quality.DERIVER,
     memory.DERIVER,
     frequency.DERIVER,
+    phases.DERIVER,
     # the job
     stages.DERIVER,
     op_diff.DERIVER,

@@ -16,6 +16,7 @@ from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
 from advisor.parsers.trace_view.timestamps import TimestampParser
+from advisor.parsers.traces.phases import NEITHER, HostRanges, RangeReader
 from advisor.parsers.traces.steps import FlowTable, StepWindow, flow_key
 
 FLOW_CATEGORIES = FLOW_PREFERENCE
@@ -50,6 +51,9 @@ class Accumulator:
     free: array[float] = field(default_factory=lambda: array("d"))
     loader_start: array[float] = field(default_factory=lambda: array("d"))
     loader_end: array[float] = field(default_factory=lambda: array("d"))
+    # the host ranges naming a phase of the step, and the garbage collections
+    host_ranges: HostRanges = field(default_factory=HostRanges)
+    range_reader: RangeReader | None = None
     # launch flows by category: ids and parsed times in flat arrays (16 bytes a flow end; a
     # dict of the raw strings held ~0.2 bytes for every byte of trace)
     flows: dict[str, FlowTable] = field(default_factory=dict)
@@ -92,6 +96,7 @@ class Accumulator:
             (self.loader_end, other.loader_end),
         ):
             mine.extend(theirs)
+        self.host_ranges.extend(other.host_ranges)
         if other.best_paired and not self.best_paired:
             self._best_paired()
         for cat, flows in other.flows.items():
@@ -112,6 +117,10 @@ class Accumulator:
         out["sync",], out["sync_end",] = self.sync, self.sync_end
         out["malloc",], out["malloc_end",], out["free",] = self.malloc, self.malloc_end, self.free
         out["loader_start",], out["loader_end",] = self.loader_start, self.loader_end
+        ranges = self.host_ranges
+        out["phase_start",], out["phase_end",] = ranges.starts, ranges.ends
+        out["phase_kind",] = ranges.phases
+        out["gc_start",], out["gc_end",] = ranges.gc_starts, ranges.gc_ends
         for cat, flows in self.flows.items():
             ids_start, ts_start, ids_finish, ts_finish = flows.__getstate__()
             out["flows", cat, 0], out["flows", cat, 1] = ids_start, ts_start
@@ -171,6 +180,8 @@ class Accumulator:
                         or "dataset" in name
                     ):
                         self._host_event(e, name)
+                    else:
+                        self._host_range(e, name)
                 elif name.startswith("AscendCL@"):
                     self._runtime_call(e, name)
                 else:
@@ -198,6 +209,15 @@ class Accumulator:
             start = self.ts(e.ts)
             self.loader_start.append(start)
             self.loader_end.append(start + _dur(e.dur))
+
+    def _host_range(self, e: TraceEvent, name: str) -> None:
+        """A range naming a phase of the step (nn.Module, autograd, Optimizer.step...), or a
+        garbage collection (torch_npu's "GC" ranges, with gc_detect_threshold set)."""
+        if self.range_reader is None:
+            self.range_reader = RangeReader(self.taxonomy.phase_ranges, self.taxonomy.gc_ranges)
+        if self.range_reader.kind(name) != NEITHER:
+            start = self.ts(e.ts)
+            self.range_reader.add(self.host_ranges, name, start, start + _dur(e.dur))
 
     def _runtime_call(self, e: TraceEvent, name: str) -> None:
         """An AscendCL call: synchronisations, allocations and frees are kept."""

@@ -7,6 +7,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from advisor.parsers.traces.phases import HostRanges
 from advisor.parsers.traces.steps import FlowTable, StepWindow
 
 
@@ -31,6 +32,7 @@ class PlainTrace:
     flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)
+    host_ranges: HostRanges = field(default_factory=HostRanges)
 
     @property
     def ts(self) -> Callable[[str | float], float]:
