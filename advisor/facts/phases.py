@@ -67,7 +67,8 @@ def _table(steps: list[StepPhases]) -> list[dict[str, Any]]:
             "step_ms": round(s.duration_us / 1000.0, 3),
             **{name: round(s.phase_us.get(name, 0.0) / 1000.0, 3) for name in RATIO_FACTS},
             "data_wait": round(s.data_wait_us / 1000.0, 3),
-            "idle": round(max(0.0, s.duration_us - s.busy_us) / 1000.0, 3),
+            # the device's other idle time (data wait is idle time too)
+            "idle": round(max(0.0, s.duration_us - s.busy_us - s.data_wait_us) / 1000.0, 3),
         }
         for s in steps
     ]
