@@ -58,6 +58,7 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "host.dispatch_bound_ratio": 0.2,
         "step.comm_exposed_ratio": 0.3,
         "data.loader_ratio": 0.2,
+        "ops.matmul_share": 0.5,
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))

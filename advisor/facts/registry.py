@@ -20,6 +20,7 @@ from advisor.facts import (
     coverage,
     exposure,
     frequency,
+    gpu_kernels,
     groups,
     host,
     links,
@@ -55,6 +56,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     memory.DERIVER,
     frequency.DERIVER,
     phases.DERIVER,
+    gpu_kernels.DERIVER,
     # the job
     stages.DERIVER,
     op_diff.DERIVER,
