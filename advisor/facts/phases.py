@@ -43,6 +43,21 @@ NPU_GC_UNRECORDED = (
     "the profile does not say whether GC detection was on (no profiler_info.json): torch_npu "
     "writes collections only with _ExperimentalConfig(gc_detect_threshold=1), in ms"
 )
+# why a phase the trace has no range of has no time, and how to record its ranges
+UNRECORDED = {
+    "forward": (
+        "the trace has no forward range: profile with with_modules=True (nn.Module: ranges) or "
+        "label the forward with torch.profiler.record_function('## forward ##')"
+    ),
+    "backward": (
+        "the trace has no backward range (autograd::engine::evaluate_function, recorded with CPU "
+        "activity), or label it with record_function('## backward ##')"
+    ),
+    "optimizer": (
+        "the trace has no optimizer range: torch.optim optimizers record Optimizer.step#...; "
+        "label another with record_function('## optimizer_step ##')"
+    ),
+}
 NO_TRACE = (
     "no trace_view.json, whose host ranges the phases and collections are read from (a "
     "database export's framework ranges are not read): export text as well (export_type "
@@ -60,12 +75,14 @@ def _steady(rank: RankProfile, given: RankInputs) -> list[StepPhases]:
     return steady or table.steps
 
 
-def _table(steps: list[StepPhases]) -> list[dict[str, Any]]:
+def _table(steps: list[StepPhases], recorded: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The steps' phases in ms; a phase the trace has no range of is left out (unknown)."""
+    shown = [n for n in RATIO_FACTS if n not in UNRECORDED or n in recorded]
     return [
         {
             "step": s.number,
             "step_ms": round(s.duration_us / 1000.0, 3),
-            **{name: round(s.phase_us.get(name, 0.0) / 1000.0, 3) for name in RATIO_FACTS},
+            **{name: round(s.phase_us.get(name, 0.0) / 1000.0, 3) for name in shown},
             "data_wait": round(s.data_wait_us / 1000.0, 3),
             # the device's other idle time (data wait is idle time too)
             "idle": round(max(0.0, s.duration_us - s.busy_us - s.data_wait_us) / 1000.0, 3),
@@ -86,7 +103,12 @@ def _phases(given: RankInputs, steps: list[StepPhases], out: Recorder) -> None:
         return
     total = sum(s.duration_us for s in steps)
     source = f"{rank.trace.path.name if rank.trace else ''}:host ranges + launches"
+    recorded = table.recorded if table is not None else ()
     for name, fact_id in RATIO_FACTS.items():
+        if name in UNRECORDED and name not in recorded:
+            # its work is in phase.unplaced_ratio: unknown, not zero
+            out.miss(fact_id, UNRECORDED[name])
+            continue
         part = sum(s.phase_us.get(name, 0.0) for s in steps)
         out.add(fact_id, part / total, source, f"{part / 1000.0 / len(steps):.3f} ms per step")
     wait = sum(s.data_wait_us for s in steps)
@@ -97,9 +119,12 @@ def _phases(given: RankInputs, steps: list[StepPhases], out: Recorder) -> None:
         "device idle while the host is in the data loader",
     )
     optimizer = sum(s.phase_us.get("optimizer", 0.0) for s in steps)
-    out.add("phase.optimizer_ms_per_step", optimizer / 1000.0 / len(steps), source)
+    if "optimizer" in recorded:
+        out.add("phase.optimizer_ms_per_step", optimizer / 1000.0 / len(steps), source)
+    else:
+        out.miss("phase.optimizer_ms_per_step", UNRECORDED["optimizer"])
     out.add("phase.data_wait_ms_per_step", wait / 1000.0 / len(steps), source)
-    out.add("phase.table", _table(steps), source, f"{len(steps)} steady step(s)")
+    out.add("phase.table", _table(steps, recorded), source, f"{len(steps)} steady step(s)")
 
 
 def _gc_known(rank: RankProfile) -> str:

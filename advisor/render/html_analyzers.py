@@ -112,7 +112,8 @@ def _phases(facts: FactSet) -> str:
         return ""
     rows = [
         [str(row.get("step")), f"{float(row.get('step_ms') or 0.0):.2f}"]
-        + [f"{float(row.get(key) or 0.0):.2f}" for key, _ in PHASE_COLUMNS]
+        # "-": the trace has no range of that phase (its work is outside the phases)
+        + [f"{float(row[key]):.2f}" if key in row else "-" for key, _ in PHASE_COLUMNS]
         for row in table
         if isinstance(row, dict)
     ]

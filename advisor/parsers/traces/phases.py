@@ -130,6 +130,8 @@ class PhaseTable:
     absent: str = ""
     # the trace records garbage collections (when not, gc_us is 0 and means nothing)
     gc_recorded: bool = False
+    # the phases the trace has ranges of (a phase without one has no time, not zero time)
+    recorded: tuple[str, ...] = ()
 
 
 def phase_patterns(by_phase: dict[str, re.Pattern[str]]) -> tuple[tuple[int, re.Pattern[str]], ...]:
@@ -187,8 +189,25 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
 
 
 def _union(a: Intervals, b: Intervals) -> Intervals:
-    pairs = sorted(zip(a.starts + b.starts, a.ends + b.ends, strict=True))
-    return merged_intervals((p[0] for p in pairs), (p[1] for p in pairs))
+    """The union of two merged interval lists, merged (one pass over both, in start order)."""
+    out = Intervals()
+    starts, ends = out.starts, out.ends
+    i = j = 0
+    n, m = len(a.starts), len(b.starts)
+    while i < n or j < m:
+        if j >= m or (i < n and a.starts[i] <= b.starts[j]):
+            lo, hi = a.starts[i], a.ends[i]
+            i += 1
+        else:
+            lo, hi = b.starts[j], b.ends[j]
+            j += 1
+        if ends and lo <= ends[-1]:
+            if hi > ends[-1]:
+                ends[-1] = hi
+        else:
+            starts.append(lo)
+            ends.append(hi)
+    return out
 
 
 @dataclass
@@ -312,4 +331,6 @@ def phase_table(
     if not len(ranges.starts):
         steps = step_phases(windows, ops, ranges, loader) if gc_recorded else []
         return PhaseTable(steps, absent=no_ranges, gc_recorded=gc_recorded)
-    return PhaseTable(step_phases(windows, ops, ranges, loader), gc_recorded=gc_recorded)
+    recorded = tuple(PHASES[k] for k in sorted(set(ranges.phases)))
+    steps = step_phases(windows, ops, ranges, loader)
+    return PhaseTable(steps, gc_recorded=gc_recorded, recorded=recorded)
