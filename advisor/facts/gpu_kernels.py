@@ -1,12 +1,14 @@
 """Two kernel analyses of GPU traces: GEMMs that run in fp32 on the CUDA cores (no tensor core:
 the cuda_core_gemm class of rules/taxonomy.yaml) against all GEMM time, and the share of kernels
-too short to cover their own launch (a launch storm: under the taxonomy's small_op_max_us)."""
+too short to cover their own launch (a launch storm: under the readers' small_op_max_us,
+rules/thresholds.yaml, which the kernel tables count them by)."""
 
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.ops import select_kernels
+from advisor.inputs.thresholds import reader_thresholds
 
 GEMM_FACTS = ("ops.cuda_core_gemm_share", "ops.cuda_core_gemm_ms_per_step")
 TINY_FACTS = ("ops.tiny_kernel_share", "ops.tiny_kernels_per_step")
@@ -37,7 +39,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
                 cuda_core_us += g.total_us
     src, note, steps = sel.source, sel.note, sel.steps
     if kernels and sel.source != "op_statistic.csv":
-        tiny_note = f"kernels under {taxonomy.small_op_max_us:g} us; {note}"
+        tiny_note = f"kernels under {reader_thresholds().small_op_max_us:g} us; {note}"
         out.add("ops.tiny_kernel_share", tiny / kernels, f"{src}:Duration", tiny_note)
         out.add("ops.tiny_kernels_per_step", tiny / steps, f"{src}:Duration", tiny_note)
     else:
