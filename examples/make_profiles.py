@@ -13,7 +13,12 @@ from pathlib import Path
 
 from tests.synth import PRESETS, Scenario, write_cluster, write_pipeline, write_profile
 from tests.synth.cluster_file import StageSpec, write_cluster_analysis
-from tests.synth.kineto_jobs import all_to_all_trace, blocking_copy_trace, write_trace
+from tests.synth.kineto_jobs import (
+    all_to_all_trace,
+    blocking_copy_trace,
+    phases_trace,
+    write_trace,
+)
 
 ROOT = Path(__file__).resolve().parent / "profiles"
 SMALL = {"steps": 4, "layers": 2}
@@ -57,8 +62,13 @@ def generate(root: Path = ROOT) -> list[Path]:
 
 
 # an all-to-all whose SendRecv kernel NCCL names like pipeline send/recv; a step stalled by a
-# device-to-host copy into pageable memory and a stream synchronisation
-GPU_TRACES = {"all-to-all": all_to_all_trace, "blocking-copy": blocking_copy_trace}
+# device-to-host copy into pageable memory and a stream synchronisation; an annotated step whose
+# unfused optimizer, data loading and a garbage collection take a large share of it
+GPU_TRACES = {
+    "all-to-all": all_to_all_trace,
+    "blocking-copy": blocking_copy_trace,
+    "step-phases": phases_trace,
+}
 
 
 def pipeline_bubble(folder: Path) -> Path:

@@ -57,6 +57,8 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "comm.slowest_link": {"link": "3-11", "transport": "RDMA"},
         "host.dispatch_bound_ratio": 0.2,
         "step.comm_exposed_ratio": 0.3,
+        "data.loader_ratio": 0.2,
+        "ops.matmul_share": 0.5,
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))

@@ -72,6 +72,9 @@ class Diagnosis:
     symptoms: list[Symptom] = field(default_factory=list)
     bottlenecks: list[Bottleneck] = field(default_factory=list)
     unknown: list[Unknown] = field(default_factory=list)
+    # the step's phases from the framework's annotations: phase.*_ratio fact -> its value
+    # (empty when the profile has no phase ranges)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def main(self) -> Bottleneck | None:
@@ -272,4 +275,9 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     ranked = sorted(bottlenecks, key=lambda b: (-b.cost_ratio, -_RANK[b.evidence_level], b.id))
     result.bottlenecks = _with_lead(ranked)
     result.unknown = gaps
+    result.phases = {
+        k: float(v)
+        for k, v in sorted(ctx.facts.items())
+        if k.startswith("phase.") and k.endswith("_ratio") and isinstance(v, int | float)
+    }
     return result

@@ -35,6 +35,10 @@ class Taxonomy:
     blocking_ops: re.Pattern[str]
     blocking_calls: re.Pattern[str]
     user_ranges: re.Pattern[str]
+    # step phase (forward, backward, optimizer) -> the host ranges that name it
+    phase_ranges: dict[str, re.Pattern[str]]
+    # host ranges (or their category) that are a Python garbage collection
+    gc_ranges: re.Pattern[str]
     comm_kinds: dict[str, re.Pattern[str]]
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
@@ -48,7 +52,8 @@ class Taxonomy:
     # torch_npu / cann / mindspore -> (oldest, newest) known (major, minor)
     profiler_versions: dict[str, tuple[tuple[int, int], tuple[int, int]]]
     profiler_levels: tuple[str, ...]
-    # PyTorch profiler event category -> its role (kernel, memory, runtime, sync, annotation)
+    # PyTorch profiler event category -> its role (kernel, memory, runtime, sync, python,
+    # annotation)
     kineto_roles: dict[str, str]
 
     def op_class(self, op_type: str, name: str) -> set[str]:
@@ -92,6 +97,8 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         blocking_ops=_alternation(host.get("blocking_ops", [])),
         blocking_calls=_alternation(host.get("blocking_calls", [])),
         user_ranges=_alternation(host.get("user_ranges", [])),
+        phase_ranges={k: _alternation(v) for k, v in host.get("phases", {}).items()},
+        gc_ranges=_alternation(host.get("gc", [])),
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),

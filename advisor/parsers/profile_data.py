@@ -203,6 +203,10 @@ class RankProfile:
     links: list[LinkStat] | None = None  # communication_matrix.json totals per link
     # AI Core frequency samples in MHz (the database export's AICORE_FREQ); None: not recorded
     aicore_freq_mhz: list[float] | None = None
+    # torch_npu's GC detection (profiler_info's gc_detect_threshold, ms): the collections
+    # longer than it are in trace_view.json; gc_detect_off: the profile says it was not set
+    gc_detect_ms: float | None = None
+    gc_detect_off: bool = False
     inputs: list[Path] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)  # file name -> why it was not read
     # text-export file name -> what was read in its place (a database export's table)

@@ -21,6 +21,7 @@ def diagnosis_json(diagnosis: Diagnosis) -> str:
         "schema": DIAGNOSIS_SCHEMA,
         "symptoms": [_symptom_json(s) for s in diagnosis.symptoms],
         "bottlenecks": [_bottleneck_json(b) for b in diagnosis.bottlenecks],
+        **({"phases": diagnosis.phases} if diagnosis.phases else {}),
         "unknown": [
             {
                 "rule": u.rule,
@@ -67,6 +68,24 @@ def _bottleneck_json(b: Bottleneck) -> dict[str, object]:
     }
 
 
+# phase fact -> its words, in the loop's order
+PHASE_WORDS = (
+    ("phase.forward_ratio", "forward"),
+    ("phase.backward_ratio", "backward"),
+    ("phase.optimizer_ratio", "optimizer"),
+    ("phase.unplaced_ratio", "outside the annotated phases"),
+    ("phase.comm_exposed_ratio", "exposed communication"),
+    ("phase.data_wait_ratio", "waiting for data"),
+)
+
+
+def phases_line(phases: dict[str, float]) -> str:
+    """The step's phases in words; the rest of the step is the device's other idle time."""
+    parts = [f"{words} {phases[fact]:.1%}" for fact, words in PHASE_WORDS if fact in phases]
+    rest = 1.0 - sum(phases.get(fact, 0.0) for fact, _ in PHASE_WORDS)
+    return ", ".join(parts) + f", other idle {max(0.0, rest):.1%} (device time by phase)"
+
+
 def diagnosis_text(diagnosis: Diagnosis) -> str:
     lines: list[str] = []
     main = diagnosis.main
@@ -81,6 +100,8 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
         )
         lines.append(f"Main bottleneck: {main.id} ({grade})")
         lines.append(f"  {bottleneck_message(main)}")
+    if diagnosis.phases:
+        lines.append(f"Step phases: {phases_line(diagnosis.phases)}")
     if len(diagnosis.bottlenecks) > 1:
         lines.append("")
         lines.append("bottlenecks (the one worth most first)")

@@ -1,5 +1,5 @@
-"""The report's analyzer tables: what the slowest rank runs beyond the fastest, the AI-CPU
-operators, and how the collectives use their links. Each table appears only when its facts do;
+"""The report's analyzer tables: the step's phases, what the slowest rank runs beyond the
+fastest, the AI-CPU operators, and how the collectives use their links. Each table appears only when its facts do;
 a missing fact is left out here (the diagnosis lists what is unknown and how to collect it)."""
 
 from __future__ import annotations
@@ -94,6 +94,45 @@ def _links(facts: FactSet) -> str:
     return f"<h3>Links</h3>{table}{more}"
 
 
+# phase.table columns and their headings, in the loop's order
+PHASE_COLUMNS = (
+    ("forward", "forward"),
+    ("backward", "backward"),
+    ("optimizer", "optimizer"),
+    ("other", "outside the phases"),
+    ("comm_exposed", "exposed comm"),
+    ("data_wait", "waiting for data"),
+    ("idle", "idle"),
+)
+
+
+def _phases(facts: FactSet) -> str:
+    table = facts.value("phase.table")
+    if not isinstance(table, list) or not table:
+        return ""
+    rows = [
+        [str(row.get("step")), f"{float(row.get('step_ms') or 0.0):.2f}"]
+        # "-": the trace has no range of that phase (its work is outside the phases)
+        + [f"{float(row[key]):.2f}" if key in row else "-" for key, _ in PHASE_COLUMNS]
+        for row in table
+        if isinstance(row, dict)
+    ]
+    head = ["step", "step ms", *(f"{words} ms" for _, words in PHASE_COLUMNS)]
+    gc = facts.value("host.gc_ms_per_step")
+    gc_line = (
+        f"<p>Python garbage collection: {escape(format_value(gc, 'ms'))} per step, the longest "
+        f"{escape(format_value(facts.value('host.gc_max_ms'), 'ms'))}.</p>"
+        if gc is not None
+        else ""
+    )
+    lead = (
+        "<p>Device time by the phase whose host range launched it (a representative rank; "
+        "waiting for data and idle are the device's idle time).</p>"
+    )
+    return f"<h3>Step phases</h3>{lead}{_table(head, rows)}{gc_line}"
+
+
 def analyzer_section(facts: FactSet) -> str:
     """The analyzer tables the facts allow ("" when none)."""
-    return "".join(part for part in (_slow_fast(facts), _aicpu(facts), _links(facts)) if part)
+    parts = (_phases(facts), _slow_fast(facts), _aicpu(facts), _links(facts))
+    return "".join(part for part in parts if part)

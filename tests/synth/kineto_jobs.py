@@ -114,6 +114,78 @@ def blocking_copy_trace(
     return _header(out.events, 0, 8)
 
 
+BACKWARD = (10, 11)  # the autograd engine's thread
+SGEMM = "ampere_sgemm_128x64_tn"
+ADAM = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AddcmulFunctor<float>, "
+    "at::detail::Array<char*, 4> >(int, at::native::AddcmulFunctor<float>, "
+    "at::detail::Array<char*, 4>)"
+)
+
+
+class _Device:
+    """A device stream: each kernel starts when it is launched and the previous one ended."""
+
+    def __init__(self, steps: _Steps) -> None:
+        self.steps = steps
+        self.free_at = 0.0
+
+    def launch(self, at: float, name: str, dur: float, thread: tuple[int, int] = HOST) -> float:
+        start = max(self.free_at, at + 5.0)
+        self.free_at = start + dur
+        self.steps.correlation += 1
+        corr = self.steps.correlation
+        self.steps.events.append(
+            _span("cuda_runtime", "cudaLaunchKernel", thread, at, 4.0, correlation=corr)
+        )
+        self.steps.events.append(_span("kernel", name, DEVICE, start, dur, correlation=corr))
+        return self.free_at
+
+
+def phases_trace(
+    steps: int = 4, loader_us: float = 3000.0, gc_us: float = 2000.0, adam_kernels: int = 240
+) -> dict:
+    """Each step: the host loads a batch (enumerate(DataLoader)) while the device idles, runs
+    `## forward ##` (fp32 GEMMs), the backward nodes on the autograd thread, a Python garbage
+    collection, then an unfused AdamW (Optimizer.step#AdamW.step) of many small kernels."""
+    out = _Steps()
+    device = _Device(out)
+    t0 = 1_000_000.0
+    for step in range(steps):
+        marker = len(out.events)
+        loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        out.events.append(_span("user_annotation", loader, HOST, t0 + 10, loader_us))
+        at = t0 + 20 + loader_us
+        forward_end = at + 200.0
+        out.events.append(_span("user_annotation", "## forward ##", HOST, at, 200.0))
+        for i in range(4):
+            device.launch(at + 10 + 40 * i, SGEMM, 1500.0)
+        at = forward_end + 20
+        for _ in range(4):
+            node = "autograd::engine::evaluate_function: MmBackward0"
+            out.events.append(_span("cpu_op", node, BACKWARD, at, 60.0))
+            device.launch(at + 10, SGEMM, 1500.0, BACKWARD)
+            device.launch(at + 30, SGEMM, 1500.0, BACKWARD)
+            at += 70
+        # the host reaches the collection once the backward's work is queued
+        at = max(at, device.free_at - 500.0)
+        collect = "<built-in method collect of module object at 0x7f3a2c1b9e50>"
+        out.events.append(_span("python_function", collect, HOST, at, gc_us))
+        at += gc_us + 20
+        optimizer = "Optimizer.step#AdamW.step"
+        begin = at
+        for _ in range(adam_kernels):
+            device.launch(at, ADAM, 25.0)
+            at += 20.0
+        out.events.append(_span("user_annotation", optimizer, HOST, begin - 5, at - begin + 10))
+        end = max(at, device.free_at) + 50.0
+        out.events.insert(
+            marker, _span("user_annotation", f"ProfilerStep#{step + 1}", HOST, t0, end - t0)
+        )
+        t0 = end
+    return _header(out.events, 0, 8)
+
+
 def write_trace(folder: Path, data: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "rank0.pt.trace.json"

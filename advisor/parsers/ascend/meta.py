@@ -37,6 +37,7 @@ def apply_info(rank: RankProfile, info: Any, info_path: Path) -> None:
     if isinstance(level, str) and level:
         rank.level = level.replace("Level_none", "LevelNone")
         rank.level_source = info_path.name
+    _apply_gc_detection(rank, info)
     for key, attr in (("torch_npu_version", "torch_npu_version"), ("cann_version", "cann_version")):
         value = _nested(info, key)
         if value:
@@ -48,6 +49,23 @@ def apply_info(rank: RankProfile, info: Any, info_path: Path) -> None:
             if rank.framework != "mindspore":
                 rank.framework = "mindspore"
                 rank.framework_source = f"{info_path.name} records {key}"
+
+
+def _apply_gc_detection(rank: RankProfile, info: Any) -> None:
+    """gc_detect_threshold (ms) from the experimental config: a number turns GC detection on,
+    null leaves it off; absent in versions before the option."""
+    config = _nested(info, "experimental_config")
+    if not isinstance(config, dict):
+        return
+    for key in ("_gc_detect_threshold", "gc_detect_threshold"):
+        if key not in config:
+            continue
+        value = config[key]
+        if value is None:
+            rank.gc_detect_off = True
+        elif isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            rank.gc_detect_ms = float(value)
+        return
 
 
 def read_metadata(path: Path) -> Any:

@@ -14,6 +14,12 @@ from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import StepWindow, TraceData, reduce_steps
 
+# the database export's framework ranges (PYTORCH_API) are not read for the phases yet
+DB_NO_PHASES = (
+    "the phases are read from trace_view.json; the database export's framework ranges are not "
+    "read: export text as well (export_type [text, db])"
+)
+
 DEVICE_LANE_KEY = "device"
 
 
@@ -57,7 +63,7 @@ def read_db_trace(
                 lane[1].append((b - origin) / 1000.0)
     _host_calls(db, strings, origin, raw, taxonomy)
     _launch_flows(db, origin, raw)
-    return reduce_steps(path, raw, TRACE_VIEW)
+    return reduce_steps(path, raw, TRACE_VIEW, DB_NO_PHASES)
 
 
 def _host_calls(

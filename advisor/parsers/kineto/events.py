@@ -53,6 +53,7 @@ from advisor.parsers.kineto.values import (
     typed_event,
 )
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.phases import HostRanges, RangeReader
 
 # runtime calls the host-side measures count, as stored per call name
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE, _COPY = 0, 1, 2, 3, 4
@@ -78,6 +79,8 @@ class KinetoEvents:
     blocking: BlockingEvents = field(default_factory=BlockingEvents)
     # a device allocator's `[memory]` instant events (profile_memory=True)
     memory: MemorySamples = field(default_factory=MemorySamples)
+    # the ranges naming a phase of the step, and the garbage collections
+    host_ranges: HostRanges = field(default_factory=HostRanges)
     events: int = 0
     dropped: int = 0
     # group key -> (description, ranks) learnt from collective kernels' arguments
@@ -112,6 +115,7 @@ class Extractor:
         self.launchers = Launchers(
             taxonomy, self.out.strings, self.out.collective_spans, self._thread
         )
+        self.ranges = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges)
 
     def block(self, events: list[Any], center: float, index: int) -> int:
         """The events of one decoded block into the columns; the index of its last event."""
@@ -154,6 +158,8 @@ class Extractor:
                 self._runtime(event, name, start, end)
             elif role == "annotation":
                 self._annotation(event, name, start, end)
+            elif role == "python":
+                self.ranges.add(self.out.host_ranges, name, start, end)
             elif role == "sync":
                 self.out.sync_start.append(start)
                 self.out.sync_end.append(end)
@@ -252,6 +258,7 @@ class Extractor:
         else:
             self.out.blocking.annotation(event.cat, name, start, end, self.taxonomy.blocking_ops)
             self.launchers.range(event, name, start, end)
+            self.ranges.add(self.out.host_ranges, name, start, end)
 
     def _reject(self, event: KinetoEvent, index: int) -> None:
         ts = None if event.ts is UNSET else event.ts

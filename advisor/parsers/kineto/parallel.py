@@ -141,6 +141,7 @@ def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
         getattr(out, theirs_name).extend(getattr(part, theirs_name))
     out.memory.extend(part.memory)
     out.blocking.extend(part.blocking)
+    out.host_ranges.extend(part.host_ranges)
     out.events += part.events
     for key, group in part.kernel_groups.items():
         out.kernel_groups.setdefault(key, group)

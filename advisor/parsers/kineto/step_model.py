@@ -17,7 +17,7 @@ from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
 from advisor.parsers.kineto import grouped
 from advisor.parsers.kineto.collectives import collective_kinds
-from advisor.parsers.kineto.columns import MEMORY, LaunchIndex
+from advisor.parsers.kineto.columns import COMMUNICATION, MEMORY, LaunchIndex
 from advisor.parsers.kineto.device_steps import (
     STEPLESS_NUMBER,
     DeviceWindow,
@@ -38,6 +38,8 @@ from advisor.parsers.kineto.window import (
 )
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces import budget
+from advisor.parsers.traces.phases import NO_PHASE_RANGES, grouped_table, phase_table
+from advisor.parsers.traces.phases import DeviceOps as PhaseOps
 
 
 def reduce(
@@ -47,6 +49,8 @@ def reduce(
     spilled = sum(rows.ops for rows in events.spilled)
     if spilled > budget.GROUP_ROWS and scratch:
         grouped.reduce_in_groups(rank, path, events, taxonomy, scratch)
+        if rank.trace is not None:
+            rank.trace.phases = grouped_table(events.host_ranges)
         return
     if events.spilled:
         grouped.read_back(events)
@@ -105,3 +109,11 @@ def fill_rank(
     finish_rank(
         rank, path, events.events, measured, per_step, kernel_rows, len(lanes.comm) > 0, whole
     )
+    if rank.trace is not None:
+        rank.trace.phases = phase_table(
+            [(w.number, w.start, w.end) for w in windows],
+            PhaseOps(ops.start, ops.end, launch_at, [k == COMMUNICATION for k in kinds]),
+            events.host_ranges,
+            (events.loader_start, events.loader_end),
+            NO_PHASE_RANGES,
+        )

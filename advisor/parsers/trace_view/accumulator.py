@@ -17,6 +17,7 @@ from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
 from advisor.parsers.trace_view.timestamps import TimestampParser
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.phases import NEITHER, HostRanges, RangeReader
 from advisor.parsers.traces.steps import FlowTable, StepWindow, flow_key
 
 FLOW_CATEGORIES = FLOW_PREFERENCE
@@ -54,6 +55,9 @@ class Accumulator:
     # the calls the host waits in for the device (synchronisations, synchronous copies, value
     # reads) and the user ranges that name where they are: few, kept as they are
     blocking: BlockingEvents = field(default_factory=BlockingEvents)
+    # the host ranges naming a phase of the step, and the garbage collections
+    host_ranges: HostRanges = field(default_factory=HostRanges)
+    range_reader: RangeReader | None = None
     # launch flows by category: ids and parsed times in flat arrays (16 bytes a flow end; a
     # dict of the raw strings held ~0.2 bytes for every byte of trace)
     flows: dict[str, FlowTable] = field(default_factory=dict)
@@ -97,6 +101,7 @@ class Accumulator:
             (self.loader_end, other.loader_end),
         ):
             mine.extend(theirs)
+        self.host_ranges.extend(other.host_ranges)
         if other.best_paired and not self.best_paired:
             self._best_paired()
         for cat, flows in other.flows.items():
@@ -117,6 +122,10 @@ class Accumulator:
         out["sync",], out["sync_end",] = self.sync, self.sync_end
         out["malloc",], out["malloc_end",], out["free",] = self.malloc, self.malloc_end, self.free
         out["loader_start",], out["loader_end",] = self.loader_start, self.loader_end
+        ranges = self.host_ranges
+        out["phase_start",], out["phase_end",] = ranges.starts, ranges.ends
+        out["phase_kind",] = ranges.phases
+        out["gc_start",], out["gc_end",] = ranges.gc_starts, ranges.gc_ends
         for cat, flows in self.flows.items():
             ids_start, ts_start, ids_finish, ts_finish = flows.__getstate__()
             out["flows", cat, 0], out["flows", cat, 1] = ids_start, ts_start
@@ -186,17 +195,20 @@ class Accumulator:
 
     def _host_side(self, e: TraceEvent, name: str) -> None:
         """A host-side event: most are operators, which no measure reads (cheap substring
-        tests first); step markers, data loading, value reads and the ranges around them are
-        kept."""
+        tests first); step markers, data loading, value reads, the ranges around them and the
+        ranges naming a phase of the step (or a garbage collection) are kept."""
         if name.startswith("ProfilerStep#") or "DataLoader" in name or "dataset" in name:
             self._host_event(e, name)
-        elif "item" in name or "_scalar" in name or e.cat == "user_annotation":
+            return
+        if "item" in name or "_scalar" in name or e.cat == "user_annotation":
             start = self.ts(e.ts)
             self.blocking.annotation(
                 e.cat, name, start, start + _dur(e.dur), self.taxonomy.blocking_ops
             )
         elif e.cat == "cpu_op" and ("#" in name or " " in name or "." in name):
             self._user_range(e, name)
+        # the same range may also name a phase of the step, or be a garbage collection
+        self._host_range(e, name)
 
     def _host_event(self, e: TraceEvent, name: str) -> None:
         """A host-side event: only step markers and data loading are needed."""
@@ -218,6 +230,15 @@ class Accumulator:
         if self.taxonomy.user_ranges.fullmatch(name):
             start = self.ts(e.ts)
             self.blocking.ranges.append((start, start + _dur(e.dur), name))
+
+    def _host_range(self, e: TraceEvent, name: str) -> None:
+        """A range naming a phase of the step (nn.Module, autograd, Optimizer.step...), or a
+        garbage collection (torch_npu's "GC" ranges, with gc_detect_threshold set)."""
+        if self.range_reader is None:
+            self.range_reader = RangeReader(self.taxonomy.phase_ranges, self.taxonomy.gc_ranges)
+        if self.range_reader.kind(name) != NEITHER:
+            start = self.ts(e.ts)
+            self.range_reader.add(self.host_ranges, name, start, start + _dur(e.dur))
 
     def _runtime_call(self, e: TraceEvent, name: str) -> None:
         """An AscendCL call: synchronisations, allocations and frees are kept."""

@@ -39,6 +39,7 @@ from advisor.parsers.traces.ordered import (
     time_ranges,
     window_groups,
 )
+from advisor.parsers.traces.phases import grouped_table
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import (
     FlowTable,
@@ -141,7 +142,9 @@ def reduce_in_groups(
         ordered.path.unlink(missing_ok=True)
     ordered_steps = [steps[number] for number in sorted(steps)]
     ctx.overlap = {lane: ctx.overlap.get(lane, Intervals()) for lane in lanes}
-    return trace_data(path, raw, ctx, ordered_steps, BEST, rows > 0)
+    data = trace_data(path, raw, ctx, ordered_steps, BEST, rows > 0)
+    data.phases = grouped_table(raw.host_ranges)
+    return data
 
 
 def _sample(spills: list[Path], devices: set[object]) -> Iterator[float]:

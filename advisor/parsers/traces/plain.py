@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.phases import HostRanges
 from advisor.parsers.traces.steps import FlowTable, StepWindow
 
 
@@ -33,6 +34,7 @@ class PlainTrace:
     flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)
+    host_ranges: HostRanges = field(default_factory=HostRanges)
 
     @property
     def ts(self) -> Callable[[str | float], float]:

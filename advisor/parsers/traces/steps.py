@@ -23,6 +23,13 @@ from advisor.parsers.traces.intervals import (
     overlap_sum,
     sorted_intervals,
 )
+from advisor.parsers.traces.phases import (
+    NO_PHASE_RANGES,
+    DeviceOps,
+    HostRanges,
+    PhaseTable,
+    phase_table,
+)
 
 NAN = float("nan")
 
@@ -83,6 +90,8 @@ class TraceData:
     flow_category: str | None
     has_device_lane: bool
     lanes: list[str]
+    # each step's phases (forward, backward, optimizer...), or why the trace cannot give them
+    phases: PhaseTable | None = None
 
 
 class RawTrace(Protocol):
@@ -104,6 +113,8 @@ class RawTrace(Protocol):
     # device task start -> host launch time, when the source pairs them itself (a database
     # export joins them by connection id); empty: pair the flow events
     launch_pairs: dict[float, float]
+    # the host ranges naming a phase of the step, and the garbage collections
+    host_ranges: HostRanges
 
     @property
     def ts(self) -> Callable[[str | float], float]: ...
@@ -366,7 +377,11 @@ def trace_data(
     )
 
 
-def reduce_steps(path: Path, raw: RawTrace, lanes: LaneNames) -> TraceData:
+def reduce_steps(
+    path: Path, raw: RawTrace, lanes: LaneNames, no_phases: str = NO_PHASE_RANGES
+) -> TraceData:
+    """The step measures of a trace whose kernels are held whole; `no_phases`: why the steps
+    have no phases when the trace holds no phase range."""
     starts: array[float] = array("d")
     ends: array[float] = array("d")
     for pid in device_pids(raw, lanes.device):
@@ -381,4 +396,23 @@ def reduce_steps(path: Path, raw: RawTrace, lanes: LaneNames) -> TraceData:
         window_step(ctx, number, kernel_starts, kernel_ends, linked)
         for number in sorted(ctx.windows)
     ]
-    return trace_data(path, raw, ctx, steps, flow_category, bool(kernel_starts))
+    data = trace_data(path, raw, ctx, steps, flow_category, bool(kernel_starts))
+    # the trace's own lanes say which device time computes and which communication no
+    # compute hides (communication tasks run on the device lane under their own names)
+    computing = ctx.overlap.get("Computing")
+    exposed = ctx.overlap.get("Communication(Not Overlapped)")
+    data.phases = phase_table(
+        [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())],
+        DeviceOps(
+            kernel_starts,
+            kernel_ends,
+            linked,
+            [False] * len(kernel_starts),
+            merged_intervals(computing.starts, computing.ends) if computing else None,
+            merged_intervals(exposed.starts, exposed.ends) if exposed else Intervals(),
+        ),
+        raw.host_ranges,
+        (raw.loader_start, raw.loader_end),
+        no_phases,
+    )
+    return data

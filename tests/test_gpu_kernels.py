@@ -1,0 +1,65 @@
+"""GPU kernel analyses: fp32 GEMMs on the CUDA cores and launch storms, on the example and the
+real traces under ../shared/real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.app.pipeline import profile_facts
+from advisor.inputs.taxonomy import default_taxonomy
+from tests.conftest import REAL
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "profiles" / "step-phases"
+
+
+@pytest.mark.parametrize(
+    ("kernel", "cuda_core"),
+    [
+        ("volta_sgemm_128x32_nt", True),
+        ("ampere_sgemm_128x64_tn", True),
+        ("implicit_convolve_sgemm", True),
+        ("cutlass_simt_sgemm_128x128_8x2_nn_align1", True),
+        ("cutlass_80_tensorop_s1688gemm_128x64_32x6_nt_align1", False),
+        ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", False),
+        ("ampere_h16816gemm_256x128_ldg8_stages_32x3_nn", False),
+        ("cutlass_simt_hgemm_256x128_8x2_nn_align1", False),
+    ],
+)
+def test_kernel_names_tell_the_cuda_cores_from_the_tensor_cores(kernel: str, cuda_core: bool):
+    classes = default_taxonomy().op_class(kernel, kernel)
+    assert "matmul" in classes
+    assert ("cuda_core_gemm" in classes) is cuda_core
+
+
+def test_the_example_runs_its_gemms_on_the_cuda_cores():
+    facts = profile_facts(EXAMPLE)
+    assert facts.value("ops.cuda_core_gemm_share") == 1.0
+    assert facts.value("ops.cuda_core_gemm_ms_per_step") == pytest.approx(18.0)
+    assert facts.value("ops.tiny_kernels_per_step") == 240  # the unfused AdamW's kernels
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not beside the checkout")
+@pytest.mark.parametrize(
+    ("trace", "low", "high"),
+    [
+        ("kineto/df_index_resolver__df_index_resolver.json.gz", 0.99, 1.0),  # V100, volta_sgemm
+        ("kineto/trace_diff__control__control.json.gz", 0.05, 0.2),  # mostly s1688 tensorop
+        ("kineto/nccl_parser_config__nccl_data.json.gz", 0.0, 0.01),  # cuDNN tf32 convolutions
+    ],
+)
+def test_real_traces_gemm_precision(trace: str, low: float, high: float):
+    facts = profile_facts(REAL / trace)
+    assert low <= facts.value("ops.cuda_core_gemm_share") <= high
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not beside the checkout")
+def test_a_launch_storm_is_named_where_the_device_waits_for_launches():
+    facts = profile_facts(REAL / "kineto" / "df_index_resolver__df_index_resolver.json.gz")
+    assert facts.value("ops.tiny_kernel_share") > 0.8
+    assert facts.value("host.dispatch_bound_ratio") > 0.3
+    ascend = profile_facts(REAL / "ascend-ddp-2rank-text")
+    assert any(
+        m.id == "ops.cuda_core_gemm_share" and "cube unit" in m.reason for m in ascend.missing
+    )
