@@ -17,6 +17,7 @@ from advisor.facts import (
     cluster,
     comm,
     comm_quality,
+    comm_split,
     coverage,
     exposure,
     frequency,
@@ -51,6 +52,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     comm.DERIVER,
     exposure.DERIVER,
     comm_quality.DERIVER,
+    comm_split.DERIVER,
     memory.DERIVER,
     frequency.DERIVER,
     # the job

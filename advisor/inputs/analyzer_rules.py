@@ -1,6 +1,7 @@
 """The analyzers' data loaded from rules/analyzers.yaml: the loss chain's operator types, how
 the slowest and fastest ranks are told apart, what the AI-CPU list shows, and what counts as a
-small or unaligned communication transfer."""
+small or unaligned communication transfer, when an RDMA transfer was retransmitted, and the
+HCCL data types' sizes."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ class AnalyzerRules:
     sdma_total: str
     alignment_bytes: int
     optimizer_types: re.Pattern[str]
+    retransmission_ms: float
+    group_min_share: float
+    dtype_bytes: dict[str, int]
 
 
 def load_analyzer_rules(path: Path) -> AnalyzerRules:
@@ -52,6 +56,9 @@ def _build(raw: dict[str, Any]) -> AnalyzerRules:
         sdma_total=str(comm["sdma_total"]),
         alignment_bytes=int(comm["alignment_bytes"]),
         optimizer_types=re.compile("|".join(f"(?:{t})" for t in raw["optimizer"]["types"])),
+        retransmission_ms=float(raw["collectives"]["retransmission_ms"]),
+        group_min_share=float(raw["collectives"]["group_min_share"]),
+        dtype_bytes={str(k).upper(): int(v) for k, v in raw["collectives"]["dtype_bytes"].items()},
     )
 
 
