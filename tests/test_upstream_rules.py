@@ -680,6 +680,10 @@ def test_hccl_buffsize_is_proposed_only_for_a_collective_larger_than_the_buffer(
     assert unknown.missing == ("fact:comm.largest_collective_mb",)
     no_launch = gate.evaluate(Context(facts=big, config={}, env=None))
     assert no_launch.missing == ("env:HCCL_BUFFSIZE",)
+    # the profile's recorded variables alone (torch_npu does not record HCCL_BUFFSIZE): unknown
+    recorded = {"ACLNN_CACHE_LIMIT": ""}
+    only_recorded = gate.evaluate(Context(facts=big, config={}, env=recorded, env_ran=recorded))
+    assert only_recorded.missing == ("env:HCCL_BUFFSIZE",)
     # set but below the largest collective: not yet applied
     assert not is_applied(rule, ctx(env={"HCCL_BUFFSIZE": "100"}, facts=small))
 

@@ -178,7 +178,11 @@ class Leaf:
             # a fact against a variable (the largest collective against HCCL_BUFFSIZE)
             name, unset = self.other_env
             expected = ctx.lookup("env", name)
-            if expected is ABSENT:
+            if expected is ABSENT and ctx.env == ctx.env_ran:
+                # only the profile's recorded variables, no launch script on top: a variable
+                # the profiler does not record is unknown, not unset
+                expected = None
+            elif expected is ABSENT:
                 expected = unset
             if expected is None:
                 return Outcome(Truth.UNKNOWN, (f"env:{name}",))
