@@ -30,6 +30,7 @@ SINGLE_RANK = (
     "level0",
     "launch-blocking",
     "mte2-bound",
+    "rdma-retransmission",
 )
 
 

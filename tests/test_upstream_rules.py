@@ -668,7 +668,7 @@ def test_hccl_buffsize_is_proposed_only_for_a_collective_larger_than_the_buffer(
     from advisor.engine.conditions import Truth
 
     rule = feature("feature.hccl-buffsize")
-    gate = next(a.when for a in rule.addresses if a.bottleneck == "bottleneck.communication")
+    gate = rule.requires[0].condition
     big, small = {"comm.largest_collective_mb": 384.0}, {"comm.largest_collective_mb": 144.0}
     assert gate is not None
     assert gate.evaluate(ctx(env={}, facts=big)).truth is Truth.TRUE  # above the default 200

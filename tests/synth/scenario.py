@@ -55,6 +55,8 @@ class Scenario:
     )
     alltoall_us: float = 0.0  # MoE token dispatch (all-to-all) under compute when > 0
     comm_wait_ratio: float = 0.05  # share of each communication op spent waiting for peers
+    # the job spans nodes: each collective also moves this many MB over RDMA, in its transit time
+    rdma_mb_per_op: float = 0.0
     dataloader_us: float = 200.0
     # host work after data loading and before the first launch (allocator calls, Python): the
     # malloc calls of the step are made then when > 0
@@ -172,6 +174,15 @@ PRESETS: dict[str, Scenario] = {
         exposed_comm="allreduce",
     ),
     "mindspore": HEALTHY.with_(name="mindspore", framework="mindspore"),
+    # two nodes, a lossy RoCE queue: the gradient all-reduce after the backward pass spends
+    # 4.5 s in RDMA transit for 64 MB (a retransmission timeout), and every step waits for it
+    "rdma-retransmission": HEALTHY.with_(
+        name="rdma-retransmission",
+        comm_overlapped_us=1000.0,
+        comm_exposed_us=4_500_000.0,
+        exposed_comm="allreduce",
+        rdma_mb_per_op=64.0,
+    ),
 }
 
 # host-bound, plus ASCEND_LAUNCH_BLOCKING=1: every launch synchronises
