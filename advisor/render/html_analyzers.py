@@ -132,7 +132,9 @@ def _comm_split(facts: FactSet) -> str:
     notes = []
     retried = facts.value("comm.rdma_retransmission_ops")
     if isinstance(retried, int) and retried > 0:
-        notes.append(f"<li>{retried} operation(s) with over 4 s of RDMA transit: retransmission</li>")
+        notes.append(
+            f"<li>{retried} operation(s) with over 4 s of RDMA transit: retransmission</li>"
+        )
     largest = facts.value("comm.largest_collective_mb")
     if isinstance(largest, int | float):
         notes.append(f"<li>largest collective: {escape(format_value(largest, 'MB'))}</li>")

@@ -172,7 +172,9 @@ def read_communication(
                 if op_key.startswith("Total Op Info") or not isinstance(op, dict):
                     continue  # aggregated pseudo-op: counting it would double every number
                 where = _Where(path, bad, f"{step_key} {op_key}")
-                _add_comm_op(step, (op_key, taxonomy.comm_kind(op_key)), op, _group_of(op_key), where)
+                _add_comm_op(
+                    step, (op_key, taxonomy.comm_kind(op_key)), op, _group_of(op_key), where
+                )
         steps.append(step)
     if not steps:
         raise InputError(str(path), "no steps")
