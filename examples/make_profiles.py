@@ -31,6 +31,7 @@ SINGLE_RANK = (
     "launch-blocking",
     "mte2-bound",
     "rdma-retransmission",
+    "unfused-norm",
 )
 
 

@@ -21,6 +21,7 @@ from advisor.facts import (
     coverage,
     exposure,
     frequency,
+    fusion,
     groups,
     host,
     links,
@@ -55,6 +56,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     comm_split.DERIVER,
     memory.DERIVER,
     frequency.DERIVER,
+    fusion.DERIVER,
     # the job
     stages.DERIVER,
     op_diff.DERIVER,

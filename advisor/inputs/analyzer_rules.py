@@ -17,6 +17,16 @@ from advisor.model import DataError
 
 
 @dataclass(frozen=True)
+class FusionPattern:
+    """Kernel types one fused operator replaces, in launch order (each a whole-type regex)."""
+
+    name: str
+    kernels: tuple[re.Pattern[str], ...]
+    fused: str
+    switches: dict[str, str]  # config dialect -> the switch that enables it
+
+
+@dataclass(frozen=True)
 class AnalyzerRules:
     loss_chain: frozenset[str]
     loss_min_share: float
@@ -32,6 +42,8 @@ class AnalyzerRules:
     retransmission_ms: float
     group_min_share: float
     dtype_bytes: dict[str, int]
+    fusion_skip: re.Pattern[str]
+    fusion: tuple[FusionPattern, ...]
 
 
 def load_analyzer_rules(path: Path) -> AnalyzerRules:
@@ -59,6 +71,17 @@ def _build(raw: dict[str, Any]) -> AnalyzerRules:
         retransmission_ms=float(raw["collectives"]["retransmission_ms"]),
         group_min_share=float(raw["collectives"]["group_min_share"]),
         dtype_bytes={str(k).upper(): int(v) for k, v in raw["collectives"]["dtype_bytes"].items()},
+        fusion_skip=re.compile(str(raw["fusion"]["skip"])),
+        fusion=tuple(_pattern(p) for p in raw["fusion"]["patterns"]),
+    )
+
+
+def _pattern(raw: dict[str, Any]) -> FusionPattern:
+    return FusionPattern(
+        name=str(raw["name"]),
+        kernels=tuple(re.compile(str(k)) for k in raw["kernels"]),
+        fused=str(raw["fused"]),
+        switches={str(k): str(v) for k, v in raw["switches"].items()},
     )
 
 

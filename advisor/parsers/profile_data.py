@@ -70,6 +70,14 @@ class OpDetail:
     dynamic_us: float = 0.0
 
 
+@dataclass(slots=True)
+class SequenceCount:
+    """One fusion pattern's unfused kernel sequences found in one step, and their time."""
+
+    count: int = 0
+    total_us: float = 0.0
+
+
 @dataclass(frozen=True)
 class KernelTable:
     groups: list[KernelGroup]
@@ -80,6 +88,8 @@ class KernelTable:
     details: list[OpDetail] | None = None
     # the source records each kernel's OP State (static / dynamic)
     has_op_state: bool = False
+    # (step, fusion pattern) -> its unfused sequences; None: the source's launch order not read
+    sequences: dict[tuple[int | None, str], SequenceCount] | None = None
 
 
 @dataclass(frozen=True)

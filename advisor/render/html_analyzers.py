@@ -1,5 +1,5 @@
 """The report's analyzer tables: what the slowest rank runs beyond the fastest, the AI-CPU
-operators, how the collectives use their links, and where their time goes (transit, wait, idle)
+operators, the unfused kernel sequences a fused operator replaces, how the collectives use their links, and where their time goes (transit, wait, idle)
 by kind and by group. Each table appears only when its facts do;
 a missing fact is left out here (the diagnosis lists what is unknown and how to collect it)."""
 
@@ -95,6 +95,25 @@ def _links(facts: FactSet) -> str:
     return f"<h3>Links</h3>{table}{more}"
 
 
+def _fusion(facts: FactSet) -> str:
+    rows_in = facts.value("ops.unfused_sequences")
+    if not isinstance(rows_in, list) or not rows_in:
+        return ""
+    rows = [
+        [
+            str(r.get("pattern")),
+            f"{r.get('per_step_count')}",
+            f"{float(r.get('per_step_ms') or 0.0):.2f} ms",
+            str(r.get("fused")),
+            "; ".join(f"{k}: {v}" for k, v in (r.get("switches") or {}).items()) or "-",
+        ]
+        for r in rows_in
+        if isinstance(r, dict)
+    ]
+    head = ["unfused sequence", "per step", "time per step", "fused operator", "switch"]
+    return f"<h3>Unfused kernel sequences</h3>{_table(head, rows)}"
+
+
 def _split_row(label: str, split: dict[str, object]) -> list[str]:
     def share(key: str) -> str:
         value = split.get(key)
@@ -148,5 +167,5 @@ def _comm_split(facts: FactSet) -> str:
 
 def analyzer_section(facts: FactSet) -> str:
     """The analyzer tables the facts allow ("" when none)."""
-    parts = (_slow_fast(facts), _aicpu(facts), _links(facts), _comm_split(facts))
+    parts = (_slow_fast(facts), _aicpu(facts), _fusion(facts), _links(facts), _comm_split(facts))
     return "".join(part for part in parts if part)
