@@ -122,14 +122,14 @@ def test_the_last_stage_s_unfused_cross_entropy_is_found_in_launch_order(tmp_pat
     none, and its RMSNorm, RoPE and SwiGLU are the fused kernels."""
     folder = _real("ascend-qwen3-pp2-4rank")
     last = read_kernels(
-        folder / "rank_2_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", default_taxonomy()
+        folder / "rank_2_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", reader_thresholds()
     )
     assert last.sequences is not None
     [(key, found)] = last.sequences.items()
     assert key == (13, "softmax-cross-entropy") and found.count == 2
     assert found.total_us == pytest.approx(38621, abs=2)
     first = read_kernels(
-        folder / "rank_0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", default_taxonomy()
+        folder / "rank_0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", reader_thresholds()
     )
     assert first.sequences == {}
     facts = profile_facts(folder)
