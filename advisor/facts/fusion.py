@@ -1,8 +1,8 @@
 """Fusion opportunities from the device's launch order: the unfused kernel sequences of
 rules/analyzers.yaml (RMSNorm, rotary embedding, SwiGLU, the softmax cross-entropy) found in the
 steady steps' kernels, with the fused operator that replaces each and its switch per config
-dialect. Read from kernel_details.csv in file order; a source whose order is not read (the
-database export, op_statistic.csv) leaves them unknown."""
+dialect. Read from kernel_details.csv in file order or the database export's tasks in start
+order; op_statistic.csv holds totals only and leaves them unknown."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
     if table is None or table.sequences is None:
         _missing(
             out,
-            "only kernel_details.csv is read in launch order (not the database export or "
-            "op_statistic.csv)",
+            "the kernels' launch order is read from kernel_details.csv or the database export, "
+            "not from op_statistic.csv (totals only)",
         )
         return
     sel = select_kernels(rank, given.steady.steps)

@@ -10,7 +10,7 @@ from advisor.parsers.profile_data import SequenceCount
 
 
 class SequenceCounter:
-    """Fed one kernel at a time in file order; `counts` holds what was found."""
+    """Fed one kernel at a time in launch order; `counts` holds what was found."""
 
     def __init__(self, patterns: tuple[FusionPattern, ...] | None = None) -> None:
         rules = analyzer_rules()
