@@ -36,6 +36,8 @@ SINGLE_RANK = (
     "launch-blocking",
     "mte2-bound",
     "ascend-blocking-sync",
+    "rdma-retransmission",
+    "unfused-norm",
 )
 
 

@@ -51,3 +51,33 @@ def test_the_communication_reader_keeps_each_op_s_transfers_and_sizes():
     (step,) = read_communication(path / "communication.json", default_taxonomy())
     assert len(step.transfers["SDMA"]) == 4  # four all-reduce ops, Total Op Info left out
     assert step.packets["HCCS"][1.937312] == pytest.approx([2.0, 0.2379], abs=1e-4)
+
+
+def test_the_ddp_job_s_collective_time_split_and_its_largest_all_reduce():
+    """communication.json's Transit / Wait / Idle per kind and group; the database export's
+    COMMUNICATION_OP count x data type: 37752832 FP32 elements = 144 MB, under the default
+    200 MB HCCL_BUFFSIZE, so the buffer advice is not indicated."""
+    text = profile_facts(_real("ascend-ddp-2rank-text"))
+    split = text.value("comm.time_split_by_kind")["allreduce"]
+    # the first bucket's all-reduce waits for the backward pass inside the op: mostly idle
+    assert split["transit"] < 0.1 and split["idle"] > 0.8
+    assert split["transit"] + split["wait"] + split["idle"] == pytest.approx(1.0, abs=0.001)
+    [group] = text.value("comm.time_split_by_group")
+    assert group["share"] == 1.0
+    assert text.value("comm.rdma_retransmission_ops") == 0  # one node: no RDMA at all
+    assert text.value("comm.largest_collective_mb") is None  # the text export has no counts
+    db = profile_facts(_real("ascend-ddp-2rank-db"))
+    assert db.value("comm.largest_collective_mb") == pytest.approx(37752832 * 4 / 2**20, abs=0.01)
+    run = run_diagnose(JobOptions(profile=_real("ascend-ddp-2rank-db")))
+    assert "symptom.group-wait-high" not in {s.id for s in run.diagnosis.symptoms}
+
+
+def test_the_report_shows_where_collective_time_goes(tmp_path: Path):
+    from tests.cli_run import run_cli
+
+    page = tmp_path / "ddp.html"
+    assert run_cli("report", str(_real("ascend-ddp-2rank-db")), "-o", str(page)).exit_code == 0
+    section = page.read_text(encoding="utf-8")
+    section = section[section.index("Collective time by kind and group") :]
+    assert "<td>allreduce</td><td>98.59 ms</td><td>4.1%</td><td>3.9%</td>" in section
+    assert "largest collective: 144.0 MB" in section

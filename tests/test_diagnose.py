@@ -59,6 +59,7 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         "step.comm_exposed_ratio": 0.3,
         "data.loader_ratio": 0.2,
         "ops.matmul_share": 0.5,
+        "profile.framework": "torch_npu",
         rule.measure: value,
     }
     outcome = evaluate_symptom(rule, Context(facts=facts))
@@ -68,6 +69,21 @@ def test_symptom_threshold_edges(rule_id: str, value: float, expected: str):
         assert isinstance(outcome, Symptom)
         assert outcome.level == expected
         assert outcome.value == value
+
+
+def test_a_recorded_variable_is_read_as_text_and_unrecorded_is_unknown():
+    """torch_npu records its variables as text, "" when unset: "1" is the value 1, "" is the
+    default (no finding); a profiler that records no environment says nothing, not unknown."""
+    rule = GRAPH.ruleset["symptom.recorded-launch-blocking"]
+    assert isinstance(rule, SymptomRule)
+    recorded = {"profile.framework": "torch_npu", "env.ASCEND_LAUNCH_BLOCKING": "1"}
+    fired = evaluate_symptom(rule, Context(facts=recorded))
+    assert isinstance(fired, Symptom) and fired.level == "error"
+    unset = {"profile.framework": "torch_npu", "env.ASCEND_LAUNCH_BLOCKING": ""}
+    assert evaluate_symptom(rule, Context(facts=unset)) is None
+    unrecorded = evaluate_symptom(rule, Context(facts={"profile.framework": "torch_npu"}))
+    assert isinstance(unrecorded, Unknown)
+    assert evaluate_symptom(rule, Context(facts={"profile.framework": "mindspore"})) is None
 
 
 def test_missing_measure_is_unknown_with_how_to_collect():

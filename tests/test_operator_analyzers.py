@@ -114,3 +114,30 @@ def test_the_report_shows_the_analyzer_tables(tmp_path: Path):
     profile = _rank_folder(tmp_path / "in", AICPU_KERNELS)
     assert run_cli("report", str(profile), "-o", str(msprof)).exit_code == 0
     assert "<td>Cast</td><td>INT32</td><td>7.0</td>" in msprof.read_text(encoding="utf-8")
+
+
+def test_the_last_stage_s_unfused_cross_entropy_is_found_in_launch_order(tmp_path: Path):
+    """Qwen3 PP2's last stage runs the vocabulary-parallel cross-entropy as Exp, ReduceSum, Log,
+    Sub, RealDiv twice a step (the all-reduces between them skipped); the first stage runs
+    none, and its RMSNorm, RoPE and SwiGLU are the fused kernels."""
+    folder = _real("ascend-qwen3-pp2-4rank")
+    last = read_kernels(
+        folder / "rank_2_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", reader_thresholds()
+    )
+    assert last.sequences is not None
+    [(key, found)] = last.sequences.items()
+    assert key == (13, "softmax-cross-entropy") and found.count == 2
+    assert found.total_us == pytest.approx(38621, abs=2)
+    first = read_kernels(
+        folder / "rank_0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", reader_thresholds()
+    )
+    assert first.sequences == {}
+    facts = profile_facts(folder)
+    [row] = facts.value("ops.unfused_sequences")
+    assert row["pattern"] == "softmax-cross-entropy"
+    assert "chunk_loss_size" in row["switches"]["fsdp2-config"]
+    page = tmp_path / "qwen.html"
+    assert run_cli("report", str(folder), "-o", str(page)).exit_code == 0
+    assert "<td>softmax-cross-entropy</td><td>2.0</td><td>38.62 ms</td>" in page.read_text(
+        encoding="utf-8"
+    )

@@ -653,8 +653,39 @@ def test_keeping_params_after_forward_is_proposed_for_exposed_allgather(tmp_path
 def test_a_variable_recorded_as_unset_is_not_applied(rule_id: str, name: str):
     from advisor.engine.changes import is_applied
 
-    assert not is_applied(feature(rule_id), ctx(env={name: ""}))
-    assert is_applied(feature(rule_id), ctx(env={name: "0" if "P2P" in name else "400"}))
+    # the buffer counts as sized only against the largest collective it must hold
+    largest = {"comm.largest_collective_mb": 144.0}
+    assert not is_applied(feature(rule_id), ctx(env={name: ""}, facts=largest))
+    value = "0" if "P2P" in name else "400"
+    assert is_applied(feature(rule_id), ctx(env={name: value}, facts=largest))
+
+
+def test_hccl_buffsize_is_proposed_only_for_a_collective_larger_than_the_buffer():
+    """CANN: a collective whose data volume exceeds HCCL_BUFFSIZE (default 200 MB) may slow
+    down. The trigger compares the database export's largest collective with the launch's value,
+    200 when unset; without the volume (text export) or the launch it is unknown."""
+    from advisor.engine.changes import is_applied
+    from advisor.engine.conditions import Truth
+
+    rule = feature("feature.hccl-buffsize")
+    gate = rule.requires[0].condition
+    big, small = {"comm.largest_collective_mb": 384.0}, {"comm.largest_collective_mb": 144.0}
+    assert gate is not None
+    assert gate.evaluate(ctx(env={}, facts=big)).truth is Truth.TRUE  # above the default 200
+    assert gate.evaluate(ctx(env={}, facts=small)).truth is Truth.FALSE
+    assert gate.evaluate(ctx(env={"HCCL_BUFFSIZE": "100"}, facts=small)).truth is Truth.TRUE
+    assert gate.evaluate(ctx(env={"HCCL_BUFFSIZE": "400"}, facts=big)).truth is Truth.FALSE
+    unknown = gate.evaluate(ctx(env={}))
+    assert unknown.truth is Truth.UNKNOWN
+    assert unknown.missing == ("fact:comm.largest_collective_mb",)
+    no_launch = gate.evaluate(Context(facts=big, config={}, env=None))
+    assert no_launch.missing == ("env:HCCL_BUFFSIZE",)
+    # the profile's recorded variables alone (torch_npu does not record HCCL_BUFFSIZE): unknown
+    recorded = {"ACLNN_CACHE_LIMIT": ""}
+    only_recorded = gate.evaluate(Context(facts=big, config={}, env=recorded, env_ran=recorded))
+    assert only_recorded.missing == ("env:HCCL_BUFFSIZE",)
+    # set but below the largest collective: not yet applied
+    assert not is_applied(rule, ctx(env={"HCCL_BUFFSIZE": "100"}, facts=small))
 
 
 @pytest.mark.parametrize("model", ["minimax_m27", "step35", "mamba3", "longcat_flash_ngram"])

@@ -151,6 +151,8 @@ class Leaf:
     other_key: str | None = None  # compare with another key of the same config
     default: Scalar = None
     has_default: bool = False
+    # compare with an environment variable (and its value when the launch leaves it unset)
+    other_env: tuple[str, Scalar] | None = None
 
     def evaluate(self, ctx: Context) -> Outcome:
         actual = ctx.lookup(self.source, self.path)
@@ -172,10 +174,25 @@ class Leaf:
             expected = ctx.lookup("config", self.other_key)
             if expected is None or expected is ABSENT:
                 return Outcome(Truth.UNKNOWN, (f"config:{self.other_key}",))
+        if self.other_env is not None:
+            # a fact against a variable (the largest collective against HCCL_BUFFSIZE)
+            name, unset = self.other_env
+            expected = ctx.lookup("env", name)
+            if expected is ABSENT and ctx.env == ctx.env_ran:
+                # only the profile's recorded variables, no launch script on top: a variable
+                # the profiler does not record is unknown, not unset
+                expected = None
+            elif expected is ABSENT:
+                expected = unset
+            if expected is None:
+                return Outcome(Truth.UNKNOWN, (f"env:{name}",))
         return TRUE if _compare(self.op, actual, expected) else FALSE
 
     def names(self, source: str) -> list[str]:
-        return [self.path] if source == self.source else []
+        mine = [self.path] if source == self.source else []
+        if source == "env" and self.other_env is not None:
+            mine.append(self.other_env[0])
+        return mine
 
 
 def _combine(outcomes: list[Outcome], all_of: bool) -> Outcome:
@@ -267,6 +284,11 @@ def compile_condition(raw: object, param: ParamLookup) -> Condition:
         value = param(name)
     elif isinstance(value, Mapping) and set(value) == {"config"}:
         other_key, value = str(value["config"]), None
+    other_env = None
+    if isinstance(value, Mapping) and "env" in value:
+        unset = value.get("default")
+        other_env = (str(value["env"]), unset if isinstance(unset, str | int | float) else None)
+        value = None
     default = raw.get("default")
     return Leaf(
         raw=raw,
@@ -277,4 +299,5 @@ def compile_condition(raw: object, param: ParamLookup) -> Condition:
         other_key=other_key,
         default=default if isinstance(default, str | int | float | bool) else None,
         has_default="default" in raw,
+        other_env=other_env,
     )

@@ -15,7 +15,7 @@ from advisor.engine.conditions import Context, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.rule_model import LEVELS, BottleneckRule, SymptomRule
 from advisor.engine.templates import render
-from advisor.facts.catalogue import collect_hint, is_known, spec_for
+from advisor.facts.catalogue import ENV_PREFIX, collect_hint, is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.model import Bottleneck, Lead
 
@@ -128,7 +128,8 @@ def evaluate_symptom(rule: SymptomRule, ctx: Context) -> Symptom | Unknown | Non
     if gate.truth is Truth.UNKNOWN:
         return _unknown(rule.id, list(gate.missing), ctx)
     fact = rule.measure
-    value = as_number(ctx.facts.get(fact))
+    # an environment variable's value is text: "1" is a number, "" (recorded unset) is not
+    value = as_number(ctx.facts.get(fact), strings=fact.startswith(ENV_PREFIX))
     if value is None:
         return _unknown(rule.id, [f"fact:{fact}"], ctx) if fact not in ctx.facts else None
     level, threshold = _grade(rule, value)

@@ -27,7 +27,7 @@ OP_TYPE_FACTS = (
 MAX_TYPES = 200
 
 
-def _is_compute(group: KernelGroup, taxonomy: Taxonomy) -> bool:
+def is_compute(group: KernelGroup, taxonomy: Taxonomy) -> bool:
     classes = taxonomy.op_class(group.op_type, group.example_name)
     return "communication" not in classes and group.core.upper() != "HCCL"
 
@@ -138,7 +138,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in OP_TYPE_FACTS:
             out.miss(fact_id, "no kernel_details.csv or op_statistic.csv")
         return
-    compute = [g for g in sel.groups if _is_compute(g, taxonomy)]
+    compute = [g for g in sel.groups if is_compute(g, taxonomy)]
     if not compute:
         for fact_id in OP_TYPE_FACTS:
             out.miss(fact_id, f"{sel.source} has no compute kernels in the steady steps")

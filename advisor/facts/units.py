@@ -11,6 +11,8 @@ _NUMBER_BY_UNIT: dict[str, Callable[[float], str]] = {
     "ratio": lambda n: f"{n:.1%}",
     "bytes": lambda n: f"{n / GIB:.2f} GiB",
     "ms": lambda n: f"{n:.2f} ms",
+    # MB of 1024 x 1024 bytes, the unit HCCL_BUFFSIZE is set in
+    "MB": lambda n: f"{n:.1f} MB",
 }
 
 

@@ -1,6 +1,7 @@
 """The analyzers' data loaded from rules/analyzers.yaml: the loss chain's operator types, how
 the slowest and fastest ranks are told apart, what the AI-CPU list shows, and what counts as a
-small or unaligned communication transfer."""
+small or unaligned communication transfer, when an RDMA transfer was retransmitted, and the
+HCCL data types' sizes."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ from advisor.model import DataError
 
 
 @dataclass(frozen=True)
+class FusionPattern:
+    """Kernel types one fused operator replaces, in launch order (each a whole-type regex)."""
+
+    name: str
+    kernels: tuple[re.Pattern[str], ...]
+    fused: str
+    switches: dict[str, str]  # config dialect -> the switch that enables it
+
+
+@dataclass(frozen=True)
 class AnalyzerRules:
     loss_chain: frozenset[str]
     loss_min_share: float
@@ -28,6 +39,11 @@ class AnalyzerRules:
     sdma_total: str
     alignment_bytes: int
     optimizer_types: re.Pattern[str]
+    retransmission_ms: float
+    group_min_share: float
+    dtype_bytes: dict[str, int]
+    fusion_skip: re.Pattern[str]
+    fusion: tuple[FusionPattern, ...]
 
 
 def load_analyzer_rules(path: Path) -> AnalyzerRules:
@@ -52,6 +68,20 @@ def _build(raw: dict[str, Any]) -> AnalyzerRules:
         sdma_total=str(comm["sdma_total"]),
         alignment_bytes=int(comm["alignment_bytes"]),
         optimizer_types=re.compile("|".join(f"(?:{t})" for t in raw["optimizer"]["types"])),
+        retransmission_ms=float(raw["collectives"]["retransmission_ms"]),
+        group_min_share=float(raw["collectives"]["group_min_share"]),
+        dtype_bytes={str(k).upper(): int(v) for k, v in raw["collectives"]["dtype_bytes"].items()},
+        fusion_skip=re.compile(str(raw["fusion"]["skip"])),
+        fusion=tuple(_pattern(p) for p in raw["fusion"]["patterns"]),
+    )
+
+
+def _pattern(raw: dict[str, Any]) -> FusionPattern:
+    return FusionPattern(
+        name=str(raw["name"]),
+        kernels=tuple(re.compile(str(k)) for k in raw["kernels"]),
+        fused=str(raw["fused"]),
+        switches={str(k): str(v) for k, v in raw["switches"].items()},
     )
 
 

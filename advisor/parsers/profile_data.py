@@ -70,6 +70,14 @@ class OpDetail:
     dynamic_us: float = 0.0
 
 
+@dataclass(slots=True)
+class SequenceCount:
+    """One fusion pattern's unfused kernel sequences found in one step, and their time."""
+
+    count: int = 0
+    total_us: float = 0.0
+
+
 @dataclass(frozen=True)
 class KernelTable:
     groups: list[KernelGroup]
@@ -83,6 +91,8 @@ class KernelTable:
     # (step, first kernel start, last kernel end) in the profiler's clock (us), in time order;
     # read only when the profile recorded memory (the windows its curve is read in)
     step_spans: tuple[tuple[int, float, float], ...] = ()
+    # (step, fusion pattern) -> its unfused sequences; None: the source's launch order not read
+    sequences: dict[tuple[int | None, str], SequenceCount] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,12 +119,46 @@ class CommStep:
     transfers: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     # link type -> transfer size MB -> [count, transit time ms] (the ops' Size Distribution)
     packets: dict[str, dict[float, list[float]]] = field(default_factory=dict)
+    # op kind -> transit / synchronization ms (communication.json's Communication Time Info)
+    transit_ms: dict[str, float] = field(default_factory=dict)
+    sync_ms: dict[str, float] = field(default_factory=dict)
+    # communication group -> [elapse, wait, transit, synchronization] ms
+    group_split: dict[str, list[float]] = field(default_factory=dict)
+    # each op's RDMA transit: (op name, group, RDMA transit time ms)
+    rdma_ops: list[tuple[str, str | None, float]] = field(default_factory=list)
+
+    def split(self, kind: str, group: str | None, times: tuple[float | None, ...]) -> None:
+        """One op's (elapse, wait, transit, synchronization) ms: transit and synchronization
+        per kind, all four per group (elapse and wait per kind are counted by `add` and the
+        readers). None: the source does not record that time."""
+        elapse, wait, transit, sync = times
+        if transit is not None:
+            self.transit_ms[kind] = self.transit_ms.get(kind, 0.0) + transit
+        if sync is not None:
+            self.sync_ms[kind] = self.sync_ms.get(kind, 0.0) + sync
+        if group:
+            slot = self.group_split.setdefault(group, [0.0, 0.0, 0.0, 0.0])
+            slot[0] += elapse or 0.0
+            slot[1] += wait or 0.0
+            slot[2] += transit or 0.0
+            slot[3] += sync or 0.0
 
     def add(self, kind: str, elapse_ms: float, group: str | None) -> None:
         self.elapse_ms[kind] = self.elapse_ms.get(kind, 0.0) + elapse_ms
         if group:
             kinds = self.group_ms.setdefault(group, {})
             kinds[kind] = kinds.get(kind, 0.0) + elapse_ms
+
+
+@dataclass(frozen=True)
+class CollectiveSize:
+    """One collective's data volume as the database export's COMMUNICATION_OP records it:
+    element count and data type (the size HCCL_BUFFSIZE is compared with)."""
+
+    name: str
+    group: str | None
+    count: int
+    dtype: str
 
 
 @dataclass
@@ -201,6 +245,8 @@ class RankProfile:
     module_memory: dict[str, float] | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None  # communication_matrix.json totals per link
+    # each collective's element count and data type (database export); None: not recorded
+    collective_sizes: list[CollectiveSize] | None = None
     # AI Core frequency samples in MHz (the database export's AICORE_FREQ); None: not recorded
     aicore_freq_mhz: list[float] | None = None
     # torch_npu's GC detection (profiler_info's gc_detect_threshold, ms): the collections

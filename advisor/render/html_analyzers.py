@@ -1,5 +1,7 @@
 """The report's analyzer tables: the step's phases, what the slowest rank runs beyond the
-fastest, the AI-CPU operators, and how the collectives use their links. Each table appears only when its facts do;
+fastest, the AI-CPU operators, the unfused kernel sequences a fused operator replaces, how the
+collectives use their links, and where their time goes (transit, wait, idle) by kind and by
+group. Each table appears only when its facts do;
 a missing fact is left out here (the diagnosis lists what is unknown and how to collect it)."""
 
 from __future__ import annotations
@@ -132,7 +134,84 @@ def _phases(facts: FactSet) -> str:
     return f"<h3>Step phases</h3>{lead}{_table(head, rows)}{gc_line}"
 
 
+def _fusion(facts: FactSet) -> str:
+    rows_in = facts.value("ops.unfused_sequences")
+    if not isinstance(rows_in, list) or not rows_in:
+        return ""
+    rows = [
+        [
+            str(r.get("pattern")),
+            f"{r.get('per_step_count')}",
+            f"{float(r.get('per_step_ms') or 0.0):.2f} ms",
+            str(r.get("fused")),
+            "; ".join(f"{k}: {v}" for k, v in (r.get("switches") or {}).items()) or "-",
+        ]
+        for r in rows_in
+        if isinstance(r, dict)
+    ]
+    head = ["unfused sequence", "per step", "time per step", "fused operator", "switch"]
+    return f"<h3>Unfused kernel sequences</h3>{_table(head, rows)}"
+
+
+def _split_row(label: str, split: dict[str, object]) -> list[str]:
+    def share(key: str) -> str:
+        value = split.get(key)
+        return format_value(value, "ratio") if isinstance(value, int | float) else "-"
+
+    ms = split.get("ms")
+    return [
+        label,
+        f"{float(ms):.2f} ms" if isinstance(ms, int | float) else "-",
+        share("transit"),
+        share("wait"),
+        share("sync"),
+        share("idle"),
+    ]
+
+
+def _comm_split(facts: FactSet) -> str:
+    """Where each kind's and each group's collective time goes."""
+    head = ["", "per step", "transit", "wait", "synchronization", "idle"]
+    parts = []
+    kinds = facts.value("comm.time_split_by_kind")
+    if isinstance(kinds, dict) and kinds:
+        rows = [_split_row(str(k), v) for k, v in kinds.items() if isinstance(v, dict)]
+        parts.append(_table(["op kind", *head[1:]], rows))
+    groups = facts.value("comm.time_split_by_group")
+    if isinstance(groups, list) and groups:
+        rows = [
+            _split_row(f"{g.get('name') or '-'} ({g.get('group')})", g)
+            for g in groups
+            if isinstance(g, dict)
+        ]
+        parts.append(_table(["group (name, key)", *head[1:]], rows))
+    if not parts:
+        return ""
+    notes = []
+    retried = facts.value("comm.rdma_retransmission_ops")
+    if isinstance(retried, int) and retried > 0:
+        notes.append(
+            f"<li>{retried} operation(s) with over 4 s of RDMA transit: retransmission</li>"
+        )
+    largest = facts.value("comm.largest_collective_mb")
+    if isinstance(largest, int | float):
+        notes.append(f"<li>largest collective: {escape(format_value(largest, 'MB'))}</li>")
+    more = f"<ul>{''.join(notes)}</ul>" if notes else ""
+    lead = (
+        "<p>Transit is moving data; wait is the peers not there yet (a late member); idle is "
+        "the rest of the elapse, neither.</p>"
+    )
+    return f"<h3>Collective time by kind and group</h3>{lead}{''.join(parts)}{more}"
+
+
 def analyzer_section(facts: FactSet) -> str:
     """The analyzer tables the facts allow ("" when none)."""
-    parts = (_phases(facts), _slow_fast(facts), _aicpu(facts), _links(facts))
+    parts = (
+        _phases(facts),
+        _slow_fast(facts),
+        _aicpu(facts),
+        _fusion(facts),
+        _links(facts),
+        _comm_split(facts),
+    )
     return "".join(part for part in parts if part)

@@ -44,6 +44,9 @@ class Scenario:
     aicpu_us: float = 0.0  # one AI-CPU kernel per layer when > 0
     # the unfused fp32 cross-entropy after the last layer (Cast, Exp, Sub, RealDiv, Mul) when > 0
     loss_chain_us: float = 0.0
+    # RMSNorm as elementwise kernels at the start of each layer (Pows, ReduceMean, Adds, Rsqrt,
+    # Mul) instead of the fused RmsNorm, this long in all, when > 0
+    unfused_rmsnorm_us: float = 0.0
     mte2_bound: bool = False  # matmuls limited by memory loads (mte2) rather than the cube
     compute_scale: float = 1.0  # >1 makes every kernel slower (a slow rank)
     launch_us: float = 5.0  # host time per kernel launch
@@ -55,6 +58,8 @@ class Scenario:
     )
     alltoall_us: float = 0.0  # MoE token dispatch (all-to-all) under compute when > 0
     comm_wait_ratio: float = 0.05  # share of each communication op spent waiting for peers
+    # the job spans nodes: each collective also moves this many MB over RDMA, in its transit time
+    rdma_mb_per_op: float = 0.0
     dataloader_us: float = 200.0
     # host work after data loading and before the first launch (allocator calls, Python): the
     # malloc calls of the step are made then when > 0
@@ -120,6 +125,8 @@ PRESETS: dict[str, Scenario] = {
     "small-ops": HEALTHY.with_(name="small-ops", small_ops_per_layer=60, small_op_us=12.0),
     "aicpu": HEALTHY.with_(name="aicpu", aicpu_us=500.0),
     "mte2-bound": HEALTHY.with_(name="mte2-bound", mte2_bound=True),
+    # a model whose RMSNorm runs as five elementwise kernels per layer (no fused RmsNorm)
+    "unfused-norm": HEALTHY.with_(name="unfused-norm", unfused_rmsnorm_us=400.0),
     "slow-dataloader": HEALTHY.with_(name="slow-dataloader", dataloader_us=2500.0),
     "fragmentation": HEALTHY.with_(
         name="fragmentation",
@@ -176,6 +183,15 @@ PRESETS: dict[str, Scenario] = {
         exposed_comm="allreduce",
     ),
     "mindspore": HEALTHY.with_(name="mindspore", framework="mindspore"),
+    # two nodes, a lossy RoCE queue: the gradient all-reduce after the backward pass spends
+    # 4.5 s in RDMA transit for 64 MB (a retransmission timeout), and every step waits for it
+    "rdma-retransmission": HEALTHY.with_(
+        name="rdma-retransmission",
+        comm_overlapped_us=1000.0,
+        comm_exposed_us=4_500_000.0,
+        exposed_comm="allreduce",
+        rdma_mb_per_op=64.0,
+    ),
 }
 
 # host-bound, plus ASCEND_LAUNCH_BLOCKING=1: every launch synchronises

@@ -236,7 +236,7 @@ def communication_json(s: Scenario, plans: list[StepPlan]) -> dict[str, Any]:
                 "Communication Bandwidth Info": {
                     "HCCS": _link(HCCS_GBPS * transit, transit),
                     "SDMA": _link(SDMA_GBPS * transit, transit),
-                    "RDMA": _link(0.0, 0.0),
+                    "RDMA": _link(s.rdma_mb_per_op, transit if s.rdma_mb_per_op else 0.0),
                     "PCIE": _link(0.0, 0.0),
                 },
             }

@@ -82,6 +82,10 @@ def _ns(us: float) -> int:
     return round(us * NS)
 
 
+# RMSNorm written as x * rsqrt(mean(x^2) + eps): the kernels torch_npu launches for it
+UNFUSED_RMSNORM = ("Pows", "ReduceMean", "Adds", "Rsqrt", "Mul")
+
+
 def layer_kernels(s: Scenario) -> list[Kernel]:
     """The kernels of one layer (forward and backward folded together)."""
     scale = s.compute_scale
@@ -94,6 +98,10 @@ def layer_kernels(s: Scenario) -> list[Kernel]:
     ) -> None:
         out.append(Kernel(name, op_type, core, _ns(us * scale), *(ratios or (None, None))))
 
+    if s.unfused_rmsnorm_us > 0:
+        for t in UNFUSED_RMSNORM:
+            us = s.unfused_rmsnorm_us / len(UNFUSED_RMSNORM)
+            add(f"aclnn{t}_{t}AiCore_{t}", t, "AI_VECTOR_CORE", us, vector)
     small_types = ("RmsNorm", "Cast", "RotaryMul", "Transpose", "Mul", "Add")
     half = s.small_ops_per_layer // 2
     for i in range(half):

@@ -172,7 +172,9 @@ def read_communication(
                 if op_key.startswith("Total Op Info") or not isinstance(op, dict):
                     continue  # aggregated pseudo-op: counting it would double every number
                 where = _Where(path, bad, f"{step_key} {op_key}")
-                _add_comm_op(step, taxonomy.comm_kind(op_key), op, _group_of(op_key), where)
+                _add_comm_op(
+                    step, (op_key, taxonomy.comm_kind(op_key)), op, _group_of(op_key), where
+                )
         steps.append(step)
     if not steps:
         raise InputError(str(path), "no steps")
@@ -207,7 +209,7 @@ def read_cluster_communication(
                     where = _Where(path, bad, f"{step_key} {op_key} rank {rank_key}")
                     _add_comm_op(
                         step,
-                        taxonomy.comm_kind(op_key),
+                        (op_key, taxonomy.comm_kind(op_key)),
                         info,
                         _group_of(op_key) or group_key,
                         where,
@@ -236,18 +238,25 @@ class _Where:
 
 
 def _add_comm_op(
-    step: CommStep, kind: str, op: dict[str, Any], group: str | None, where: _Where
+    step: CommStep, names: tuple[str, str], op: dict[str, Any], group: str | None, where: _Where
 ) -> None:
+    """`names`: the op's name in the file and its kind."""
+    name, kind = names
     info = op.get("Communication Time Info")
     info = info if isinstance(info, dict) else {}
     elapse = where.value("Elapse Time(ms)", info.get("Elapse Time(ms)"))
     wait = where.value("Wait Time(ms)", info.get("Wait Time(ms)"))
     if isinstance(elapse, Invalid) or isinstance(wait, Invalid):
         return  # the record is dropped (or the file refused)
+    transit = where.value("Transit Time(ms)", info.get("Transit Time(ms)"))
+    sync = where.value("Synchronization Time(ms)", info.get("Synchronization Time(ms)"))
+    if isinstance(transit, Invalid) or isinstance(sync, Invalid):
+        return
     if elapse is not None:
         step.add(kind, elapse, group)
     if wait is not None:
         step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + wait
+    step.split(kind, group, (elapse, wait, transit, sync))
     bandwidth = op.get("Communication Bandwidth Info")
     for link, stats in (bandwidth if isinstance(bandwidth, dict) else {}).items():
         if not isinstance(stats, dict):
@@ -260,6 +269,8 @@ def _add_comm_op(
         step.link_time_ms[link] = step.link_time_ms.get(link, 0.0) + time
         if size > 0:
             step.transfers.setdefault(link, []).append((size, time))
+            if link == "RDMA":
+                step.rdma_ops.append((name, group, time))
         _add_packets(step, link, stats.get("Size Distribution"), where)
 
 

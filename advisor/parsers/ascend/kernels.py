@@ -12,6 +12,7 @@ from advisor.inputs.thresholds import ReaderThresholds
 from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
+from advisor.parsers.kernel_sequences import SequenceCounter
 from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
 
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
@@ -34,6 +35,7 @@ def read_kernels(
     # raw cells as keys; cleaned once per group at the end
     groups: dict[tuple[str, str, str], KernelGroup] = {}
     details: dict[tuple[str, str, str, str], OpDetail] = {}
+    sequences = SequenceCounter()
     rows = 0
     for row in table.rows():
         duration = _kernel_duration(path, table, row, columns.duration, bad)
@@ -56,6 +58,7 @@ def read_kernels(
             columns.add_detail(details, row, key, duration)
         if step_spans is not None:
             columns.add_span(step_spans, row, key[0], duration)
+        sequences.add(group.step, group.op_type, duration)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
@@ -66,6 +69,7 @@ def read_kernels(
         details=list(details.values()) if columns.has_details else None,
         has_op_state=columns.op_state is not None,
         step_spans=_spans(step_spans),
+        sequences=sequences.counts,
     )
 
 

@@ -75,8 +75,15 @@ def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
     """CommAnalyzerTime (elapse, wait per op) and CommAnalyzerBandwidth (per link)."""
     db.require("CommAnalyzerTime", "hccl_op_name", "group_name", "elapse_time", "wait_time", "step")
     by_step: dict[int | None, CommStep] = {}
-    sql = "SELECT hccl_op_name, group_name, elapse_time, wait_time, step FROM CommAnalyzerTime"
-    for name, group, elapse, wait, step_text in db.rows("CommAnalyzerTime", sql):
+    split = [
+        c if c in db.columns("CommAnalyzerTime") else "NULL"
+        for c in ("transit_time", "synchronization_time")
+    ]
+    sql = (
+        "SELECT hccl_op_name, group_name, elapse_time, wait_time, step, "
+        f"{split[0]}, {split[1]} FROM CommAnalyzerTime"
+    )
+    for name, group, elapse, wait, step_text, transit, sync in db.rows("CommAnalyzerTime", sql):
         if str(name).startswith("Total Op Info"):
             continue  # aggregated pseudo-op, as in communication.json
         number = step_number(step_text)
@@ -93,6 +100,8 @@ def read_comm(db: Database, taxonomy: Taxonomy) -> list[CommStep]:
             step.add(kind, elapsed, str(group) if group is not None else None)
         if waited is not None:
             step.wait_ms[kind] = step.wait_ms.get(kind, 0.0) + waited
+        group_key = str(group) if group is not None else None
+        step.split(kind, group_key, (elapsed, waited, _optional(transit), _optional(sync)))
     if db.has(
         "CommAnalyzerBandwidth", "hccl_op_name", "transport_type", "transit_size", "transit_time"
     ):
@@ -132,6 +141,8 @@ def _read_bandwidth(db: Database, by_step: dict[int | None, CommStep]) -> None:
         step.link_time_ms[str(link)] = step.link_time_ms.get(str(link), 0.0) + time
         if size > 0:
             step.transfers.setdefault(str(link), []).append((size, time))
+            if str(link) == "RDMA":
+                step.rdma_ops.append((str(name), None, time))
 
 
 def _add_packet(step: CommStep, link: str, size: object, count: object, time: object) -> None:

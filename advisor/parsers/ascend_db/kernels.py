@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from bisect import bisect_right
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -18,7 +19,8 @@ from advisor.inputs.thresholds import ReaderThresholds
 from advisor.model import InputError
 from advisor.parsers.ascend_db.checks import PMU_RATIO_OK, PMU_RATIOS, valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
-from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
+from advisor.parsers.kernel_sequences import SequenceCounter
+from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail, SequenceCount
 from advisor.parsers.traces.steps import StepWindow
 
 _PIPES = PMU_RATIOS
@@ -142,7 +144,36 @@ def _kernels(
     if rows == 0:
         raise InputError(str(db.path), "table COMPUTE_TASK_INFO has no kernels with device times")
     details = _details(db, strings, origin)
-    return KernelTable(groups, has_pmu, has_step_ids=bool(windows), rows=rows, details=details)
+    sequences = _sequences(db, strings, origin, windows)
+    return KernelTable(
+        groups,
+        has_pmu,
+        has_step_ids=bool(windows),
+        rows=rows,
+        details=details,
+        sequences=sequences,
+    )
+
+
+def _sequences(
+    db: Database, strings: dict[int, str], origin: int, windows: list[StepWindow]
+) -> dict[tuple[int | None, str], SequenceCount]:
+    """The fusion patterns' unfused sequences, the kernels read in their start order."""
+    sql = (
+        "SELECT c.opType, t.startNs, t.endNs FROM COMPUTE_TASK_INFO c "
+        "JOIN TASK t ON t.globalTaskId = c.globalTaskId "
+        f"WHERE {valid_interval(origin, 't.')} ORDER BY t.startNs"
+    )
+    bounds = sorted(
+        (origin + round(w.start * 1000), origin + round(w.end * 1000), w.number) for w in windows
+    )
+    starts = [lo for lo, _, _ in bounds]
+    counter = SequenceCounter()
+    for op_type, start, end in db.rows("COMPUTE_TASK_INFO", sql):
+        at = bisect_right(starts, start) - 1
+        step = bounds[at][2] if at >= 0 and start < bounds[at][1] else None
+        counter.add(step, strings.get(op_type, str(op_type)), (end - start) / 1000.0)
+    return counter.counts
 
 
 def _details(db: Database, strings: dict[int, str], origin: int) -> list[OpDetail] | None:

@@ -27,6 +27,7 @@ from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.ascend_db.trace import read_db_trace
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.profile_data import (
+    CollectiveSize,
     CommStep,
     KernelTable,
     LinkStat,
@@ -76,6 +77,7 @@ class DbProfile:
     links: list[LinkStat] | None = None
     device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
     aicore_freq_mhz: list[float] | None = None  # AICORE_FREQ samples
+    collective_sizes: list[CollectiveSize] | None = None  # COMMUNICATION_OP count x dataType
     # text-export file name -> the table it was read from instead
     sources: dict[str, str] = field(default_factory=dict)
     absent: dict[str, str] = field(default_factory=dict)
@@ -113,6 +115,7 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
         if out.comm is not None:
             out.sources["communication.json"] = f"{path.name}:COMMUNICATION_OP"
+        out.collective_sizes = _collective_sizes(db, strings)
         check_pmu_ratios(db, strings, bad)  # while a worker aggregates the kernels
         out.kernels = kernels()
     analysis = analysis_db(path.parent)
@@ -315,6 +318,28 @@ def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:
             )
         )
     return blocks
+
+
+def _collective_sizes(db: Database, strings: dict[int, str]) -> list[CollectiveSize] | None:
+    """Each collective's element count and data type (COMMUNICATION_OP, ENUM_HCCL_DATA_TYPE)."""
+    if not db.has("COMMUNICATION_OP", "opName", "groupName", "count", "dataType"):
+        return None
+    types: dict[int, str] = {}
+    if db.has("ENUM_HCCL_DATA_TYPE", "id", "name"):
+        sql = "SELECT id, name FROM ENUM_HCCL_DATA_TYPE"
+        types = {int(i): str(n) for i, n in db.rows("ENUM_HCCL_DATA_TYPE", sql)}
+    sql = "SELECT opName, groupName, count, dataType FROM COMMUNICATION_OP"
+    sizes = [
+        CollectiveSize(
+            strings.get(name, str(name)),
+            strings.get(group, str(group)),
+            count,
+            types.get(dtype, str(dtype)),
+        )
+        for name, group, count, dtype in db.rows("COMMUNICATION_OP", sql)
+        if isinstance(count, int) and count > 0
+    ]
+    return sizes or None
 
 
 def _comm_from_ops(
