@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from advisor.app.check import run_check
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
+from advisor.core.validation import schema_errors
 from advisor.shell.launch import LaunchScript, Override, parse_launch
 from advisor.shell.overrides import effective_config
 from tests.cli_run import run_cli
@@ -84,6 +85,56 @@ def test_named_unreadable_files_are_findings_and_fail_the_run(tmp_path: Path):
     sarif = json.loads(out.output)
     rules = {r["ruleId"] for r in sarif["runs"][0]["results"]}
     assert rules == {"policy.file-unreadable", "policy.config-unknown-key"}
+
+
+# a key to move whose value spans several lines (no safe edit), and one that moves
+UNMOVABLE = (
+    "model:\n  model_id: qwen3\ntraining:\n  lr: 1.0e-5\n  fsdp_modules:\n"
+    "    - model.layers.{*}\n    - lm_head\n  indexer_loss_coeff: 0.1\n"
+    "optimization:\n  max_grad_norm: 1.0\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "gitlab"])
+def test_a_fix_that_cannot_be_built_is_left_out_and_the_rest_applied(tmp_path: Path, fmt: str):
+    config = tmp_path / "train.yaml"
+    config.write_text(UNMOVABLE, encoding="utf-8")
+    ran = run_cli("check", str(config), "--fix", "--format", fmt)
+    assert ran.exit_code == 1, ran.output  # the findings stand; no usage error
+    note = "move training.fsdp_modules to parallel.fsdp_modules: left out, it cannot be built"
+    assert note in ran.stderr and "spans several lines" in ran.stderr
+    fixed = config.read_text(encoding="utf-8")
+    # the fix that could be built was applied, the other left the file as it was
+    assert "training:\n  lr: 1.0e-5\n  fsdp_modules:\n" in fixed
+    assert "  max_grad_norm: 1.0\n" in fixed.split("training:")[1]
+    assert "optimization:\n  max_grad_norm" not in fixed
+    out = ran.stdout
+    if fmt == "json":
+        report = json.loads(out[out.index("{") :])
+        assert schema_errors(report, "findings.schema.json") == []
+        (left_out,) = report["fixes_left_out"]
+        assert note in left_out
+        (finding,) = [f for f in report["findings"] if "fsdp_modules" in f["message"]]
+        assert finding["fix"] is None
+    if fmt == "sarif":
+        sarif = json.loads(out[out.index("{") :])
+        assert schema_errors(sarif, "sarif/sarif-2.1.0.json") == []
+        results = sarif["runs"][0]["results"]
+        assert any("fsdp_modules" in r["message"]["text"] and "fixes" not in r for r in results)
+    if fmt == "text":
+        assert "fsdp_modules" in out and "[fixable]" not in out
+
+
+def test_an_unbuildable_fix_leaves_its_finding_without_a_fix_without_fix(tmp_path: Path):
+    config = tmp_path / "train.yaml"
+    config.write_text(UNMOVABLE, encoding="utf-8")
+    ran = run_cli("check", str(config), "--format", "json")
+    report = json.loads(ran.stdout)
+    by_key = {f["message"].split(":")[0]: f for f in report["findings"]}
+    assert by_key["training.fsdp_modules"]["fix"] is None
+    assert by_key["optimization.max_grad_norm"]["fix"] is not None
+    assert len(report["fixes_left_out"]) == 1
+    assert config.read_text(encoding="utf-8") == UNMOVABLE
 
 
 def test_a_walked_script_launched_only_through_eval_is_reported(tmp_path: Path):

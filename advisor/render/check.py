@@ -74,12 +74,14 @@ def findings_json(
     files: list[str],
     dialects: dict[str, str] | None = None,
     skipped: list[tuple[str, str]] | None = None,
+    dropped: list[str] | None = None,
 ) -> str:
     payload = {
         "schema": FINDINGS_SCHEMA,
         "files": files,
         "dialects": dialects or {},
         "skipped": [{"file": file, "reason": why} for file, why in skipped or []],
+        "fixes_left_out": list(dropped or []),
         "findings": [
             {
                 "rule": f.rule_id,
@@ -248,11 +250,12 @@ class CheckReport:
     fixes: Callable[[], list[list[FileChange]]]  # each finding's edit; only SARIF asks
     dialects: dict[str, str] | None = None  # file -> dialect
     skipped: list[tuple[str, str]] | None = None  # (file, why it is not a training file)
+    dropped: list[str] | None = None  # fixes left out because they cannot be built, and why
 
 
 FORMATS: dict[str, Callable[[CheckReport], str]] = {
     "text": lambda r: findings_text(r.findings, r.files, r.dialects, r.skipped),
-    "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped) + "\n",
+    "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped, r.dropped) + "\n",
     "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes()) + "\n",
     "github": lambda r: findings_github(r.findings),
     "gitlab": lambda r: findings_gitlab(r.findings) + "\n",
