@@ -137,6 +137,41 @@ def test_an_unbuildable_fix_leaves_its_finding_without_a_fix_without_fix(tmp_pat
     assert config.read_text(encoding="utf-8") == UNMOVABLE
 
 
+def test_sarif_names_the_skipped_files_and_why_in_its_invocation(tmp_path: Path):
+    repo = _write(
+        tmp_path,
+        {
+            "configs/dup.yaml": "a: 1\na: 2\n",  # found in the walk, cannot be read
+            "configs/train.yaml": UNMOVABLE,  # one fix that cannot be built
+            "notes.sh": "echo hello\n",
+        },
+    )
+    named = repo / "ci.yaml"  # named, no training file
+    named.write_text("stages: [test]\n", encoding="utf-8")
+    ran = run_cli("check", str(repo / "configs"), str(named), "--format", "sarif")
+    assert ran.exit_code == 1, ran.output
+    sarif = json.loads(ran.stdout)
+    assert schema_errors(sarif, "sarif/sarif-2.1.0.json") == []
+    (invocation,) = sarif["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is True
+    notes = invocation["toolExecutionNotifications"]
+    skipped = {
+        n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: n["message"]["text"]
+        for n in notes
+        if n["descriptor"]["id"] == "advisor/skipped"
+    }
+    (dup,) = [uri for uri in skipped if uri.endswith("configs/dup.yaml")]
+    assert "cannot be read" in skipped[dup]
+    (ci,) = [uri for uri in skipped if uri.endswith("ci.yaml")]
+    assert "not a training config" in skipped[ci]
+    (left_out,) = [n for n in notes if n["descriptor"]["id"] == "advisor/fix-left-out"]
+    assert "training.fsdp_modules" in left_out["message"]["text"]
+    # -q: findings only
+    quiet = json.loads(run_cli("-q", "check", str(repo / "configs"), "--format", "sarif").stdout)
+    quiet_notes = quiet["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert not [n for n in quiet_notes if n["descriptor"]["id"] == "advisor/skipped"]
+
+
 def test_a_walked_script_launched_only_through_eval_is_reported(tmp_path: Path):
     repo = _write(
         tmp_path,

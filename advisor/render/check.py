@@ -134,8 +134,39 @@ def _replacements(change: FileChange) -> list[dict[str, Any]]:
     return out
 
 
-def findings_sarif(findings: list[Finding], rules: RuleSet, fixes: list[list[FileChange]]) -> str:
-    """SARIF 2.1.0; `fixes` holds each finding's own file edits, aligned with `findings`."""
+def _notifications(skipped: list[tuple[str, str]], dropped: list[str]) -> list[dict[str, object]]:
+    """What the run did not judge, as SARIF tool notifications: each skipped file with its
+    reason (`advisor/skipped`), each fix left out (`advisor/fix-left-out`)."""
+    out: list[dict[str, object]] = []
+    for file, why in skipped:
+        out.append(
+            {
+                "descriptor": {"id": "advisor/skipped"},
+                "level": "note",
+                "message": {"text": f"skipped: {why}"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(file)}}}],
+            }
+        )
+    for line in dropped:
+        out.append(
+            {
+                "descriptor": {"id": "advisor/fix-left-out"},
+                "level": "note",
+                "message": {"text": line},
+            }
+        )
+    return out
+
+
+def findings_sarif(
+    findings: list[Finding],
+    rules: RuleSet,
+    fixes: list[list[FileChange]],
+    skipped: list[tuple[str, str]] | None = None,
+    dropped: list[str] | None = None,
+) -> str:
+    """SARIF 2.1.0; `fixes` holds each finding's own file edits, aligned with `findings`; the
+    files skipped and the fixes left out are the invocation's tool notifications."""
     used = sorted({f.rule_id for f in findings})
     index = {rule_id: i for i, rule_id in enumerate(used)}
     descriptors = []
@@ -198,6 +229,12 @@ def findings_sarif(findings: list[Finding], rules: RuleSet, fixes: list[list[Fil
                 "tool": {
                     "driver": {"name": "advisor", "version": __version__, "rules": descriptors}
                 },
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": _notifications(skipped or [], dropped or []),
+                    }
+                ],
                 "results": results,
             }
         ],
@@ -256,7 +293,7 @@ class CheckReport:
 FORMATS: dict[str, Callable[[CheckReport], str]] = {
     "text": lambda r: findings_text(r.findings, r.files, r.dialects, r.skipped),
     "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped, r.dropped) + "\n",
-    "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes()) + "\n",
+    "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes(), r.skipped, r.dropped) + "\n",
     "github": lambda r: findings_github(r.findings),
     "gitlab": lambda r: findings_gitlab(r.findings) + "\n",
 }
