@@ -19,8 +19,12 @@ from advisor.app.check import run_check
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
 from advisor.core.validation import schema_errors
+from advisor.shell.commands import split_commands
+from advisor.shell.env import effective_env
+from advisor.shell.expand import ShellError
 from advisor.shell.launch import LaunchScript, Override, parse_launch
 from advisor.shell.overrides import effective_config
+from advisor.shell.reader import read_command
 from tests.cli_run import run_cli
 
 runner = CliRunner()
@@ -364,6 +368,70 @@ def test_an_array_element_of_a_plain_string_is_the_string(tmp_path: Path):
     result = run_check(RULES, configs=[path])
     assert result.dialects == {str(path): "megatron-script"}
     assert "policy.mg-hidden-args" not in _ids(result)
+
+
+ARRAY_SCRIPT = """#!/bin/bash
+TP=3
+GPT_ARGS=(
+    --tensor-model-parallel-size ${TP}   # a comment holding ) and "quotes"
+    --pipeline-model-parallel-size 1
+    "--micro-batch-size" 1 --global-batch-size 8
+)
+GPT_ARGS+=(--num-layers 8)
+ONE=("--seq-length 4096")
+torchrun --nproc_per_node 8 pretrain_gpt.py "${GPT_ARGS[@]}" "${ONE[@]}" --lr "${GPT_ARGS[5]}"
+"""
+
+
+def test_an_array_assignment_is_one_assignment_and_expands_to_its_words(tmp_path: Path):
+    path = tmp_path / "pretrain.sh"
+    path.write_text(ARRAY_SCRIPT, encoding="utf-8")
+    commands = split_commands(ARRAY_SCRIPT)
+    # TP=3, the array (one word over four lines), the append, ONE, the launcher
+    assert [c.texts(ARRAY_SCRIPT)[0].split("=")[0] for c in commands] == [
+        "TP",
+        "GPT_ARGS",
+        "GPT_ARGS+",
+        "ONE",
+        "torchrun",
+    ]
+    reading = read_command(path, ARRAY_SCRIPT)
+    assert [f.text for f in reading.arguments] == [
+        *("--tensor-model-parallel-size", "3", "--pipeline-model-parallel-size", "1"),
+        *("--micro-batch-size", "1", "--global-batch-size", "8", "--num-layers", "8"),
+        "--seq-length 4096",  # a quoted element stays one word
+        *("--lr", "1"),
+    ]
+    # a value from the array is still the text written in the file (an edit changes it there)
+    (tp,) = [f for f in reading.arguments if f.text == "3"]
+    assert tp.span() == (ARRAY_SCRIPT.index("TP=3") + 3, ARRAY_SCRIPT.index("TP=3") + 4)
+    # the flags are read: TP 3 > 1 needs CUDA_DEVICE_MAX_CONNECTIONS=1, and nothing is hidden
+    result = run_check(RULES, configs=[path])
+    assert "policy.mg-device-max-connections" in _ids(result)
+    assert "policy.mg-hidden-args" not in _ids(result)
+
+
+def test_array_forms_bash_gives_one_way(tmp_path: Path):
+    def arguments(script: str) -> list[str]:
+        return [f.text for f in read_command(tmp_path / "a.sh", script).arguments]
+
+    launch = "torchrun --nproc_per_node 8 pretrain_gpt.py "
+    two = 'A=("--x 1" --y)\n'
+    assert arguments(two + launch + "${A[@]}") == ["--x", "1", "--y"]  # unquoted: split again
+    assert arguments(two + launch + '"${A[*]}"') == ["--x 1 --y"]  # quoted [*]: one word
+    assert arguments(two + launch + "$A") == ["--x", "1"]  # $A: the first element
+    assert arguments(two + launch + '"${A[7]}" --z') == ["--z"]  # past the end: nothing
+    assert arguments("A=()\n" + launch + '"${A[@]}" --z') == ["--z"]
+    assert arguments('B="--p 2"\nA=($B --q)\n' + launch + '"${A[@]}"') == ["--p", "2", "--q"]
+    # an array never reaches a child's environment; what follows is still read
+    text = (
+        "A=(x y)\nexport B=2\nexport A\nC=1\nC+=2\nexport C\n"
+        "torchrun --nproc_per_node 8 train_fsdp2.py c.yaml\n"
+    )
+    env = effective_env(tmp_path / "r.sh", text, lambda _p, _a: None, lambda _p: "").env
+    assert env == {"A": None, "B": "2", "C": "12"}
+    with pytest.raises(ShellError):
+        split_commands("A=(--x 1\n")
 
 
 def test_the_effective_config_reads_bare_and_abbreviated_flags_as_the_backend(tmp_path: Path):
