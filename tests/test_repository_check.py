@@ -480,6 +480,47 @@ def test_mc2_without_tp_aborts_on_26_and_warns_on_2_2(tmp_path: Path):
     assert bad.exit_code == 2 and "--target 'megatron@1'" in bad.stderr
 
 
+def test_a_deprecation_holds_only_where_the_repositorys_sources_declare_it(tmp_path: Path):
+    script = f"torchrun --nproc_per_node 8 pretrain_gpt.py {MEGATRON_ARGS} --use-mc2\n"
+    sources = "mindspeed_llm/training/arguments.py"
+    for name in ("v2.0.0", "v2.1.0", "user"):
+        (tmp_path / name).mkdir()
+    before = _write(
+        tmp_path / "v2.0.0",  # --use-mc2 is the only MC2 flag
+        {"pretrain.sh": script, sources: "group.add_argument('--use-mc2', action='store_true')\n"},
+    )
+    after = _write(
+        tmp_path / "v2.1.0",  # deprecated for --use-ascend-mc2
+        {
+            "pretrain.sh": script,
+            sources: "warn(\"'--use-mc2' is deprecated. Please use '--use-ascend-mc2' instead\")\n",
+        },
+    )
+    plain = _write(tmp_path / "user", {"pretrain.sh": script})  # no checkout: the newest
+    deprecated = "policy.mg-deprecated-flag"
+    assert deprecated not in _ids(run_check(RULES, configs=[before / "pretrain.sh"]))
+    assert deprecated in _ids(run_check(RULES, configs=[after / "pretrain.sh"]))
+    assert deprecated in _ids(run_check(RULES, configs=[plain / "pretrain.sh"]))
+
+
+def test_alltoall_overlap_with_tp_extend_ep_is_refused_from_2_2_only(tmp_path: Path):
+    moe = (
+        "--tensor-model-parallel-size 2 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+        "--moe-tp-extend-ep --moe-alltoall-overlap-comm --num-experts 8"
+    )
+    script = f"torchrun --nproc_per_node 8 pretrain_gpt.py {moe}\n"
+    rule = "policy.mg-alltoall-overlap-needs"
+    for release, refused in (("0.0.1", False), ("2.2.0", True), (None, True)):
+        root = tmp_path / str(release)
+        root.mkdir()
+        files = {"pretrain.sh": script}
+        if release is not None:  # 1.0.0-2.1.0 all say 0.0.1; no setup.py: the newest
+            files["setup.py"] = f"__version__ = '{release}'\n__package_name__ = 'mindspeed_llm'\n"
+        _write(root, files)
+        found = rule in _ids(run_check(RULES, configs=[root / "pretrain.sh"]))
+        assert found is refused, release
+
+
 # ---------------------------------------------------------------- the upstream repositories
 
 
