@@ -156,20 +156,26 @@ class _Splitter:
                         self.current.words.pop()
                 i = self.redirect(i)
             else:
-                end = word_end(text, i)
-                if end is None:
-                    raise ShellError(i, "unterminated quote or substitution")
-                if end == i:  # an operator word_end stops at: never loop on it
-                    end = i + 1
-                elif text[end : end + 1] == "(" and _ARRAY_ASSIGN.fullmatch(text, i, end):
-                    array = array_elements(text, end)
-                    if array is None:
-                        raise ShellError(end, "unterminated array assignment")
-                    end = array[0]
-                self.current.words.append(Word(i, end))
-                i = end
+                i = self.word(i)
         self.finish()
         return self.commands
+
+    def word(self, i: int) -> int:
+        """Add the word starting at `i` (an array assignment `NAME=(...)` is one word up to its
+        `)`); the index past it."""
+        text = self.text
+        end = word_end(text, i)
+        if end is None:
+            raise ShellError(i, "unterminated quote or substitution")
+        if end == i:  # an operator word_end stops at: never loop on it
+            end = i + 1
+        elif text[end : end + 1] == "(" and _ARRAY_ASSIGN.fullmatch(text, i, end):
+            array = array_elements(text, end)
+            if array is None:
+                raise ShellError(end, "unterminated array assignment")
+            end = array[0]
+        self.current.words.append(Word(i, end))
+        return end
 
 
 def split_commands(text: str) -> list[Command]:
