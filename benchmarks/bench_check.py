@@ -2,7 +2,8 @@
 upstream repository folder as CI runs it (wall time, peak memory, findings by rule).
 
     python benchmarks/bench_check.py [--files 40]
-    python -m benchmarks.bench_check --corpus [DIR]     # the repositories of benchmarks/corpus.py
+    python -m benchmarks.bench_check --corpus [DIR] [--only NAME] [--save SARIF_DIR]
+                                            # the repositories of benchmarks/corpus.py
 
 The configs are variations of examples/fsdp2/config.yaml (some with problems to report), plus
 the example launch script. With --corpus each repository is checked by `advisor check .
@@ -39,8 +40,11 @@ VARIANTS = (
 MEMORY_LIMIT_MB = 600
 
 
-def _one_folder(folder: Path) -> tuple[float, float, int, list[dict[str, object]]]:
-    """(seconds, peak MB, exit code, SARIF results) of `advisor check .` run in the folder."""
+def _one_folder(
+    folder: Path, save: Path | None = None
+) -> tuple[float, float, int, list[dict[str, object]]]:
+    """(seconds, peak MB, exit code, SARIF results) of `advisor check .` run in the folder
+    (`save`: where its SARIF is kept, to read the findings one by one)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
@@ -54,24 +58,29 @@ def _one_folder(folder: Path) -> tuple[float, float, int, list[dict[str, object]
         out.seek(0)
         text = out.read().decode("utf-8")
     seconds = time.perf_counter() - started
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        (save / f"{folder.name}.sarif").write_text(text, encoding="utf-8")
     results = json.loads(text)["runs"][0]["results"] if proc.returncode in (0, 1) else []
     return seconds, usage.ru_maxrss / 1024, proc.returncode, results
 
 
-def corpus_run(base: Path | None) -> None:
+def corpus_run(base: Path | None, only: list[str] | None = None, save: Path | None = None) -> None:
     from benchmarks.corpus import corpus
 
     found = corpus(base)
-    if not found:
-        print("no upstream repository could be had (no mirror, no network): skipped")
-        return
     worst = 0.0
     for name, folder in found.items():
-        seconds, peak, code, results = _one_folder(folder)
+        if only and name not in only:
+            continue
+        if not isinstance(folder, Path):
+            print(f"{name:30} skipped: {folder}")
+            continue
+        seconds, peak, code, results = _one_folder(folder, save)
         worst = max(worst, peak)
         files = sum(1 for p in folder.rglob("*") if p.suffix in (".sh", ".yaml", ".yml"))
         print(
-            f"{name:24} {files:5} files  {seconds:6.1f} s  peak {peak:6.0f} MB  exit {code}  "
+            f"{name:30} {files:5} files  {seconds:6.1f} s  peak {peak:6.0f} MB  exit {code}  "
             f"{len(results)} findings"
         )
         by_rule = collections.Counter(str(r["ruleId"]) for r in results)
@@ -93,9 +102,15 @@ def main() -> None:
         default=None,
         help="check each upstream repository (folder: where benchmarks/corpus.py puts them)",
     )
+    parser.add_argument(
+        "--only", action="append", help="with --corpus: only this repository (repeatable)"
+    )
+    parser.add_argument(
+        "--save", type=Path, default=None, help="with --corpus: keep each folder's SARIF here"
+    )
     args = parser.parse_args()
     if args.corpus is not None:
-        corpus_run(Path(args.corpus) if args.corpus else None)
+        corpus_run(Path(args.corpus) if args.corpus else None, args.only, args.save)
         return
     base = (EXAMPLE / "config.yaml").read_text()
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,8 +3,9 @@
     python -m benchmarks.corpus [--into DIR]        # prints each repository's folder
 
 Each entry is a public repository at one branch. Its text files of the suffixes `check` walks
-(YAML and shell) are copied out of a git snapshot into `DIR/<name>` (a `git init` folder, so
-the repository's top level is where bash scripts expect it). A snapshot is looked for in
+(YAML and shell), and the few source files `check` reads a repository's facts from, are copied
+out of a git snapshot into `DIR/<name>` (a `git init` folder, so the repository's top level is
+where bash scripts expect it). A snapshot is looked for in
 `$ADVISOR_CORPUS_MIRROR/<owner>+<name>` (bare or with a work tree; default `/work/.mirror`),
 else cloned shallowly from GitHub into `$ADVISOR_CORPUS_CACHE`; without either (no network)
 the repository is left out and its users skip. Nothing here is committed: the files are
@@ -22,8 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUFFIXES = (".sh", ".bash", ".yaml", ".yml")
-# the files a repository's release is read from (advisor/engine/targets.py)
-VERSION_FILES = ("setup.py", "mindformers/__init__.py")
+# the files `check` reads a repository's own facts from: its release (advisor/engine/targets.py),
+# its FSDP2 key schema (advisor/dialects/fsdp2/repository_schema.py), where it declares its
+# Megatron flags (rules/megatron.yaml argument_sources)
+VERSION_FILES = (
+    "setup.py",
+    "mindformers/__init__.py",
+    "mindspeed_llm/fsdp2/utils/arguments.py",
+    "mindspeed_llm/training/arguments.py",
+    "mindspeed_llm/features_manager/arguments/deprecated_args.py",
+)
+# written into a folder once it is complete; a folder written by another layout is extracted again
+LAYOUT = "3"
 
 
 @dataclass(frozen=True)
@@ -36,10 +47,19 @@ class Upstream:
 CORPUS = (
     Upstream("mindspeed-llm-master", "Ascend/MindSpeed-LLM", "master"),
     Upstream("mindspeed-llm-2.2.0", "Ascend/MindSpeed-LLM", "2.2.0"),
+    Upstream("mindspeed-llm-1.0.0", "Ascend/MindSpeed-LLM", "1.0.0"),
+    # forks: one pinned before the FSDP2 fused-op switches moved to `optimization` (same
+    # 26.0.0dev0 version), one after, one of the 1.0 era
+    Upstream("fork-jiangyu67-mindspeed-llm", "jiangyu67/MindSpeed-LLM", "master"),
+    Upstream("fork-yuezhou-oh-mindspeed-llm", "YueZhou-oh/MindSpeed-LLM", "main"),
+    Upstream("fork-moguizhizi-mindspeed-llm", "moguizhizi/MindSpeed-LLM", "main"),
+    Upstream("fork-imhmhm-mindspeed-llm", "imhmhm/MindSpeed-LLM", "master"),
     Upstream("mindspeed-mm", "Ascend/MindSpeed-MM", "master"),
     Upstream("mindspeed-rl", "Ascend/MindSpeed-RL", "master"),
     Upstream("mindformers-master", "mindspore-lab/mindformers", "master"),
     Upstream("mindformers-r1.5.0", "mindspore-lab/mindformers", "r1.5.0"),
+    Upstream("mindformers-r1.3.0", "mindspore-lab/mindformers", "r1.3.0"),
+    Upstream("mindformers-mindspore-ai", "mindspore-ai/mindformers", "master"),
 )
 
 
@@ -88,8 +108,8 @@ def _has_ref(git_dir: Path, ref: str) -> bool:
     return True
 
 
-def _clone(item: Upstream) -> Path | None:
-    """A shallow clone of the branch (None: no network, or git refused)."""
+def _clone(item: Upstream) -> Path | str:
+    """A shallow clone of the branch, or why there is none (no network, git refused)."""
     cache = Path(os.environ.get("ADVISOR_CORPUS_CACHE", Path(tempfile.gettempdir()) / "corpus"))
     target = cache / "clones" / f"{item.repo.replace('/', '+')}@{item.ref}"
     if _git_dir(target) is None:
@@ -101,14 +121,18 @@ def _clone(item: Upstream) -> Path | None:
                 capture_output=True,
                 timeout=600,
             )
-        except (subprocess.SubprocessError, OSError):
+        except subprocess.CalledProcessError as exc:
             shutil.rmtree(target, ignore_errors=True)
-            return None
-    return _git_dir(target)
+            lines = exc.stderr.decode(errors="replace").strip().splitlines()
+            return f"git clone failed: {lines[-1] if lines else exc}"
+        except (subprocess.SubprocessError, OSError) as exc:
+            shutil.rmtree(target, ignore_errors=True)
+            return f"git clone failed: {exc}"
+    return _git_dir(target) or "git clone left no repository"
 
 
-def snapshot(item: Upstream) -> tuple[Path, str] | None:
-    """(git directory, revision) holding the entry's branch; None when none can be had."""
+def snapshot(item: Upstream) -> tuple[Path, str] | str:
+    """(git directory, revision) holding the entry's branch, or why none can be had."""
     mirror = Path(os.environ.get("ADVISOR_CORPUS_MIRROR", "/work/.mirror"))
     found = _git_dir(mirror / item.repo.replace("/", "+"))
     if found is not None:
@@ -116,17 +140,26 @@ def snapshot(item: Upstream) -> tuple[Path, str] | None:
             if _has_ref(found, ref):
                 return found, ref
     cloned = _clone(item)
-    return (cloned, "HEAD") if cloned is not None else None
+    if isinstance(cloned, str):
+        where = "no mirror holds it" if found is None else f"the mirror lacks {item.ref}"
+        return f"{where}; {cloned}"
+    return cloned, "HEAD"
 
 
-def extract(item: Upstream, into: Path) -> Path | None:
-    """The entry's YAML and shell files under `into/<name>` (reused when already there)."""
+def _marker(item: Upstream) -> str:
+    return f"{item.repo}@{item.ref} layout {LAYOUT}\n"
+
+
+def extract(item: Upstream, into: Path) -> Path | str:
+    """The entry's YAML and shell files under `into/<name>` (reused when already there), or
+    why it cannot be had."""
     folder = into / item.name
-    if (folder / ".corpus-complete").is_file():
+    marker = folder / ".corpus-complete"
+    if marker.is_file() and marker.read_text(encoding="utf-8") == _marker(item):
         return folder
     found = snapshot(item)
-    if found is None:
-        return None
+    if isinstance(found, str):
+        return found
     git_dir, ref = found
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -148,21 +181,16 @@ def extract(item: Upstream, into: Path) -> Path | None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(blob)
     subprocess.run(["git", "init", "-q", str(folder)], check=True, capture_output=True)
-    (folder / ".corpus-complete").write_text(f"{item.repo}@{item.ref}\n", encoding="utf-8")
+    marker.write_text(_marker(item), encoding="utf-8")
     return folder
 
 
-def corpus(into: Path | None = None) -> dict[str, Path]:
-    """name -> folder, for every entry that could be had."""
+def corpus(into: Path | None = None) -> dict[str, Path | str]:
+    """name -> folder, or why the entry could not be had (its users skip it)."""
     base = into or Path(
         os.environ.get("ADVISOR_CORPUS_CACHE", Path(tempfile.gettempdir()) / "corpus")
     )
-    out = {}
-    for item in CORPUS:
-        folder = extract(item, base)
-        if folder is not None:
-            out[item.name] = folder
-    return out
+    return {item.name: extract(item, base) for item in CORPUS}
 
 
 def main() -> None:
@@ -171,9 +199,9 @@ def main() -> None:
     )
     parser.add_argument("--into", type=Path, default=None)
     args = parser.parse_args()
-    found = corpus(args.into)
-    for item in CORPUS:
-        print(f"{item.name:24} {found.get(item.name, '(not available: skipped)')}")
+    for name, found in corpus(args.into).items():
+        shown = found if isinstance(found, Path) else f"(skipped: {found})"
+        print(f"{name:30} {shown}")
 
 
 if __name__ == "__main__":

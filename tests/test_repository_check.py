@@ -18,8 +18,13 @@ from typer.testing import CliRunner
 from advisor.app.check import run_check
 from advisor.app.rulesets import load_graph
 from advisor.cli import app
+from advisor.core.validation import schema_errors
+from advisor.shell.commands import split_commands
+from advisor.shell.env import effective_env
+from advisor.shell.expand import ShellError
 from advisor.shell.launch import LaunchScript, Override, parse_launch
 from advisor.shell.overrides import effective_config
+from advisor.shell.reader import read_command
 from tests.cli_run import run_cli
 
 runner = CliRunner()
@@ -84,6 +89,91 @@ def test_named_unreadable_files_are_findings_and_fail_the_run(tmp_path: Path):
     sarif = json.loads(out.output)
     rules = {r["ruleId"] for r in sarif["runs"][0]["results"]}
     assert rules == {"policy.file-unreadable", "policy.config-unknown-key"}
+
+
+# a key to move whose value spans several lines (no safe edit), and one that moves
+UNMOVABLE = (
+    "model:\n  model_id: qwen3\ntraining:\n  lr: 1.0e-5\n  fsdp_modules:\n"
+    "    - model.layers.{*}\n    - lm_head\n  indexer_loss_coeff: 0.1\n"
+    "optimization:\n  max_grad_norm: 1.0\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "gitlab"])
+def test_a_fix_that_cannot_be_built_is_left_out_and_the_rest_applied(tmp_path: Path, fmt: str):
+    config = tmp_path / "train.yaml"
+    config.write_text(UNMOVABLE, encoding="utf-8")
+    ran = run_cli("check", str(config), "--fix", "--format", fmt)
+    assert ran.exit_code == 1, ran.output  # the findings stand; no usage error
+    note = "move training.fsdp_modules to parallel.fsdp_modules: left out, it cannot be built"
+    assert note in ran.stderr and "spans several lines" in ran.stderr
+    fixed = config.read_text(encoding="utf-8")
+    # the fix that could be built was applied, the other left the file as it was
+    assert "training:\n  lr: 1.0e-5\n  fsdp_modules:\n" in fixed
+    assert "  max_grad_norm: 1.0\n" in fixed.split("training:")[1]
+    assert "optimization:\n  max_grad_norm" not in fixed
+    out = ran.stdout
+    if fmt == "json":
+        report = json.loads(out[out.index("{") :])
+        assert schema_errors(report, "findings.schema.json") == []
+        (left_out,) = report["fixes_left_out"]
+        assert note in left_out
+        (finding,) = [f for f in report["findings"] if "fsdp_modules" in f["message"]]
+        assert finding["fix"] is None
+    if fmt == "sarif":
+        sarif = json.loads(out[out.index("{") :])
+        assert schema_errors(sarif, "sarif/sarif-2.1.0.json") == []
+        results = sarif["runs"][0]["results"]
+        assert any("fsdp_modules" in r["message"]["text"] and "fixes" not in r for r in results)
+    if fmt == "text":
+        assert "fsdp_modules" in out and "[fixable]" not in out
+
+
+def test_an_unbuildable_fix_leaves_its_finding_without_a_fix_without_fix(tmp_path: Path):
+    config = tmp_path / "train.yaml"
+    config.write_text(UNMOVABLE, encoding="utf-8")
+    ran = run_cli("check", str(config), "--format", "json")
+    report = json.loads(ran.stdout)
+    by_key = {f["message"].split(":")[0]: f for f in report["findings"]}
+    assert by_key["training.fsdp_modules"]["fix"] is None
+    assert by_key["optimization.max_grad_norm"]["fix"] is not None
+    assert len(report["fixes_left_out"]) == 1
+    assert config.read_text(encoding="utf-8") == UNMOVABLE
+
+
+def test_sarif_names_the_skipped_files_and_why_in_its_invocation(tmp_path: Path):
+    repo = _write(
+        tmp_path,
+        {
+            "configs/dup.yaml": "a: 1\na: 2\n",  # found in the walk, cannot be read
+            "configs/train.yaml": UNMOVABLE,  # one fix that cannot be built
+            "notes.sh": "echo hello\n",
+        },
+    )
+    named = repo / "ci.yaml"  # named, no training file
+    named.write_text("stages: [test]\n", encoding="utf-8")
+    ran = run_cli("check", str(repo / "configs"), str(named), "--format", "sarif")
+    assert ran.exit_code == 1, ran.output
+    sarif = json.loads(ran.stdout)
+    assert schema_errors(sarif, "sarif/sarif-2.1.0.json") == []
+    (invocation,) = sarif["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is True
+    notes = invocation["toolExecutionNotifications"]
+    skipped = {
+        n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: n["message"]["text"]
+        for n in notes
+        if n["descriptor"]["id"] == "advisor/skipped"
+    }
+    (dup,) = [uri for uri in skipped if uri.endswith("configs/dup.yaml")]
+    assert "cannot be read" in skipped[dup]
+    (ci,) = [uri for uri in skipped if uri.endswith("ci.yaml")]
+    assert "not a training config" in skipped[ci]
+    (left_out,) = [n for n in notes if n["descriptor"]["id"] == "advisor/fix-left-out"]
+    assert "training.fsdp_modules" in left_out["message"]["text"]
+    # -q: findings only
+    quiet = json.loads(run_cli("-q", "check", str(repo / "configs"), "--format", "sarif").stdout)
+    quiet_notes = quiet["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert not [n for n in quiet_notes if n["descriptor"]["id"] == "advisor/skipped"]
 
 
 def test_a_walked_script_launched_only_through_eval_is_reported(tmp_path: Path):
@@ -280,6 +370,70 @@ def test_an_array_element_of_a_plain_string_is_the_string(tmp_path: Path):
     assert "policy.mg-hidden-args" not in _ids(result)
 
 
+ARRAY_SCRIPT = """#!/bin/bash
+TP=3
+GPT_ARGS=(
+    --tensor-model-parallel-size ${TP}   # a comment holding ) and "quotes"
+    --pipeline-model-parallel-size 1
+    "--micro-batch-size" 1 --global-batch-size 8
+)
+GPT_ARGS+=(--num-layers 8)
+ONE=("--seq-length 4096")
+torchrun --nproc_per_node 8 pretrain_gpt.py "${GPT_ARGS[@]}" "${ONE[@]}" --lr "${GPT_ARGS[5]}"
+"""
+
+
+def test_an_array_assignment_is_one_assignment_and_expands_to_its_words(tmp_path: Path):
+    path = tmp_path / "pretrain.sh"
+    path.write_text(ARRAY_SCRIPT, encoding="utf-8")
+    commands = split_commands(ARRAY_SCRIPT)
+    # TP=3, the array (one word over four lines), the append, ONE, the launcher
+    assert [c.texts(ARRAY_SCRIPT)[0].split("=")[0] for c in commands] == [
+        "TP",
+        "GPT_ARGS",
+        "GPT_ARGS+",
+        "ONE",
+        "torchrun",
+    ]
+    reading = read_command(path, ARRAY_SCRIPT)
+    assert [f.text for f in reading.arguments] == [
+        *("--tensor-model-parallel-size", "3", "--pipeline-model-parallel-size", "1"),
+        *("--micro-batch-size", "1", "--global-batch-size", "8", "--num-layers", "8"),
+        "--seq-length 4096",  # a quoted element stays one word
+        *("--lr", "1"),
+    ]
+    # a value from the array is still the text written in the file (an edit changes it there)
+    (tp,) = [f for f in reading.arguments if f.text == "3"]
+    assert tp.span() == (ARRAY_SCRIPT.index("TP=3") + 3, ARRAY_SCRIPT.index("TP=3") + 4)
+    # the flags are read: TP 3 > 1 needs CUDA_DEVICE_MAX_CONNECTIONS=1, and nothing is hidden
+    result = run_check(RULES, configs=[path])
+    assert "policy.mg-device-max-connections" in _ids(result)
+    assert "policy.mg-hidden-args" not in _ids(result)
+
+
+def test_array_forms_bash_gives_one_way(tmp_path: Path):
+    def arguments(script: str) -> list[str]:
+        return [f.text for f in read_command(tmp_path / "a.sh", script).arguments]
+
+    launch = "torchrun --nproc_per_node 8 pretrain_gpt.py "
+    two = 'A=("--x 1" --y)\n'
+    assert arguments(two + launch + "${A[@]}") == ["--x", "1", "--y"]  # unquoted: split again
+    assert arguments(two + launch + '"${A[*]}"') == ["--x 1 --y"]  # quoted [*]: one word
+    assert arguments(two + launch + "$A") == ["--x", "1"]  # $A: the first element
+    assert arguments(two + launch + '"${A[7]}" --z') == ["--z"]  # past the end: nothing
+    assert arguments("A=()\n" + launch + '"${A[@]}" --z') == ["--z"]
+    assert arguments('B="--p 2"\nA=($B --q)\n' + launch + '"${A[@]}"') == ["--p", "2", "--q"]
+    # an array never reaches a child's environment; what follows is still read
+    text = (
+        "A=(x y)\nexport B=2\nexport A\nC=1\nC+=2\nexport C\n"
+        "torchrun --nproc_per_node 8 train_fsdp2.py c.yaml\n"
+    )
+    env = effective_env(tmp_path / "r.sh", text, lambda _p, _a: None, lambda _p: "").env
+    assert env == {"A": None, "B": "2", "C": "12"}
+    with pytest.raises(ShellError):
+        split_commands("A=(--x 1\n")
+
+
 def test_the_effective_config_reads_bare_and_abbreviated_flags_as_the_backend(tmp_path: Path):
     def launch(*overrides: tuple[str, str | None]) -> LaunchScript:
         script = LaunchScript(path=tmp_path / "run.sh")
@@ -324,6 +478,47 @@ def test_mc2_without_tp_aborts_on_26_and_warns_on_2_2(tmp_path: Path):
     assert "policy.mg-mc2-needs-tp-and-sp" in cli.output
     bad = run_cli("check", str(path), "--target", "megatron@1")
     assert bad.exit_code == 2 and "--target 'megatron@1'" in bad.stderr
+
+
+def test_a_deprecation_holds_only_where_the_repositorys_sources_declare_it(tmp_path: Path):
+    script = f"torchrun --nproc_per_node 8 pretrain_gpt.py {MEGATRON_ARGS} --use-mc2\n"
+    sources = "mindspeed_llm/training/arguments.py"
+    for name in ("v2.0.0", "v2.1.0", "user"):
+        (tmp_path / name).mkdir()
+    before = _write(
+        tmp_path / "v2.0.0",  # --use-mc2 is the only MC2 flag
+        {"pretrain.sh": script, sources: "group.add_argument('--use-mc2', action='store_true')\n"},
+    )
+    after = _write(
+        tmp_path / "v2.1.0",  # deprecated for --use-ascend-mc2
+        {
+            "pretrain.sh": script,
+            sources: "warn(\"'--use-mc2' is deprecated. Please use '--use-ascend-mc2' instead\")\n",
+        },
+    )
+    plain = _write(tmp_path / "user", {"pretrain.sh": script})  # no checkout: the newest
+    deprecated = "policy.mg-deprecated-flag"
+    assert deprecated not in _ids(run_check(RULES, configs=[before / "pretrain.sh"]))
+    assert deprecated in _ids(run_check(RULES, configs=[after / "pretrain.sh"]))
+    assert deprecated in _ids(run_check(RULES, configs=[plain / "pretrain.sh"]))
+
+
+def test_alltoall_overlap_with_tp_extend_ep_is_refused_from_2_2_only(tmp_path: Path):
+    moe = (
+        "--tensor-model-parallel-size 2 --moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+        "--moe-tp-extend-ep --moe-alltoall-overlap-comm --num-experts 8"
+    )
+    script = f"torchrun --nproc_per_node 8 pretrain_gpt.py {moe}\n"
+    rule = "policy.mg-alltoall-overlap-needs"
+    for release, refused in (("0.0.1", False), ("2.2.0", True), (None, True)):
+        root = tmp_path / str(release)
+        root.mkdir()
+        files = {"pretrain.sh": script}
+        if release is not None:  # 1.0.0-2.1.0 all say 0.0.1; no setup.py: the newest
+            files["setup.py"] = f"__version__ = '{release}'\n__package_name__ = 'mindspeed_llm'\n"
+        _write(root, files)
+        found = rule in _ids(run_check(RULES, configs=[root / "pretrain.sh"]))
+        assert found is refused, release
 
 
 # ---------------------------------------------------------------- the upstream repositories

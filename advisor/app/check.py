@@ -29,6 +29,22 @@ from advisor.model import Applicability, FileChange, Finding, InputError, Patch
 BASELINE_SCHEMA = "advisor/baseline@1"
 
 
+@dataclass(frozen=True)
+class DroppedFix:
+    """A finding whose fix cannot be built (a multi-line value to move, an export the editor
+    cannot rewrite): reported, its fix left out, and why."""
+
+    finding: Finding
+    why: str
+
+    def __str__(self) -> str:
+        f = self.finding
+        title = f.patch.title if f.patch is not None else "the fix"
+        return (
+            f"{f.file}:{f.line}: [{f.rule_id}] {title}: left out, it cannot be built ({self.why})"
+        )
+
+
 @dataclass
 class CheckResult:
     # the documents whose findings carry a fix (what --fix and SARIF edit); the others are not
@@ -46,6 +62,8 @@ class CheckResult:
     unreadable: list[str] = dataclasses.field(default_factory=list)
     # every checked file -> its dialect
     dialects: dict[str, str] = dataclasses.field(default_factory=dict)
+    # fixes that could not be built: the finding is reported without its fix
+    dropped: list[DroppedFix] = dataclasses.field(default_factory=list)
 
     def origin(self, index: int) -> Document | None:
         return self.origins[index] if index < len(self.origins) else None
@@ -245,29 +263,60 @@ def _fixes(findings: list[Finding], safe_only: bool) -> list[Patch]:
     ]
 
 
+def _buildable(
+    doc: Document, fixes: list[tuple[Finding, Patch]]
+) -> tuple[list[FileChange], list[DroppedFix]]:
+    """The edits of the fixes that can be built together, in order, and the fixes left out: one
+    that cannot be built (alone, or after the ones before it) is dropped, the others kept."""
+    try:
+        return doc.fix_changes([p for _, p in fixes]), []
+    except InputError:
+        pass
+    kept: list[Patch] = []
+    dropped: list[DroppedFix] = []
+    for finding, patch in fixes:
+        try:
+            doc.fix_changes([*kept, patch])
+        except InputError as exc:
+            dropped.append(DroppedFix(finding, exc.problem))
+            continue
+        kept.append(patch)
+    return (doc.fix_changes(kept) if kept else []), dropped
+
+
 def safe_fix_changes(result: CheckResult) -> list[FileChange]:
-    """`check --fix`: every safe fix of each document, applied in order."""
+    """`check --fix`: every safe fix of each document, applied in order; a fix that cannot be
+    built is left out (`result.dropped` says which and why), never the others."""
     changes: list[FileChange] = []
     # the scripts a named sourced file was checked through are fixed too (by identity: a
     # document need not be hashable)
     docs = list({id(d): d for d in [*result.documents, *result.origins] if d is not None}.values())
     for doc in docs:
         mine = [f for i, f in enumerate(result.findings) if result.origin(i) is doc]
-        changes.extend(doc.fix_changes(_fixes(mine, safe_only=True)))
+        fixes = [(f, p) for f in mine for p in _fixes([f], safe_only=True)]
+        if fixes:
+            built, dropped = _buildable(doc, fixes)
+            changes.extend(built)
+            result.dropped.extend(dropped)
     return changes
 
 
 def finding_changes(result: CheckResult) -> list[list[FileChange]]:
     """Each finding's own edit (SARIF `fixes`), aligned with `result.findings`. A fix that
-    cannot be built is left out; the finding is still reported."""
+    cannot be built is taken off its finding (reported, with no fix) and recorded in
+    `result.dropped`; the finding is still reported."""
     out: list[list[FileChange]] = []
+    noted = {id(d.finding) for d in result.dropped}
     for i, finding in enumerate(result.findings):
         doc = result.origin(i)
         changes: list[FileChange] = []
-        if finding.patch is not None and doc is not None:
+        patches = _fixes([finding], safe_only=False)
+        if patches and doc is not None:
             try:
-                changes = doc.fix_changes(_fixes([finding], safe_only=False))
-            except InputError:
-                changes = []
+                changes = doc.fix_changes(patches)
+            except InputError as exc:
+                if id(finding) not in noted:
+                    result.dropped.append(DroppedFix(finding, exc.problem))
+                result.findings[i] = dataclasses.replace(finding, patch=None)
         out.append(changes)
     return out

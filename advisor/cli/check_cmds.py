@@ -136,8 +136,10 @@ def check_cmd(
         return
     # a sourced file named alone was checked (through the scripts that source it)
     names = list(result.dialects) + list(result.through) + result.unreadable
+    dropped: list[str] = []
     if fix:
         changes = safe_fix_changes(result)
+        dropped = [str(d) for d in result.dropped]
         diff = unified_diff(changes)
         write_changes(changes)
         typer.echo(diff, nl=False, err=output_format is not CheckFormat.text)
@@ -150,14 +152,21 @@ def check_cmd(
                 root=root,
                 target=releases,
             )
+    # each finding's own edit; a fix that cannot be built is taken off its finding, in every
+    # format (the finding stays), and said once
+    fixes = finding_changes(result)
+    dropped = list(dict.fromkeys([*dropped, *(str(d) for d in result.dropped)]))
+    for line in dropped:
+        console.note(line)
     report = CheckReport(
         result.findings,
         names,
         policies,
-        lambda: finding_changes(result),
+        lambda: fixes,
         result.dialects,
         # -q: findings only (the pre-commit hooks pass every YAML and shell file)
         None if console.VERBOSITY.quiet else result.skipped,
+        dropped,
     )
     with console.phase("rendering"):
         rendered = FORMATS[output_format.value](report)

@@ -34,15 +34,19 @@ def cache_dir() -> Path | None:
         return None
 
 
-def cache_entry(kind: str, schema_name: str, content: bytes) -> Path | None:
-    """The cache file of `kind` for these bytes checked against these bytes of the schema by
-    this version of the tool (None: the schema is unreadable, or there is no cache folder)."""
+def cache_entry(kind: str, schema_name: str | bytes, content: bytes) -> Path | None:
+    """The cache file of `kind` for these bytes checked against these bytes of the schema (a
+    shipped schema's name, or a schema's own bytes) by this version of the tool (None: the
+    schema is unreadable, or there is no cache folder)."""
     from advisor import __version__
 
-    try:
-        schema = (schemas_dir() / schema_name).read_bytes()
-    except OSError:
-        return None
+    if isinstance(schema_name, bytes):
+        schema = schema_name
+    else:
+        try:
+            schema = (schemas_dir() / schema_name).read_bytes()
+        except OSError:
+            return None
     folder = cache_dir()
     if folder is None:
         return None

@@ -25,11 +25,16 @@ if TYPE_CHECKING:
 @cache
 def _validator(schema_name: str) -> Validator:
     """A validator of the draft the schema declares (the SARIF schema is draft-04)."""
+    path = schemas_dir() / schema_name
+    return _validator_of(path.read_text(encoding="utf-8"))
+
+
+@cache
+def _validator_of(schema_text: str) -> Validator:
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
-    path = schemas_dir() / schema_name
-    schema = json.loads(path.read_text(encoding="utf-8"))
+    schema = json.loads(schema_text)
     # the shipped schemas are checked against their meta-schemas by the tests, not at every run
     cls = validator_for(schema, default=Draft202012Validator)
     validator: Validator = cls(schema)
@@ -59,16 +64,19 @@ class SchemaViolation:
     instance: Any
 
 
-def schema_violations(instance: Any, schema_name: str) -> list[SchemaViolation]:
+def schema_violations(
+    instance: Any, schema_name: str, schema_text: str | None = None
+) -> list[SchemaViolation]:
     """The instance's violations sorted by path; the verdict on the same data, schema and tool
-    version is read from the cache when it was kept there."""
-    entry = _verdict_entry(instance, schema_name)
+    version is read from the cache when it was kept there. `schema_text`: a schema built at
+    run time (a repository's own), used instead of the shipped file `schema_name`."""
+    entry = _verdict_entry(instance, schema_name, schema_text)
     cached = read_cached(entry) if entry is not None else None
     if isinstance(cached, list):
         return [
             SchemaViolation(tuple(path), kind, text, value) for path, kind, text, value in cached
         ]
-    validator = _validator(schema_name)
+    validator = _validator(schema_name) if schema_text is None else _validator_of(schema_text)
     found = [
         SchemaViolation(tuple(e.absolute_path), str(e.validator), e.message, e.instance)
         for e in sorted(
@@ -80,7 +88,7 @@ def schema_violations(instance: Any, schema_name: str) -> list[SchemaViolation]:
     return found
 
 
-def _verdict_entry(instance: Any, schema_name: str) -> Path | None:
+def _verdict_entry(instance: Any, schema_name: str, schema_text: str | None) -> Path | None:
     """Where the verdict on this exact data is kept; None for data JSON cannot say exactly
     (integer keys, tuples, dates...: validated every time)."""
     try:
@@ -89,4 +97,5 @@ def _verdict_entry(instance: Any, schema_name: str) -> Path | None:
         return None
     if json.loads(text) != instance:
         return None
-    return cache_entry("verdicts", schema_name, text.encode())
+    schema = schema_name if schema_text is None else schema_text.encode()
+    return cache_entry("verdicts", schema, text.encode())

@@ -74,12 +74,14 @@ def findings_json(
     files: list[str],
     dialects: dict[str, str] | None = None,
     skipped: list[tuple[str, str]] | None = None,
+    dropped: list[str] | None = None,
 ) -> str:
     payload = {
         "schema": FINDINGS_SCHEMA,
         "files": files,
         "dialects": dialects or {},
         "skipped": [{"file": file, "reason": why} for file, why in skipped or []],
+        "fixes_left_out": list(dropped or []),
         "findings": [
             {
                 "rule": f.rule_id,
@@ -132,8 +134,39 @@ def _replacements(change: FileChange) -> list[dict[str, Any]]:
     return out
 
 
-def findings_sarif(findings: list[Finding], rules: RuleSet, fixes: list[list[FileChange]]) -> str:
-    """SARIF 2.1.0; `fixes` holds each finding's own file edits, aligned with `findings`."""
+def _notifications(skipped: list[tuple[str, str]], dropped: list[str]) -> list[dict[str, object]]:
+    """What the run did not judge, as SARIF tool notifications: each skipped file with its
+    reason (`advisor/skipped`), each fix left out (`advisor/fix-left-out`)."""
+    out: list[dict[str, object]] = []
+    for file, why in skipped:
+        out.append(
+            {
+                "descriptor": {"id": "advisor/skipped"},
+                "level": "note",
+                "message": {"text": f"skipped: {why}"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(file)}}}],
+            }
+        )
+    for line in dropped:
+        out.append(
+            {
+                "descriptor": {"id": "advisor/fix-left-out"},
+                "level": "note",
+                "message": {"text": line},
+            }
+        )
+    return out
+
+
+def findings_sarif(
+    findings: list[Finding],
+    rules: RuleSet,
+    fixes: list[list[FileChange]],
+    skipped: list[tuple[str, str]] | None = None,
+    dropped: list[str] | None = None,
+) -> str:
+    """SARIF 2.1.0; `fixes` holds each finding's own file edits, aligned with `findings`; the
+    files skipped and the fixes left out are the invocation's tool notifications."""
     used = sorted({f.rule_id for f in findings})
     index = {rule_id: i for i, rule_id in enumerate(used)}
     descriptors = []
@@ -196,6 +229,12 @@ def findings_sarif(findings: list[Finding], rules: RuleSet, fixes: list[list[Fil
                 "tool": {
                     "driver": {"name": "advisor", "version": __version__, "rules": descriptors}
                 },
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": _notifications(skipped or [], dropped or []),
+                    }
+                ],
                 "results": results,
             }
         ],
@@ -248,12 +287,13 @@ class CheckReport:
     fixes: Callable[[], list[list[FileChange]]]  # each finding's edit; only SARIF asks
     dialects: dict[str, str] | None = None  # file -> dialect
     skipped: list[tuple[str, str]] | None = None  # (file, why it is not a training file)
+    dropped: list[str] | None = None  # fixes left out because they cannot be built, and why
 
 
 FORMATS: dict[str, Callable[[CheckReport], str]] = {
     "text": lambda r: findings_text(r.findings, r.files, r.dialects, r.skipped),
-    "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped) + "\n",
-    "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes()) + "\n",
+    "json": lambda r: findings_json(r.findings, r.files, r.dialects, r.skipped, r.dropped) + "\n",
+    "sarif": lambda r: findings_sarif(r.findings, r.rules, r.fixes(), r.skipped, r.dropped) + "\n",
     "github": lambda r: findings_github(r.findings),
     "gitlab": lambda r: findings_gitlab(r.findings) + "\n",
 }

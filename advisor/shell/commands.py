@@ -1,8 +1,9 @@
 """A script's simple commands as bash would separate them, with the word spans of each.
 
 Commands end at newlines, `;`, `&`, `|`, `&&`, `||` and parentheses; `\\`+newline continues a
-command; comments, redirections and heredoc bodies are not words. Each command knows how deep it
-sits inside if/for/while/case/function/`{ }` bodies: a command at depth 0 always runs, one deeper
+command; an array assignment `NAME=(a b ...)` is one word, however many lines it spans;
+comments, redirections and heredoc bodies are not words. Each command knows how deep it sits
+inside if/for/while/case/function/`{ }` bodies: a command at depth 0 always runs, one deeper
 may or may not, so what it assigns is only possibly the value.
 """
 
@@ -12,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 
 from advisor.shell.expand import ShellError
-from advisor.shell.words import word_end
+from advisor.shell.words import array_elements, word_end
 
+# `NAME=` or `NAME+=` right before `(`: an array assignment, one word up to its `)`
+_ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _OPENERS = {"if", "for", "while", "until", "case", "select", "function"}
 _CLOSERS = {"fi", "done", "esac"}
 _CONTINUERS = {"then", "do", "else", "elif", "!"}
@@ -153,15 +156,26 @@ class _Splitter:
                         self.current.words.pop()
                 i = self.redirect(i)
             else:
-                end = word_end(text, i)
-                if end is None:
-                    raise ShellError(i, "unterminated quote or substitution")
-                if end == i:  # an operator word_end stops at: never loop on it
-                    end = i + 1
-                self.current.words.append(Word(i, end))
-                i = end
+                i = self.word(i)
         self.finish()
         return self.commands
+
+    def word(self, i: int) -> int:
+        """Add the word starting at `i` (an array assignment `NAME=(...)` is one word up to its
+        `)`); the index past it."""
+        text = self.text
+        end = word_end(text, i)
+        if end is None:
+            raise ShellError(i, "unterminated quote or substitution")
+        if end == i:  # an operator word_end stops at: never loop on it
+            end = i + 1
+        elif text[end : end + 1] == "(" and _ARRAY_ASSIGN.fullmatch(text, i, end):
+            array = array_elements(text, end)
+            if array is None:
+                raise ShellError(end, "unterminated array assignment")
+            end = array[0]
+        self.current.words.append(Word(i, end))
+        return end
 
 
 def split_commands(text: str) -> list[Command]:

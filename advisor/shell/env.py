@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.shell.commands import Command, split_commands
-from advisor.shell.expand import OPAQUE, Expander, Value, split_fields
+from advisor.shell.expand import OPAQUE, Char, Expander, Value, split_fields
 from advisor.shell.launcher import command_start, env_unsets, launcher_end
 
 _EXPORTERS = {"export", "declare", "typeset"}
@@ -42,6 +42,7 @@ class ShellEnv:
 
 def _is_assignment(word: str) -> bool:
     name, eq, _ = word.partition("=")
+    name = name.removesuffix("+")  # `NAME+=v` appends
     return bool(eq) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
 
 
@@ -59,8 +60,15 @@ class _Walker:
 
     def assign(self, expander: Expander, text: str, start: int, end: int, sure: bool) -> str:
         name, _, _ = text[start:end].partition("=")
-        value = expander.word(start + len(name) + 1, end)
+        at = start + len(name) + 1
+        # an array (`NAME=(...)`) is never exported to a child's environment: unknown here
+        array = text[at : at + 1] == "("
+        value = (Char(OPAQUE, None),) if array else expander.word(at, end)
+        appends = name.endswith("+")  # `NAME+=v`
+        name = name.removesuffix("+")
         previous = self.vars.get(name)
+        if appends and previous is not None:
+            value = previous.value + value
         known = sure and OPAQUE not in "".join(c.ch for c in value)
         exported = previous.exported if previous is not None else False
         self.vars[name] = _Var(value, known, exported)

@@ -1,7 +1,7 @@
 """Bash words expanded the way bash expands them, each character remembering where it came from.
 
 Enough of bash for launch scripts that build argument groups in variables: quotes, escapes,
-`$V` / `${V}` / `${V:-x}`, `$((...))` integer arithmetic, field splitting of unquoted expansions
+`$V` / `${V}` / `${V:-x}`, arrays (`${A[@]}`, `${A[*]}`, `${A[N]}`), `$((...))` integer arithmetic, field splitting of unquoted expansions
 and line continuations. What cannot be known without running the script (`$(...)`, backticks,
 positional parameters, other `${...}` forms) becomes an opaque character, so a field holding one
 has an unknown value. Knowing the file offset of every character is what lets an edit change
@@ -20,7 +20,7 @@ from advisor.shell.words import double_quoted_end, group_end
 
 OPAQUE = "\x00"  # stands for text only running the script would produce
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(?:@|\*|0)\]")
+_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(@|\*|[0-9]+)\]")
 _DEFAULT_FORM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(:?[-=])(.*)$", re.DOTALL)
 
 
@@ -93,6 +93,8 @@ def split_fields(chars: Value) -> list[Field]:
 
 
 Lookup = Callable[[str], Value | None]
+# an array variable's elements (None: not an array, or not set)
+ArrayLookup = Callable[[str], tuple[Value, ...] | None]
 
 
 class ShellError(ValueError):
@@ -137,9 +139,10 @@ def _arith(expression: str) -> int | None:
 class Expander:
     """Expands words of one file's text against the variables seen so far."""
 
-    def __init__(self, text: str, lookup: Lookup) -> None:
+    def __init__(self, text: str, lookup: Lookup, elements: ArrayLookup | None = None) -> None:
         self.text = text
         self.lookup = lookup
+        self.elements = elements
         self.undefined: set[str] = set()  # variables read but never assigned
 
     def word(self, start: int, end: int, *, quoted: bool = False) -> Value:
@@ -217,6 +220,11 @@ class Expander:
         if value is None:
             self.undefined.add(name)
             return []
+        return self._brought(name, value, ref, quoted)
+
+    @staticmethod
+    def _brought(name: str, value: Value, ref: tuple[int, int], quoted: bool) -> list[Char]:
+        """A variable's value where `ref` expands it (its characters remember both)."""
         return [
             replace(
                 c,
@@ -227,14 +235,31 @@ class Expander:
             for c in value
         ]
 
+    def _element(self, name: str, index: str, ref: tuple[int, int], quoted: bool) -> list[Char]:
+        """`${A[@]}` (each element its own field, quoted or not), `${A[*]}` (joined by a
+        space: one field when quoted), `${A[N]}`; a plain string is an array of one element."""
+        items = self.elements(name) if self.elements is not None else None
+        if items is None:
+            if index in ("@", "*", "0"):
+                return self._variable(name, ref, quoted)
+            return [Char(OPAQUE, None, split=not quoted)]
+        if index.isdigit():
+            k = int(index)
+            return self._brought(name, items[k], ref, quoted) if k < len(items) else []
+        out: list[Char] = []
+        for k, item in enumerate(items):
+            if k:
+                out.append(Char(" ", None, split=index == "@" or not quoted))
+            out.extend(self._brought(name, item, ref, quoted))
+        return out
+
     def _braced(self, start: int, close: int, quoted: bool) -> list[Char]:
         inner = self.text[start + 2 : close - 1]
         if _NAME.fullmatch(inner):
             return self._variable(inner, (start, close), quoted)
         element = _ELEMENT.fullmatch(inner)
         if element is not None:
-            # a plain string is an array of one element: ${V[@]}, ${V[*]} and ${V[0]} give it
-            return self._variable(element.group(1), (start, close), quoted)
+            return self._element(element.group(1), element.group(2), (start, close), quoted)
         m = _DEFAULT_FORM.match(inner)
         if m is None:
             return [Char(OPAQUE, None, split=not quoted)]

@@ -18,6 +18,7 @@ from pathlib import Path
 from advisor.shell.commands import Command, line_of, split_commands
 from advisor.shell.expand import OPAQUE, Char, Expander, Field, Value, split_fields
 from advisor.shell.launcher import launcher_end
+from advisor.shell.words import array_elements
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _DECLARERS = {"export", "declare", "typeset", "readonly", "local"}
@@ -30,6 +31,7 @@ class Variable:
     line: int
     conditional: bool = False
     alternatives: tuple[Value, ...] = ()  # other values it may hold (set inside a block)
+    elements: tuple[Value, ...] | None = None  # an array's elements (`value`: the first)
 
 
 @dataclass
@@ -112,35 +114,74 @@ def _evaluated(fields: list[Field]) -> list[Field]:
     return out
 
 
+def _joined(elements: tuple[Value, ...]) -> Value:
+    """An array's elements as one value, split where they were separate."""
+    out: list[Char] = []
+    for k, item in enumerate(elements):
+        if k:
+            out.append(Char(" ", None, split=True))
+        out.extend(item)
+    return tuple(out)
+
+
 class _Reader:
     def __init__(self, path: Path, text: str) -> None:
         self.reading = CommandReading(path, text)
-        self.expander = Expander(text, self._lookup)
+        self.expander = Expander(text, self._lookup, self._elements)
 
     def _lookup(self, name: str) -> Value | None:
         var = self.reading.variables.get(name)
         return var.value if var is not None else None
+
+    def _elements(self, name: str) -> tuple[Value, ...] | None:
+        var = self.reading.variables.get(name)
+        return var.elements if var is not None else None
+
+    def _array(self, open_at: int) -> tuple[Value, ...]:
+        """The elements of `NAME=(...)` whose `(` is at `open_at`: each word expanded, an
+        unquoted expansion split into several."""
+        found = array_elements(self.reading.text, open_at)
+        if found is None:  # the splitter already refused an unclosed one
+            return ((Char(OPAQUE, None, split=True),),)
+        return tuple(f.chars for s, e in found[1] for f in split_fields(self.expander.word(s, e)))
 
     def _assign(self, start: int, end: int, depth: int) -> None:
         text = self.reading.text
         m = _ASSIGN.match(text, start)
         assert m is not None
         name = m.group(1)
-        value = self.expander.word(m.end(), end)
-        if m.end() == end and text[end : end + 1] == "(":
-            # `NAME=(a b c)`: an array, whose elements this reader does not keep: unknown
-            value = (Char(OPAQUE, None, split=True),)
         previous = self.reading.variables.get(name)
-        if m.group(2) and previous is not None:
-            value = previous.value + value
+        elements: tuple[Value, ...] | None = None
+        if text[m.end() : m.end() + 1] == "(":
+            # `NAME=(a b c)`: an array; `$NAME` is its first element
+            elements = self._array(m.end())
+            if m.group(2) and previous is not None:
+                elements = (previous.elements or (previous.value,)) + elements
+            value = elements[0] if elements else ()
+        else:
+            value = self.expander.word(m.end(), end)
+            if m.group(2) and previous is not None:
+                value = previous.value + value
         line = line_of(text, start)
         if depth == 0:
-            self.reading.variables[name] = Variable(name, value, line)
+            self.reading.variables[name] = Variable(name, value, line, elements=elements)
             return
         # inside a block: it may or may not run, so the value is either
         unsure = tuple(replace(c, sure=False) for c in value)
-        alternatives = (previous.value,) if previous is not None else ((),)
-        self.reading.variables[name] = Variable(name, unsure, line, True, alternatives)
+        maybe = (
+            tuple(tuple(replace(c, sure=False) for c in item) for item in elements)
+            if elements is not None
+            else None
+        )
+        before = previous.elements if previous is not None else None
+        alternatives = (
+            (_joined(before) if before is not None else previous.value,)
+            if previous is not None
+            else ((),)
+        )
+        self.reading.variables[name] = Variable(
+            name, unsure, line, True, alternatives, elements=maybe
+        )
 
     def command(self, cmd: Command) -> None:
         text = self.reading.text

@@ -42,6 +42,34 @@ def word_end(text: str, start: int) -> int | None:
     return i
 
 
+def array_elements(text: str, i: int) -> tuple[int, list[tuple[int, int]]] | None:
+    """`text[i]` is the `(` of an array assignment `NAME=(...)`: the index past its `)` and the
+    spans of its element words (blanks, newlines and comments between them); None when it is
+    not closed, or holds an operator bash would refuse there."""
+    spans: list[tuple[int, int]] = []
+    j = i + 1
+    while j < len(text):
+        ch = text[j]
+        if ch in " \t\r\n":
+            j += 1
+        elif ch == "\\" and text[j + 1 : j + 2] == "\n":
+            j += 2
+        elif ch == "#":  # a comment runs to the end of its line
+            newline = text.find("\n", j)
+            if newline < 0:
+                return None
+            j = newline
+        elif ch == ")":
+            return j + 1, spans
+        else:
+            end = word_end(text, j)
+            if end is None or end == j:
+                return None
+            spans.append((j, end))
+            j = end
+    return None
+
+
 def double_quoted_end(text: str, i: int) -> int | None:
     while i < len(text):
         ch = text[i]

@@ -4,18 +4,18 @@ command's `--section.key` flags, and the sharding size against the processes sta
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from advisor.core.values import get_path
 from advisor.dialects.base import ConfigProblem
 from advisor.dialects.fsdp2.config import FSDP2Config
 from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
-from advisor.dialects.fsdp2.schema import fsdp2_keys, fsdp_size
+from advisor.dialects.fsdp2.schema import fsdp_size
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
 from advisor.model import Applicability, Finding, Patch, PatchOp, PatchTarget
 
-_WRONG_PLACE = ("not a key of", "unknown key", "unknown section")
+_WRONG_PLACE = ("not a key of", "not a section of", "unknown key", "unknown section")
 
 
 def _finding(
@@ -64,10 +64,16 @@ def cli_values(rule: PolicyRule, doc: FSDP2LaunchScript) -> Iterator[Finding]:
             yield _finding(rule, doc, message, doc.config_position(problem.path), problem.path)
 
 
-def _flag_detail(mode: str, path: str, value: str | None, last: bool, config: object) -> str:
+def _flag_detail(
+    mode: str,
+    path: str,
+    value: str | None,
+    last: bool,
+    config: object,
+    keys: Mapping[str, Mapping[str, object]],
+) -> str:
     """What is wrong with one `--section.key` flag in the given check mode ('' when nothing).
-    `config` is the YAML the command line reads (None: unknown)."""
-    keys = fsdp2_keys()
+    `config` is the YAML the command line reads (None: unknown); `keys` the schema's."""
     section, _, key = path.partition(".")
     known = section in keys and key in keys[section]
     prefix_of = [k for k in keys.get(section, {}) if k.startswith(key) and k != key]
@@ -106,7 +112,7 @@ def cli_flags(rule: PolicyRule, doc: FSDP2LaunchScript, mode: str) -> Iterator[F
     overrides = doc.script.overrides
     for i, override in enumerate(overrides):
         last = i == len(overrides) - 1
-        detail = _flag_detail(mode, override.path, override.value, last, doc.yaml)
+        detail = _flag_detail(mode, override.path, override.value, last, doc.yaml, doc.keys)
         if detail:
             message = render(rule.message, flag=detail, path=override.path)
             where = doc.flag_position(override.path)

@@ -4,11 +4,12 @@ change is suggested, and the sharding size against the profile's world size."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
 from advisor.dialects.base import ConfigProblem, Probe
+from advisor.dialects.fsdp2.repository_schema import KeySchema, repository_schema
 from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys, fsdp_size
 from advisor.dialects.yaml_config import YamlConfig
 from advisor.model import InputError
@@ -29,21 +30,29 @@ def detects(probe: Probe) -> bool:
 @dataclass
 class FSDP2Config(YamlConfig):
     dialect_id: ClassVar[str] = "fsdp2-config"
+    # the key schema of the repository the file is in (its own argument dataclasses; None:
+    # the bundled schema)
+    schema: KeySchema | None = field(default=None, compare=False)
 
     @classmethod
     def load(cls, probe: Probe) -> FSDP2Config:
         base = YamlConfig.read(probe)
-        return cls(base.path, base.text, base.lines, base.located)
+        schema = repository_schema(probe.root)
+        return cls(base.path, base.text, base.lines, base.located, schema)
+
+    @property
+    def keys(self) -> dict[str, dict[str, object]]:
+        return fsdp2_keys(self.schema)
 
     def effective(self, launch: LaunchScript | None) -> dict[str, object]:
-        return effective_config(self.data, launch, fsdp2_keys())
+        return effective_config(self.data, launch, self.keys)
 
     @cached_property
     def problems(self) -> list[ConfigProblem]:
-        return config_problems(self.data)
+        return config_problems(self.data, self.schema)
 
     def schema_problems(self, config: Mapping[str, object]) -> Sequence[object]:
-        return config_problems(config)
+        return config_problems(config, self.schema)
 
     def check_ready(self, launch: LaunchScript | None, effective: dict[str, object]) -> None:
         if self.problems:
@@ -53,7 +62,7 @@ class FSDP2Config(YamlConfig):
                 f"fails the FSDP2 config schema: {self.problems[0]}{more}; fix it first "
                 f"(advisor check {self.path} lists every problem, --fix moves misplaced keys)",
             )
-        cli_problems = config_problems(effective)
+        cli_problems = config_problems(effective, self.schema)
         if cli_problems and launch is not None:
             raise InputError(
                 str(launch.path), f"a command-line override is invalid: {cli_problems[0]}"

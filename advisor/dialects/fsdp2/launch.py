@@ -14,6 +14,7 @@ from typing import ClassVar, Self
 from advisor.core.text import read_text
 from advisor.core.yamlio import locate
 from advisor.dialects.base import ConfigProblem, Probe, export_location, split_lines
+from advisor.dialects.fsdp2.repository_schema import KeySchema, repository_schema
 from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys
 from advisor.dialects.megatron.document import training_command
 from advisor.edit.patch import env_fix_changes
@@ -68,6 +69,8 @@ class FSDP2LaunchScript:
     script: LaunchScript
     overridden: dict[str, object]  # the named YAML (or nothing) with the command's overrides
     yaml: dict[str, object] | None  # the YAML the command names (None: it cannot be read)
+    # the key schema of the script's repository (its own argument dataclasses; None: bundled)
+    schema: KeySchema | None = None
 
     @classmethod
     def load(cls, probe: Probe) -> Self:
@@ -76,9 +79,14 @@ class FSDP2LaunchScript:
         named = _named_config(script)
         arg = script.config_arg
         script.config_found = not arg or run_path(script.path, arg, script.root) is not None
-        config = effective_config(named or {}, script, fsdp2_keys())
+        schema = repository_schema(probe.root)
+        config = effective_config(named or {}, script, fsdp2_keys(schema))
         lines = split_lines(probe.text)
-        return cls(probe.path, probe.text, lines, script, config, named)
+        return cls(probe.path, probe.text, lines, script, config, named, schema)
+
+    @property
+    def keys(self) -> dict[str, dict[str, object]]:
+        return fsdp2_keys(self.schema)
 
     @property
     def config(self) -> Mapping[str, object]:
@@ -88,7 +96,7 @@ class FSDP2LaunchScript:
 
     @cached_property
     def problems(self) -> list[ConfigProblem]:
-        return config_problems(self.overridden)
+        return config_problems(self.overridden, self.schema)
 
     @property
     def cli_paths(self) -> set[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from advisor.dialects.launch_checks import LAUNCH_CHECKS
 from advisor.dialects.megatron.document import MegatronDocument as Document
 from advisor.dialects.megatron.document import megatron_flag_position
-from advisor.dialects.megatron.flags import megatron_flags
+from advisor.dialects.megatron.flags import deprecated_in, megatron_flags
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
 from advisor.model import Finding
@@ -30,7 +30,8 @@ def _arithmetic(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
 def _deprecated(rule: PolicyRule, doc: Document) -> Iterator[Finding]:
     if doc.megatron is None:
         return
-    renamed = megatron_flags().deprecated
+    # a deprecation is the checked repository's own when it holds MindSpeed-LLM's sources
+    renamed = deprecated_in(doc.script.root)
     for flag in doc.megatron.args.parsed:
         if flag in renamed:
             detail = f"--{flag} is a deprecated spelling of --{renamed[flag]}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
@@ -16,6 +17,8 @@ class MegatronFlags:
     deprecated: dict[str, str]  # old spelling -> the flag to write
     synonyms: tuple[frozenset[str], ...]
     switches: frozenset[str]
+    # a MindSpeed-LLM checkout's files declaring its flags (where a deprecation is checked)
+    argument_sources: tuple[str, ...] = ()
 
 
 @cache
@@ -28,4 +31,41 @@ def megatron_flags() -> MegatronFlags:
         deprecated={str(k): str(v) for k, v in raw["deprecated"].items()},
         synonyms=tuple(frozenset(group) for group in raw["synonyms"]),
         switches=frozenset(raw["switches"]),
+        argument_sources=tuple(raw.get("argument_sources", ())),
     )
+
+
+_MAX_SOURCE_BYTES = 2_000_000
+
+
+def deprecated_in(root: Path | None) -> dict[str, str]:
+    """The deprecated spellings that hold for the repository at `root`: in a MindSpeed-LLM
+    checkout (it holds an argument source), those whose replacement its sources name; else
+    (no checkout to read: a user's scripts) every one, as for the newest release."""
+    flags = megatron_flags()
+    if root is None:
+        return flags.deprecated
+    stamps = []
+    for name in flags.argument_sources:
+        path = root / name
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        stamps.append((str(path.resolve()), stat.st_mtime_ns, stat.st_size))
+    return _declared(tuple(stamps)) if stamps else flags.deprecated
+
+
+@cache
+def _declared(sources: tuple[tuple[str, int, int], ...]) -> dict[str, str]:
+    """Keyed on the files' times and sizes: an edited source is read again."""
+    text = ""
+    for path, _, size in sources:
+        if size > _MAX_SOURCE_BYTES:
+            continue
+        try:
+            text += Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    renamed = megatron_flags().deprecated
+    return {old: new for old, new in renamed.items() if f"--{new}" in text}
