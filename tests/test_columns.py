@@ -48,7 +48,7 @@ def test_integer_keys_sort_like_floats() -> None:
 
 
 def test_flow_launch_times_pair_as_dictionaries_would() -> None:
-    from advisor.parsers.traces.steps import FlowTable
+    from advisor.parsers.traces.flows import FlowTable
 
     rng = random.Random(3)
     for _ in range(200):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from advisor.parsers.kineto.columns import (
 )
 from advisor.parsers.kineto.device_steps import HostWindow, distinct_steps
 from advisor.parsers.kineto.memory_events import MemorySamples
-from advisor.parsers.kineto.spill import SpilledRows, SpillWriter
+from advisor.parsers.kineto.spill import SpilledRows, spilling
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
     INTERNED_CORRELATION,
@@ -356,41 +356,20 @@ def extract(
     extractor = Extractor(taxonomy, path, bad or BadValues())
     center: float | None = None
     index = -1
-    with spilling(extractor.out, spill) as writer:
+    out = extractor.out
+    launches = (out.launch_keys, out.launch_ts, out.launch_thread)
+    with spilling(out.ops, launches, out.spilled, spill) as writer:
         for block in blocks:
             if center is None:
                 center = center_of(block)
             index = extractor.block(block, center, index)
             if writer is not None:
                 writer.flush_if_large()
-    out = extractor.out
     if out.spilled:
         join_spilled(out.collective_spans, out.comm_keys, out.spilled, out.launch_collectives)
         out.steps = distinct_steps(out.steps)
         return out
     return finish(out)
-
-
-@contextlib.contextmanager
-def spilling(
-    out: KinetoEvents, spill: Path | None, always: bool = False
-) -> Iterator[SpillWriter | None]:
-    """A spill writer on `out`'s rows; at the end the rest is written too if any was (or
-    `always`), so the rows are either all in memory or all in the file."""
-    if spill is None:
-        yield None
-        return
-    rows = SpilledRows(spill)
-    writer = SpillWriter(out.ops, (out.launch_keys, out.launch_ts, out.launch_thread), rows)
-    try:
-        yield writer
-        if rows.segments or always:
-            writer.flush()
-            out.spilled.append(rows)
-    finally:
-        writer.close()
-        if not out.spilled:
-            spill.unlink(missing_ok=True)
 
 
 def finish(out: KinetoEvents) -> KinetoEvents:

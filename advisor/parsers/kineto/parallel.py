@@ -21,7 +21,8 @@ from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto.collectives import join_spilled
 from advisor.parsers.kineto.columns import NO_GROUP
 from advisor.parsers.kineto.device_steps import distinct_steps
-from advisor.parsers.kineto.events import Extractor, KinetoEvents, spilling
+from advisor.parsers.kineto.events import Extractor, KinetoEvents
+from advisor.parsers.kineto.spill import spilling
 from advisor.parsers.kineto.stream import KinetoStream, events_span
 from advisor.parsers.kineto.values import center_of
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
@@ -34,13 +35,14 @@ def extract_part(
     events are only counted (the caller reads the trace again in order when there are any, for
     the exact message)."""
     extractor = Extractor(taxonomy, path, BadValues(skip=True))
-    index = -1
-    with spilling(extractor.out, spill, always=True) as writer:
+    out, index = extractor.out, -1
+    launches = (out.launch_keys, out.launch_ts, out.launch_thread)
+    with spilling(out.ops, launches, out.spilled, spill, always=True) as writer:
         for block in blocks:
             index = extractor.block(block, center, index)
             if writer is not None:
                 writer.flush_if_large()
-    return extractor.out
+    return out
 
 
 def _read_range(job: tuple[Path, int, int, float, Taxonomy, Path]) -> KinetoEvents | None:

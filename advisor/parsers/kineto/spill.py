@@ -12,6 +12,7 @@ sequential reader would have appended them, so a stable sort afterwards gives th
 
 from __future__ import annotations
 
+import contextlib
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -165,3 +166,29 @@ def segments(parts: list[SpilledRows]) -> Iterator[tuple[SpilledRows, Segment, A
 def remove(parts: list[SpilledRows]) -> None:
     for rows in parts:
         rows.path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def spilling(
+    ops: DeviceOps,
+    launches: tuple[array[int], array[float], array[int]],
+    spilled: list[SpilledRows],
+    spill: Path | None,
+    always: bool = False,
+) -> Iterator[SpillWriter | None]:
+    """A spill writer on a decoder's operation and launch rows; at the end the rest is written
+    too if any was (or `always`), so the rows are either all in memory or all in the file."""
+    if spill is None:
+        yield None
+        return
+    rows = SpilledRows(spill)
+    writer = SpillWriter(ops, launches, rows)
+    try:
+        yield writer
+        if rows.segments or always:
+            writer.flush()
+            spilled.append(rows)
+    finally:
+        writer.close()
+        if not spilled:
+            spill.unlink(missing_ok=True)

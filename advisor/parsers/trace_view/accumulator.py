@@ -17,8 +17,9 @@ from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
 from advisor.parsers.trace_view.timestamps import TimestampParser
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.flows import FlowTable, flow_key
 from advisor.parsers.traces.phases import NEITHER, HostRanges, RangeReader
-from advisor.parsers.traces.steps import FlowTable, StepWindow, flow_key
+from advisor.parsers.traces.steps import StepWindow
 
 FLOW_CATEGORIES = FLOW_PREFERENCE
 BEST = FLOW_PREFERENCE[0]

@@ -29,6 +29,7 @@ from typing import Any
 
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE
 from advisor.parsers.traces import budget, spill
+from advisor.parsers.traces.flows import FlowTable
 from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.ordered import (
     OrderedWriter,
@@ -42,7 +43,6 @@ from advisor.parsers.traces.ordered import (
 from advisor.parsers.traces.phases import grouped_table
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import (
-    FlowTable,
     RawTrace,
     StepContext,
     StepWindow,

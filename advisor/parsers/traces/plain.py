@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.flows import FlowTable
 from advisor.parsers.traces.phases import HostRanges
-from advisor.parsers.traces.steps import FlowTable, StepWindow
+from advisor.parsers.traces.steps import StepWindow
 
 
 @dataclass

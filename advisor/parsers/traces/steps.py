@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -11,7 +10,8 @@ from pathlib import Path
 from typing import Protocol
 
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
-from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import nearly_sorted_order, permuted
+from advisor.parsers.traces.flows import NAN, FlowTable
 from advisor.parsers.traces.host_calls import BlockingCall, HostCalls
 from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
 from advisor.parsers.traces.intervals import (
@@ -30,8 +30,6 @@ from advisor.parsers.traces.phases import (
     PhaseTable,
     phase_table,
 )
-
-NAN = float("nan")
 
 
 @dataclass(frozen=True)
@@ -123,83 +121,6 @@ class RawTrace(Protocol):
     def blocking(self) -> BlockingEvents | None:
         """The calls the host waited in for the device (None: the source records none)."""
         ...
-
-
-_INT64 = 1 << 63
-
-
-def flow_key(value: int | str) -> int:
-    """A flow id as a signed 64-bit integer: numbers as they are, other ids by a stable hash
-    (the same in every worker process, unlike str hashes)."""
-    if isinstance(value, int) and -_INT64 <= value < _INT64:
-        return value
-    text = str(value)
-    if text.isdigit() and len(text) <= 18:
-        return int(text)
-    digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
-
-
-class FlowTable:
-    """One flow category's ends: the start (host launch) and finish (device task) of each
-    flow as id and time arrays; paired only when the reduction asks."""
-
-    __slots__ = ("finish_ids", "finish_ts", "start_ids", "start_ts")
-
-    def __init__(self) -> None:
-        self.start_ids: array[int] = array("q")
-        self.start_ts: array[float] = array("d")
-        self.finish_ids: array[int] = array("q")
-        self.finish_ts: array[float] = array("d")
-
-    def add(self, start: bool, key: int, at: float) -> None:
-        if start:
-            self.start_ids.append(key)
-            self.start_ts.append(at)
-        else:
-            self.finish_ids.append(key)
-            self.finish_ts.append(at)
-
-    def extend(self, other: FlowTable) -> None:
-        self.start_ids.extend(other.start_ids)
-        self.start_ts.extend(other.start_ts)
-        self.finish_ids.extend(other.finish_ids)
-        self.finish_ts.extend(other.finish_ts)
-
-    def launch_times(self, kernel_starts: Sequence[float]) -> tuple[array[float], bool]:
-        """Each kernel's host launch time, aligned with `kernel_starts` (sorted; NaN: no flow
-        ends at it), and whether any flow has both ends. As dictionaries would pair them (an
-        id started twice keeps its last start; of two flows ending at one time, the last),
-        with sorted arrays: dictionaries of millions of flows cost ~10x the memory."""
-        ids, starts = last_per_key(self.start_ids, self.start_ts)
-        cursor = -1
-        ends: array[float] = array("d")
-        launches: array[float] = array("d")
-        for key, at in zip(self.finish_ids, self.finish_ts, strict=True):
-            i = cursor + 1  # flows mostly end in the order they started
-            if not (i < len(ids) and ids[i] == key):
-                i = bisect_left(ids, key)
-                if i >= len(ids) or ids[i] != key:
-                    continue
-            cursor = i
-            ends.append(at)
-            launches.append(starts[i])
-        ends, launches = last_per_key(ends, launches)
-        out: array[float] = array("d")
-        j, n = 0, len(ends)
-        for start in kernel_starts:
-            while j < n and ends[j] < start:
-                j += 1
-            out.append(launches[j] if j < n and ends[j] == start else NAN)
-        return out, bool(n)
-
-    def __getstate__(self) -> tuple[array[int], array[float], array[int], array[float]]:
-        return (self.start_ids, self.start_ts, self.finish_ids, self.finish_ts)
-
-    def __setstate__(
-        self, state: tuple[array[int], array[float], array[int], array[float]]
-    ) -> None:
-        self.start_ids, self.start_ts, self.finish_ids, self.finish_ts = state
 
 
 def _launch_times(
