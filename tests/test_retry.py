@@ -169,7 +169,9 @@ def test_the_ledger_text_says_why_a_change_is_proposed_again(tmp_path: Path) -> 
         "code": "leading-changed",
         "values": {"was": COMM, "now": COMPUTE, "kept": ["feature.dataloader-workers"]},
     }
+    book.append("reverted", PREFETCH, bottleneck=COMM, **MASKED)
     book.append("proposed", PREFETCH, bottleneck=COMM, retry=retry)
     text = ledger_text(Ledger.load(tmp_path / "ledger.jsonl"))
+    assert "the time it freed went to host-dispatch (1.5% -> 10.0% of the step)" in text
     assert "Proposed again, once" in text
     assert "communication led then, compute leads now (kept since: dataloader-workers)" in text

@@ -11,7 +11,7 @@ from advisor.inputs.ledger import Ledger
 from advisor.model import Grounds, Reason
 from advisor.render.compare_words import recorded_reason
 from advisor.render.effect_words import measured_text, predicted_range
-from advisor.render.retry_words import retry_reason
+from advisor.render.retry_words import masked_words, retry_reason
 
 LEDGER_HISTORY_SCHEMA = "advisor/ledger-history@1"
 
@@ -30,6 +30,9 @@ def _events(ledger: Ledger) -> list[str]:
             details.append(f"run failed: {e['failure']}")
         if e.get("note"):
             details.append(recorded_reason(str(e["note"])))
+        masked = masked_words(e.get("masked_by"))
+        if masked is not None:
+            details.append(masked)
         again = _retry_of(e.get("retry"))
         if again is not None:
             details.append(retry_reason(again))

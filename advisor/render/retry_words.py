@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from advisor.model import Grounds, Reason, Value, Values
 
@@ -24,8 +24,9 @@ def _kept(v: Values) -> str:
 
 _RETRY: dict[Grounds, Callable[[Values], str]] = {
     Grounds.masking_relieved: lambda v: (
-        f"the time it freed went to {_bottleneck(v['masked_by'])} in that run, which "
-        f"{str(v['relieved_by']).removeprefix('feature.')} (kept since) also addresses"
+        f"the time it freed went to {_bottleneck(v['masked_by'])} in that run, and "
+        f"{str(v['relieved_by']).removeprefix('feature.')}, kept since, addresses "
+        f"{_bottleneck(v['masked_by'])}"
     ),
     Grounds.leading_changed: lambda v: (
         f"{_bottleneck(v['was'])} led then, {_bottleneck(v['now'])} leads now "
@@ -43,3 +44,13 @@ def retry_reason(retry: Reason) -> str:
     words = _RETRY.get(retry.code)
     why = words(retry.values) if words is not None else retry.code.value
     return f"Proposed again, once: its earlier run showed no measurable effect; {why}"
+
+
+def masked_words(raw: object) -> str | None:
+    """A revert's `masked_by` (advisor tune): where the time the change freed went."""
+    if not isinstance(raw, Mapping) or not raw.get("bottleneck"):
+        return None
+    return (
+        f"the time it freed went to {_bottleneck(raw['bottleneck'])} "
+        f"({_share(raw.get('from_ratio'))} -> {_share(raw.get('to_ratio'))} of the step)"
+    )

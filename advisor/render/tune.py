@@ -116,6 +116,10 @@ def _summary(result: TuneResult) -> list[str]:
             share = f" ({final.step_ms / base.step_ms:.0%} of the baseline)"
         lines.append(f"baseline: {_measure_text(base)} (run {base.run})")
         lines.append(f"final:    {_measure_text(final)} (run {final.run}){share}")
+    for change in (c for c in result.changes if c.retry is not None):
+        assert change.retry is not None
+        feature = change.feature.removeprefix("feature.")
+        lines.append(f"run {change.run}, {feature}: {retry_reason(change.retry)}")
     kept = len(result.kept)
     lines.append(
         f"{result.runs} runs, {len(result.changes)} changes tried, {kept} kept; "

@@ -315,7 +315,7 @@ def why(s: Suggestion, rec: Recommendation) -> str:
     if s.status is Status.needs_data:
         return f"{summary(s)}. {cause}"
     if rec.retry is not None:
-        return f"{cause}. {retry_reason(rec.retry)}"
+        return f"{cause.rstrip('.')}. {retry_reason(rec.retry)}"
     return cause
 
 
