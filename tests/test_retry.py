@@ -116,7 +116,7 @@ def test_another_leading_bottleneck_or_a_larger_share_makes_it_a_candidate_again
     grown = retries(graph, _diagnosis((COMM, 0.4)), _ctx(allgather_ms=24.0), history)
     assert grown[PREFETCH].code is Grounds.share_grown
     assert grown[PREFETCH].values["now"] == pytest.approx(0.4)
-    # 1.2 times the share is not enough (rules/tune.yaml share_growth: 1.25)
+    # 1.2 times the share is not enough (rules/thresholds.yaml planner.retry_share_growth: 1.25)
     assert retries(graph, _diagnosis((COMM, 0.4)), _ctx(allgather_ms=21.6), history) == {}
 
 

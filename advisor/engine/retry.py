@@ -7,7 +7,8 @@ proposal was made on and, for a change reverted without effect, the bottleneck t
 own run; once a change has been kept since and the job has changed (that bottleneck addressed,
 another bottleneck leading, or more of the step spent where the feature acts) the feature is a
 candidate again, once. A failed run or a measurably worse step is a verdict on the change itself
-and is never retried. The policy's numbers are rule data (rules/tune.yaml `retry`)."""
+and is never retried. The policy is rule data: rules/tune.yaml `retry` (which reverts, how many
+times), rules/thresholds.yaml (planner.retry_share_growth; compare.min_effect, the noise)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from advisor.engine.diagnose import Diagnosis
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
 from advisor.inputs.ledger import LedgerEvent
+from advisor.inputs.thresholds import compare_thresholds, planner_thresholds
 from advisor.model import Grounds, Reason, Recommendation, Value
 
 COLLECTION_NOTE = "collection"  # a kept collection change (profile level) changes no speed
@@ -36,8 +38,8 @@ RETRY_GROUNDS = (Grounds.masking_relieved, Grounds.leading_changed, Grounds.shar
 class RetryPolicy:
     no_effect: frozenset[str]  # compare's reasons that mean "no measurable effect"
     per_feature: int
-    share_growth: float
-    masking_min_growth: float
+    share_growth: float  # rules/thresholds.yaml planner.retry_share_growth
+    masking_min_growth: float  # compare's min_effect: a smaller rise is within noise
 
 
 @cache
@@ -46,8 +48,8 @@ def retry_policy() -> RetryPolicy:
     return RetryPolicy(
         frozenset(str(code) for code in data["no_effect"]),
         int(data["per_feature"]),
-        float(data["share_growth"]),
-        float(data["masking_min_growth"]),
+        planner_thresholds().retry_share_growth,
+        compare_thresholds().min_effect,
     )
 
 
