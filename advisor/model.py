@@ -31,14 +31,7 @@ class Fact:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "value": self.value,
-            "unit": self.unit,
-            "scope": self.scope,
-            "source": self.source,
-            "note": self.note,
-        }
+        return {f: getattr(self, f) for f in ("id", "value", "unit", "scope", "source", "note")}
 
 
 @dataclass(frozen=True)
@@ -248,6 +241,11 @@ class Grounds(Enum):
     undo = "undo"  # feature: compare said revert
     stale_environment = "stale-environment"  # bottleneck, names, now, ran
     awaiting_measurement = "awaiting-measurement"  # feature
+    # a recommendation's `retry`: why a change reverted for no measurable effect is proposed
+    # again (engine/retry.py); every one also has `kept`, the changes kept since
+    masking_relieved = "masking-relieved"  # masked_by, relieved_by: where its freed time went
+    leading_changed = "leading-changed"  # was, now: the leading bottleneck
+    share_grown = "share-grown"  # was, now, factor: the share of the step it acts on
 
 
 @dataclass(frozen=True)
@@ -389,6 +387,7 @@ class Recommendation:
     undo: bool = False  # undoes a change the ledger marked reverted (never recorded as proposed)
     memory: str = ""  # the rule's word on what the change does to memory
     revert_note: str | None = None  # an undo's: what compare recorded when it said revert
+    retry: Reason | None = None  # proposed again after a revert for no measurable effect
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Exhaustive search over the simulated job's knobs: the best a blind grid search finds, and how
 many runs it took, for a tuning loop to be measured against ("within 15% of the best").
 
-    python -m benchmarks.bench_tune [--grid full|small] [--response FILE] [--top 5] [--no-tune]
+    python -m benchmarks.bench_tune [--grid full|small] [--response FILE | --all] [--top 5]
+                                    [--no-tune]
 
 Every combination of the knobs below is run through the simulator of examples/simulated-job
 (the same code that writes its log and profile; no files are written here), starting from the
@@ -12,7 +13,8 @@ tokens per step, are still ranked fairly: by time per token.
 
 Then `advisor tune` runs the closed loop on a copy of the example (real runs of the simulator
 through its launch script, with the same response model) and both are printed: the loop's runs,
-its final step and how far it is from the exhaustive best.
+its final step and how far it is from the exhaustive best. `--all` does both for the example's
+response model and every one in examples/simulated-job/responses/, and ends with one line each.
 """
 
 from __future__ import annotations
@@ -183,27 +185,56 @@ def _report_tune(payload: dict[str, Any], best: Result | None, took: float) -> N
     print(f"  stopped: {payload['stop_message']}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--grid", choices=("full", "small"), default="full")
-    parser.add_argument("--response", type=Path, default=JOB / "response.yaml")
-    parser.add_argument("--top", type=int, default=5)
-    parser.add_argument("--max-changes", type=int, default=9)
-    parser.add_argument("--no-tune", action="store_true", help="the exhaustive search only")
-    args = parser.parse_args()
-    model = load_response(args.response)
+def _one_model(response: Path, args: argparse.Namespace) -> str:
+    """The search and the loop on one response model; its summary line."""
+    model = load_response(response)
     env = launch_env(JOB / "run.sh")
     started = time.perf_counter()
     baseline = run_one({}, model, env)
     results = search(FULL if args.grid == "full" else SMALL, model, env)
     _report(baseline, results, args.top, time.perf_counter() - started)
-    if args.no_tune:
-        return
     ran = [r for r in results if r.ms_per_ktoken is not None]
     best = min(ran, key=lambda r: r.ms_per_ktoken or 0) if ran else None
+    line = f"{response.stem:<12} best {best.step_ms:.1f} ms" if best and best.step_ms else ""
+    if args.no_tune:
+        return line
     started = time.perf_counter()
-    payload = run_tune(args.response, args.max_changes)
+    payload = run_tune(response, args.max_changes)
     _report_tune(payload, best, time.perf_counter() - started)
+    base, final = payload["baseline"], payload["final"]
+    if best is None or best.step_ms is None or not base or not final or not final["step_ms"]:
+        return line
+    kept = sum(1 for c in payload["changes"] if c["verdict"] == "keep")
+    return (
+        f"{line} in {len(results)} runs; tune {base['step_ms']:.1f} -> {final['step_ms']:.1f} ms "
+        f"({final['step_ms'] / base['step_ms']:.0%} of the baseline, "
+        f"{final['step_ms'] / best.step_ms - 1:+.1%} from the best) in {payload['runs']} runs, "
+        f"{kept} kept"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--grid", choices=("full", "small"), default="full")
+    parser.add_argument("--response", type=Path, default=JOB / "response.yaml")
+    parser.add_argument(
+        "--all", action="store_true", help="the example's and every responses/*.yaml model"
+    )
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--max-changes", type=int, default=9)
+    parser.add_argument("--no-tune", action="store_true", help="the exhaustive search only")
+    args = parser.parse_args()
+    models = [args.response]
+    if args.all:
+        models = [JOB / "response.yaml", *sorted((JOB / "responses").glob("*.yaml"))]
+    lines = []
+    for response in models:
+        print(f"== {response.relative_to(JOB) if response.is_relative_to(JOB) else response}")
+        lines.append(_one_model(response, args))
+    if len(models) > 1:
+        print("\nsummary:")
+        for line in lines:
+            print(f"  {line}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """`advisor tune` end to end on the simulated job of examples/simulated-job: the kept baseline only
 improves, a change whose run dies is reverted byte for byte (comments kept) and never tried again,
-Ctrl-C and a run past --run-timeout kill the run's process group and revert, and the ledger
-tells the same story after each. The bar of the closed loop is checked on the example and on a
-second, differently tuned response model."""
+a change masked by another bottleneck is tried again once that bottleneck is addressed, Ctrl-C
+and a run past --run-timeout kill the run's process group and revert, and the ledger tells the
+same story after each. The bar of the closed loop is checked on the example and on every other
+response model in examples/simulated-job/responses."""
 
 from __future__ import annotations
 
@@ -129,25 +130,101 @@ def test_the_example_is_tuned_to_the_bar(job: Path) -> None:
     assert "| run | feature |" in FORMATS["markdown"](result)
 
 
-def test_a_second_response_is_tuned_to_the_bar(job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another job: a cheaper host, a slow data loader, heavier collectives, less memory."""
-    response = _response(
-        job,
-        monkeypatch,
-        host={"launch_us": 55},
-        data={"batch_load_ms": 20},
-        communication={"allgather_us": 2100, "reducescatter_us": 1800},
-        job={"usable_memory_gib": 56},
-    )
+RESPONSES = sorted((JOB / "responses").glob("*.yaml"))
+# The models on which the loop does not yet come within 15% of the exhaustive best, and why
+# (measured; README's "runs to best"): the rest of the bar is asserted on them all the same.
+SHORT_OF_BEST = {
+    # 49.0 ms against 42.4: two runs go to a second prefetch step and CPU binding that measure
+    # nothing, so the grouped expert GEMM gets no run
+    "slow-loader": "a second prefetch step and CPU binding take the runs grouped GEMM needs",
+    # 45.8 ms against 38.7: the grouped expert GEMM, which removes most of the host's launches,
+    # is predicted from the compute bottleneck's small cost and never gets a run
+    "host-bound": "grouped GEMM's launch savings are not predicted, so it gets no run",
+}
+
+
+def _exported(script: Path, name: str) -> str | None:
+    found = None
+    for line in script.read_text(encoding="utf-8").splitlines():
+        if line.startswith(f"export {name}="):
+            found = line.split("=", 1)[1].strip()
+    return found
+
+
+def _in_files(job: Path, target: str, path: str) -> object:
+    """A setting's value in the job's files after tuning (env: the launch script's export)."""
+    if target == "env":
+        return _exported(job / "run.sh", path)
+    value: Any = load_data(job / "config.yaml")
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _comments_kept(job: Path, originals: dict[str, str]) -> None:
+    for name, original in originals.items():
+        edited = (job / name).read_text(encoding="utf-8")
+        comments = [line.split("#", 1)[1] for line in original.splitlines() if "#" in line]
+        assert all(comment in edited for comment in comments), name
+    assert subprocess.run(["bash", "-n", str(job / "run.sh")], check=False).returncode == 0
+    load_data(job / "config.yaml")  # still parses
+
+
+@pytest.mark.parametrize("response", RESPONSES, ids=lambda path: path.stem)
+def test_other_responses_are_tuned_to_the_bar(
+    job: Path, monkeypatch: pytest.MonkeyPatch, response: Path
+) -> None:
+    """The issue's bar on the other simulated jobs (examples/simulated-job/responses): 55% of the
+    baseline, within 15% of the exhaustive search's best, 10 runs, 3 changes kept, a change that
+    ran out of memory reverted, comments kept, every change with its prediction."""
+    monkeypatch.setenv("SIMJOB_RESPONSE", str(response))
+    originals = {
+        name: (job / name).read_text(encoding="utf-8") for name in ("config.yaml", "run.sh")
+    }
     result = _tune(job)
     _bar(result, None)
     _ledger_tells_the_changes(result)
+    _comments_kept(job, originals)
+    for failed in (c for c in result.changes if c.verdict is Verdict3.failed):
+        for op in failed.patch.ops:  # reverted: its value is not in the files
+            assert str(_in_files(job, failed.patch.target, op.path)) != str(op.value), failed
+    # a retried change says why, in the ledger and the JSON
+    book = Ledger.load(result.ledger)
+    for entry in (e for e in book.entries if "retry" in e):
+        assert schema_errors(entry, "ledger.schema.json") == []
+    assert schema_errors(json.loads(tune_json(result)), "tune.schema.json") == []
     assert result.final is not None and result.final.step_ms is not None
     best = _exhaustive_best(response)
-    if result.final.step_ms > 1.15 * best:
-        # forward prefetch shows no effect while the host launches slower than the all-gathers
-        # arrive; reverted then, it is never tried again once the host is fast
-        pytest.xfail(f"{result.final.step_ms} ms is not within 15% of the best {best:.1f} ms")
+    if result.final.step_ms > 1.15 * best and response.stem in SHORT_OF_BEST:
+        pytest.xfail(
+            f"{result.final.step_ms} ms, best {best:.1f} ms: {SHORT_OF_BEST[response.stem]}"
+        )
+    assert result.final.step_ms <= 1.15 * best, f"{result.final.step_ms} ms, best {best:.1f} ms"
+
+
+def test_a_masked_change_is_tried_again_once_the_host_is_ahead(
+    job: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forward prefetch on a host-bound step shows nothing (the device waits for launches
+    instead); once a kept change makes launches cheaper it is proposed again, says why, and
+    is kept."""
+    monkeypatch.setenv("SIMJOB_RESPONSE", str(JOB / "responses" / "slow-loader.yaml"))
+    result = _tune(job)
+    prefetch = [c for c in result.changes if c.feature == "feature.fsdp-forward-prefetch"]
+    first, again = prefetch[0], prefetch[-1]
+    assert first.verdict is Verdict3.revert and first.reason == "below-min-effect"
+    assert again.retry is not None and again.retry.code.value == "masking-relieved"
+    assert again.retry.values["masked_by"] == "bottleneck.host-dispatch"
+    assert again.verdict is Verdict3.keep
+    book = Ledger.load(result.ledger)
+    reverted = next(
+        e for e in book.entries if e["event"] == "reverted" and e["feature"] == first.feature
+    )
+    assert reverted["masked_by"]["bottleneck"] == "bottleneck.host-dispatch"
+    proposal = [e for e in book.entries if e["event"] == "proposed" and e.get("retry")]
+    assert [e["feature"] for e in proposal] == [first.feature]
+    assert "(retry)" in FORMATS["text"](result)
+    assert "went to host-dispatch" in json.dumps(json.loads(tune_json(result))["changes"])
 
 
 def test_an_oom_change_is_reverted_byte_exact_and_not_tried_again(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from advisor.app.job import Job, JobOptions, load_job
 from advisor.app.rulesets import load_graph
@@ -24,6 +25,7 @@ from advisor.engine.loop import History
 from advisor.engine.planner import plan
 from advisor.engine.predict import calibrate, predict, prediction_json
 from advisor.engine.recorded_env import unrecorded_settings
+from advisor.engine.retry import proposed_on, retry_policy
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.ledger import Ledger, default_path, file_hash, files_fingerprint
 from advisor.inputs.taxonomy import default_taxonomy
@@ -102,9 +104,12 @@ def _record(
     )
     if repeat:
         return
+    # why it is proposed again: only on a retried change's proposal
+    again: dict[str, Any] = {"retry": rec.retry.to_json()} if rec.retry is not None else {}
     ledger.append(
         "proposed",
         rec.feature,
+        **again,
         bottleneck=rec.bottleneck,
         status=run.suggestion.status.value,
         patch=rec.patch.to_json() if rec.patch else None,
@@ -115,6 +120,7 @@ def _record(
         config_values=plain_config(job.effective),
         profile=str(profile),
         profile_fingerprint=files_fingerprint(job.facts.inputs),
+        proposed_on=proposed_on(run.diagnosis, rec),
     )
 
 
@@ -122,7 +128,7 @@ def _predicted(
     suggestion: Suggestion, graph: RuleGraph, job: Job, ledger: Ledger | None
 ) -> Suggestion:
     """The recommendation with its predicted effect: calibrated by the job's own measurements
-    of the feature when its ledger holds some."""
+    of the feature when its ledger holds some (a retried change's masked run left out)."""
     rec = suggestion.recommendation
     if rec is None:
         return suggestion
@@ -138,7 +144,18 @@ def _predicted(
         None,
     )
     shape = side_shape(facts, job.effective, default_taxonomy().config_layout)
-    per_feature, _ = calibrate(ledger.entries if ledger is not None else ())
+    entries = ledger.entries if ledger is not None else []
+    if rec.retry is not None:
+        # a retry's grounds say its run without effect was masked: not its efficacy
+        masked = retry_policy().no_effect
+        entries = [
+            e
+            for e in entries
+            if not (
+                e["feature"] == rec.feature and e["event"] == "reverted" and e.get("note") in masked
+            )
+        ]
+    per_feature, _ = calibrate(entries)
     rule = graph.ruleset.feature(rec.feature)
     predicted = predict(
         rec, rule, step_ms, shape.work.tokens is not None, per_feature.get(rec.feature)

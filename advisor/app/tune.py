@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.app.compare import _check as check_prediction
+from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import side_facts
 from advisor.app.suggest import SuggestOptions, SuggestRun, run_suggest
@@ -26,8 +27,18 @@ from advisor.app.tune_run import RunResult, new_profile, profile_location, run_j
 from advisor.dialects.registry import load_config_values, load_job_config
 from advisor.edit.writer import write_changes, write_file, write_patch
 from advisor.engine.compare import Comparison, Verdict, compare
+from advisor.engine.retry import masked_by, retry_policy
 from advisor.engine.settings import RuleOptions
-from advisor.engine.tuning import FAILED_IN_A_ROW, Change, Measure, Stop, TuneResult, Verdict3
+from advisor.engine.tuning import (
+    FAILED_IN_A_ROW,
+    NO_PREDICTION,
+    Change,
+    Measure,
+    Stop,
+    TuneResult,
+    Verdict3,
+    predicted_of,
+)
 from advisor.inputs.ledger import Ledger, default_path
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import Applicability, FactSet, InputError, Patch, Recommendation, Status
@@ -61,40 +72,6 @@ class _Kept:
 
 class _Interrupted(Exception):
     """Ctrl-C during a run or a step of the loop, after the files were restored."""
-
-
-NO_PREDICTION: dict[str, object] = {"metric": "step_ms", "source": "none"}
-
-
-def predicted_of(rec: Recommendation, baseline: Measure) -> dict[str, object]:
-    """The change's predicted effect: the most step time it can recover (the planner's ceiling:
-    the attributed cost the feature addresses), as the step time it would leave at best."""
-    if rec.predicted is not None and baseline.step_ms is not None:
-        p = rec.predicted  # suggest's own prediction: a range of the relative change
-        return {
-            "metric": "step_ms",
-            "source": "suggest",
-            "unit": p.metric,
-            "expected_ratio": p.expected,
-            "low_ratio": p.low,
-            "high_ratio": p.high,
-            "expected_step_ms": baseline.step_ms * (1.0 + p.expected),
-            "efficacy_from": p.efficacy_from,
-        }
-    source, ratio = "ceiling", rec.ceiling_ratio
-    if ratio is None and rec.cause is not None:
-        # no ceiling of its own: at most the cost of the bottleneck it addresses
-        source, ratio = "bottleneck-cost", rec.cause.cost_ratio
-    if ratio is None or baseline.step_ms is None:
-        return dict(NO_PREDICTION)
-    saves = rec.ceiling_ms if source == "ceiling" and rec.ceiling_ms else ratio * baseline.step_ms
-    return {
-        "metric": "step_ms",
-        "source": source,
-        "saves_at_most_ms": saves,
-        "saves_at_most_ratio": ratio,
-        "step_ms_at_best": max(0.0, baseline.step_ms - saves),
-    }
 
 
 def _number(facts: FactSet, *ids: str) -> float | None:
@@ -264,7 +241,9 @@ class Tuner:
         assert patch is not None
         # a collection change makes the next profile decide; it predicts no speed-up
         predicted = NO_PREDICTION if collecting else predicted_of(rec, kept.measure)
-        change = Change(rec.feature, rec.bottleneck, patch, predicted, Verdict3.interrupted)
+        change = Change(
+            rec.feature, rec.bottleneck, patch, predicted, Verdict3.interrupted, retry=rec.retry
+        )
         saved = {Path(c.path): Path(c.path).read_bytes() for c in patch.changes}
         self.progress(f"applying {rec.feature}")
         with _restored_on_interrupt(self, saved, change):
@@ -329,9 +308,27 @@ class Tuner:
             self._ledger_append("kept", change.feature, change.bottleneck, fields)
             return candidate, dataclasses.replace(done, verdict=Verdict3.keep)
         # revert, or inconclusive: not shown to help, so the kept state stays as it was
+        if judged.reason.code.value in retry_policy().no_effect:
+            # no effect: where did the time it should have freed go? (read before the restore:
+            # the change's own run, with the config it ran with)
+            masking = self._masked_by(candidate, proposal, change.bottleneck)
+            if masking is not None:
+                fields["masked_by"] = masking
         _restore(saved)
         self._ledger_append("reverted", change.feature, change.bottleneck, fields)
         return kept, dataclasses.replace(done, verdict=Verdict3.revert)
+
+    def _masked_by(
+        self, candidate: _Kept, proposal: dict[str, Any] | None, addressed: str
+    ) -> dict[str, object] | None:
+        job = JobOptions(
+            profile=candidate.result.profile,
+            config=self.config,
+            launch=self.options.launch,
+            logs=(Path(candidate.measure.log),),
+        )
+        changed = run_diagnose(job, self.options.rules).diagnosis
+        return masked_by(proposal.get("proposed_on") if proposal else None, changed, addressed)
 
     def _record(self, event: str, change: Change, **fields: object) -> None:
         extra = {"predicted": change.predicted, **fields}

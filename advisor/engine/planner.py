@@ -1,6 +1,7 @@
 """Diagnosis -> the ONE next change: walk the main bottleneck's features in the documented try
 order and keep the first whose prerequisites hold, that conflicts with nothing, is not applied
-yet and was not rejected before. After a 'revert' verdict the next change is the undo.
+yet and was not rejected before (a change reverted for no measurable effect may be judged again
+once the job has changed: engine/retry.py). After a 'revert' verdict the next change is the undo.
 
 The planner returns the whole suggestion with an abstract patch (ops on a target); placing the
 ops in files is the edit layer's job, wording it the renderer's.
@@ -19,6 +20,7 @@ from advisor.engine.conditions import Context, Truth
 from advisor.engine.diagnose import Diagnosis, FactView, step_models_only
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
+from advisor.engine.retry import retries
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
 from advisor.engine.templates import render
 from advisor.facts.catalogue import collect_hint, is_known, spec_for
@@ -285,11 +287,16 @@ def plan(
     for before in (undo(graph, ctx, history), awaiting(history), stale(graph, diagnosis, ctx)):
         if before is not None:
             return dataclasses.replace(before, warnings=trust.trust_warnings(ctx, needs))
+    # a change reverted for no measurable effect, judged again once the job has changed
+    again = retries(graph, diagnosis, ctx, history)
+    if again:
+        history = dataclasses.replace(history, rejected=history.rejected - again.keys())
     choice = _choose(graph, diagnosis, ctx, history)
     if isinstance(choice, Suggestion):
         suggestion = choice
     else:
         rec = _recommend(choice, diagnosis, ctx, facts)
+        rec = dataclasses.replace(rec, retry=again.get(rec.feature))
         suggestion = Suggestion(choice.status, rec, choice.rejected, choice.reason)
     gated = trust.gate(suggestion, diagnosis, ctx, needs)
     return dataclasses.replace(gated, warnings=trust.trust_warnings(ctx, needs))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from advisor.model import Patch, Recommendation
+from advisor.model import Patch, Reason, Recommendation
 
 TUNE_SCHEMA = "advisor/tune@1"
 FAILED_RUN_SCHEMA = "advisor/failed-run@1"  # compare --failed
@@ -67,6 +67,7 @@ class Change:
     measured: Measure | None = None
     reason: str | None = None  # compare's code, or the failure's cause
     unit: str | None = None  # the unit compare judged in
+    retry: Reason | None = None  # proposed again after a revert for no measurable effect
 
 
 @dataclass
@@ -100,3 +101,37 @@ class FailedRun:
     log: Path | None
     feature: str | None  # the change marked failed (None: no ledger, or nothing to mark)
     ledger_note: str | None
+
+
+NO_PREDICTION: dict[str, object] = {"metric": "step_ms", "source": "none"}
+
+
+def predicted_of(rec: Recommendation, baseline: Measure) -> dict[str, object]:
+    """The change's predicted effect: the most step time it can recover (the planner's ceiling:
+    the attributed cost the feature addresses), as the step time it would leave at best."""
+    if rec.predicted is not None and baseline.step_ms is not None:
+        p = rec.predicted  # suggest's own prediction: a range of the relative change
+        return {
+            "metric": "step_ms",
+            "source": "suggest",
+            "unit": p.metric,
+            "expected_ratio": p.expected,
+            "low_ratio": p.low,
+            "high_ratio": p.high,
+            "expected_step_ms": baseline.step_ms * (1.0 + p.expected),
+            "efficacy_from": p.efficacy_from,
+        }
+    source, ratio = "ceiling", rec.ceiling_ratio
+    if ratio is None and rec.cause is not None:
+        # no ceiling of its own: at most the cost of the bottleneck it addresses
+        source, ratio = "bottleneck-cost", rec.cause.cost_ratio
+    if ratio is None or baseline.step_ms is None:
+        return dict(NO_PREDICTION)
+    saves = rec.ceiling_ms if source == "ceiling" and rec.ceiling_ms else ratio * baseline.step_ms
+    return {
+        "metric": "step_ms",
+        "source": source,
+        "saves_at_most_ms": saves,
+        "saves_at_most_ratio": ratio,
+        "step_ms_at_best": max(0.0, baseline.step_ms - saves),
+    }

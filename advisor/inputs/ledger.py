@@ -62,6 +62,11 @@ class LedgerEvent:
     patch_ops: tuple[PatchOp, ...] = ()  # `expect` is the value before the change
     config_sha256: str | None = None
     profile_fingerprint: str | None = None
+    # a proposal's: the run it was made on (leading bottleneck, costs, the feature's share)
+    proposed_on: Mapping[str, Any] | None = None
+    retry: bool = False  # a proposal made again after a revert for no measurable effect
+    # a revert's: the bottleneck whose cost grew in the change's own run (where its gain went)
+    masked_by: str | None = None
 
     @classmethod
     def of(cls, entry: Mapping[str, object]) -> LedgerEvent:
@@ -85,11 +90,23 @@ class LedgerEvent:
             patch_ops=ops,
             config_sha256=_text(entry.get("config_sha256")),
             profile_fingerprint=_text(entry.get("profile_fingerprint")),
+            proposed_on=_mapping(entry.get("proposed_on")),
+            retry=isinstance(entry.get("retry"), Mapping),
+            masked_by=_masked_by(entry.get("masked_by")),
         )
 
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _mapping(value: object) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
+def _masked_by(value: object) -> str | None:
+    found = _mapping(value)
+    return _text(found.get("bottleneck")) if found is not None else None
 
 
 @dataclass

@@ -53,6 +53,7 @@ class CompareThresholds:
 class PlannerThresholds:
     min_ceiling_ratio: float
     min_trusted_step_ms: float
+    retry_share_growth: float
 
 
 @dataclass(frozen=True)

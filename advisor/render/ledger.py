@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 from advisor.engine.predict import Calibration, calibrate, change_records
+from advisor.engine.retry import RETRY_GROUNDS
 from advisor.inputs.ledger import Ledger
+from advisor.model import Grounds, Reason
 from advisor.render.compare_words import recorded_reason
 from advisor.render.effect_words import measured_text, predicted_range
+from advisor.render.retry_words import masked_words, retry_reason
 
 LEDGER_HISTORY_SCHEMA = "advisor/ledger-history@1"
 
@@ -27,10 +30,24 @@ def _events(ledger: Ledger) -> list[str]:
             details.append(f"run failed: {e['failure']}")
         if e.get("note"):
             details.append(recorded_reason(str(e["note"])))
+        masked = masked_words(e.get("masked_by"))
+        if masked is not None:
+            details.append(masked)
+        again = _retry_of(e.get("retry"))
+        if again is not None:
+            details.append(retry_reason(again))
         lines.append(
             f"  {e.get('time', ''):<26} {e['event']:<9} {e['feature']:<36} {'; '.join(details)}"
         )
     return lines
+
+
+def _retry_of(raw: object) -> Reason | None:
+    if not isinstance(raw, dict) or raw.get("code") not in {g.value for g in RETRY_GROUNDS}:
+        return None
+    values = raw.get("values")
+    plain = {k: tuple(v) if isinstance(v, list) else v for k, v in (values or {}).items()}
+    return Reason(Grounds(raw["code"]), plain)
 
 
 def _calibration_line(name: str, calibration: Calibration) -> str:

@@ -14,6 +14,7 @@ from advisor.facts.units import format_value
 from advisor.model import Patch, Recommendation, Status, Suggestion, VerifyCheck
 from advisor.render import effect_words, words
 from advisor.render.markdown import suggestion_markdown
+from advisor.render.retry_words import retry_reason
 
 # @3: the recommendation's `predicted` (its expected effect) and `reach` (what bounded the
 # ceiling); the reject code numerics-last
@@ -43,6 +44,8 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
             "reach": reach_json(rec.reach) if rec.reach else None,
             "predicted": _predicted_json(rec),
         }
+        if rec.retry is not None:  # only on a change proposed again
+            body["retry"] = {**rec.retry.to_json(), "message": retry_reason(rec.retry)}
     payload = {
         "schema": SUGGESTION_SCHEMA,
         "status": s.status.value,

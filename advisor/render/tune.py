@@ -10,6 +10,7 @@ from pathlib import Path
 from advisor.engine.tuning import TUNE_SCHEMA, Change, Measure, Stop, TuneResult, Verdict3
 from advisor.model import Patch
 from advisor.render.compare_words import recorded_reason
+from advisor.render.retry_words import retry_reason
 
 _STOPS = {
     Stop.healthy: "the job is healthy: advisor finds no bottleneck left to act on",
@@ -96,7 +97,7 @@ def _rows(result: TuneResult) -> list[tuple[str, str, str, str, str, str]]:
     return [
         (
             str(c.run if c.run is not None else "-"),
-            c.feature.removeprefix("feature."),
+            c.feature.removeprefix("feature.") + (" (retry)" if c.retry else ""),
             edit_text(c.patch),
             predicted_text(c.predicted),
             _ms(c.measured.step_ms if c.measured else None),
@@ -115,6 +116,10 @@ def _summary(result: TuneResult) -> list[str]:
             share = f" ({final.step_ms / base.step_ms:.0%} of the baseline)"
         lines.append(f"baseline: {_measure_text(base)} (run {base.run})")
         lines.append(f"final:    {_measure_text(final)} (run {final.run}){share}")
+    for change in (c for c in result.changes if c.retry is not None):
+        assert change.retry is not None
+        feature = change.feature.removeprefix("feature.")
+        lines.append(f"run {change.run}, {feature}: {retry_reason(change.retry)}")
     kept = len(result.kept)
     lines.append(
         f"{result.runs} runs, {len(result.changes)} changes tried, {kept} kept; "
@@ -194,6 +199,9 @@ def tune_json(result: TuneResult) -> str:
                 "reason": c.reason,
                 "judged_on": c.unit,
                 "run": c.run,
+                "retry": None
+                if c.retry is None
+                else {**c.retry.to_json(), "message": retry_reason(c.retry)},
             }
             for c in result.changes
         ],

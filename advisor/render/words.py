@@ -28,6 +28,7 @@ from advisor.model import (
     VerifyCheck,
 )
 from advisor.render.compare_words import recorded_reason
+from advisor.render.retry_words import retry_reason
 
 
 def _names(value: Value) -> str:
@@ -280,6 +281,9 @@ _GROUNDS: dict[Grounds, Callable[[Values, Suggestion], str]] = {
     Grounds.trust_failed: _trust_failed,
     Grounds.undo: lambda v, s: f"undo {v['feature']}; it will not be proposed again",
     Grounds.stale_environment: _stale,
+    Grounds.masking_relieved: lambda v, s: retry_reason(Reason(Grounds.masking_relieved, v)),
+    Grounds.leading_changed: lambda v, s: retry_reason(Reason(Grounds.leading_changed, v)),
+    Grounds.share_grown: lambda v, s: retry_reason(Reason(Grounds.share_grown, v)),
     Grounds.awaiting_measurement: lambda v, s: (
         f"{v['feature']} is applied but this profile was taken before it: profile again the "
         "same way (same steps, same ranks), then run advisor compare with this profile as the "
@@ -310,6 +314,8 @@ def why(s: Suggestion, rec: Recommendation) -> str:
     cause = bottleneck_message(rec.cause) if rec.cause is not None else summary(s)
     if s.status is Status.needs_data:
         return f"{summary(s)}. {cause}"
+    if rec.retry is not None:
+        return f"{cause.rstrip('.')}. {retry_reason(rec.retry)}"
     return cause
 
 

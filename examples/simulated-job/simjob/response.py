@@ -76,10 +76,25 @@ class Recipe:
 
 
 def load_response(path: Path) -> dict[str, Any]:
+    """A response model; one with `extends: OTHER.yaml` (relative to it) is that model with the
+    values it gives replaced, section by section (a list, such as `layer`, replaced whole)."""
     loaded = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
     if not isinstance(loaded, dict):
         raise ValueError(f"{path}: the response model must be a mapping")
-    return loaded
+    base = loaded.pop("extends", None)
+    if base is None:
+        return loaded
+    return _merged(load_response(path.parent / str(base)), loaded)
+
+
+def _merged(base: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def _kernels(entries: list[Mapping[str, Any]], scale: float) -> list[KernelSpec]:
