@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +236,19 @@ def test_no_room_for_scratch_files_reads_in_memory(
     monkeypatch.setattr(kineto_spill.SpillWriter, "flush", disk_full)
     assert _read(path) == whole
     assert passes.grouped == 0
+
+
+def test_a_segment_s_rows_in_a_start_range_are_picked_in_file_order() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        starts = array("d", sorted(float(rng.randint(0, 30)) for _ in range(rng.randint(0, 20))))
+        if starts and rng.random() < 0.5:  # a late row: the mask path
+            starts[rng.randrange(len(starts))] = float(rng.randint(0, 30))
+        lo, hi = sorted(float(rng.randint(0, 30)) for _ in range(2))
+        keep = kineto_grouped._starting_in(starts, lo, hi)
+        picked = (
+            list(starts[keep])
+            if isinstance(keep, slice)
+            else [s for s, k in zip(starts, keep, strict=True) if k]
+        )
+        assert picked == [s for s in starts if lo <= s < hi]
