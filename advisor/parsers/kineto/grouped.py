@@ -146,15 +146,10 @@ class _Rows:
                     keep: slice | bytes = slice(None)
                 else:
                     keep = _starting_in(part.start, lo, hi)
-                for column, values in (
-                    (out.start, part.start),
-                    (out.end, part.end),
-                    (out.signature, part.signature),
-                    (launch_at, times),
-                ):
-                    column.extend(
-                        values[keep] if isinstance(keep, slice) else compress(values, keep)
-                    )
+                _extend_picked(out.start, part.start, keep)
+                _extend_picked(out.end, part.end, keep)
+                _extend_picked(out.signature, part.signature, keep)
+                _extend_picked(launch_at, times, keep)
         order = nearly_sorted_order(out.start, out.end)
         ops = DeviceOps()
         ops.signatures = self.signatures
@@ -164,6 +159,10 @@ class _Rows:
         ops.start, ops.end = permuted(out.start, order), permuted(out.end, order)
         ops.signature = permuted(out.signature, order)
         return ops, permuted(launch_at, order)
+
+
+def _extend_picked(column: array[Any], values: array[Any], keep: slice | bytes) -> None:
+    column.extend(values[keep] if isinstance(keep, slice) else compress(values, keep))
 
 
 def _starting_in(starts: array[float], lo: float, hi: float) -> slice | bytes:
