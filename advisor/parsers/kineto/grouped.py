@@ -34,8 +34,6 @@ from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
 from advisor.parsers.kineto.collectives import collective_kinds, name_collectives
 from advisor.parsers.kineto.columns import (
-    COMMUNICATION,
-    MEMORY,
     NAN,
     DeviceOps,
     LaunchIndex,
@@ -44,14 +42,12 @@ from advisor.parsers.kineto.columns import (
 from advisor.parsers.kineto.device_steps import (
     STEPLESS_NUMBER,
     DeviceWindow,
-    StepBounds,
-    assign_steps,
     kept_steps,
     launch_times_in_place,
     stepless,
 )
 from advisor.parsers.kineto.events import KinetoEvents
-from advisor.parsers.kineto.kernel_tables import StepOps, add_step_ops, finish_rank
+from advisor.parsers.kineto.kernel_tables import finish_rank
 from advisor.parsers.kineto.spill import (
     Segment,
     SpilledRows,
@@ -61,6 +57,7 @@ from advisor.parsers.kineto.spill import (
     remove,
     segments,
 )
+from advisor.parsers.kineto.start_groups import GroupSorter
 from advisor.parsers.kineto.window import (
     Measured,
     Whole,
@@ -305,41 +302,22 @@ def reduce_in_groups(
     # the names collectives take from their host ranges as their rows are read (pass 2)
     kind_of.update({c: taxonomy.comm_kind(strings[c]) for c in events.launch_collectives.values()})
     numbers = [w.number for w in events.steps] or [STEPLESS_NUMBER]
-    bounds = StepBounds.of(events.steps)
-    per_step: dict[int, StepOps] = {}
-    carry: dict[int, int] = {}
-    kernel_rows, has_comm = 0, False
-    first, last_end, latest = INF, -INF, -INF
-    cuts = _cuts(parts)
     ordered = OrderedWriter(scratch / "sorted")
-    for lo, hi in time_ranges(cuts):  # pass 2
-        ops, launch_at = source.read(lo, hi)
-        if not len(ops):
-            continue
-        ordered.append(Rows(ops.start, ops.end, ops.signature, launch_at))
-        kinds = ops.kinds()
-        if events.steps:
-            steps_of = assign_steps(
-                ops.start, ops.signature, sigs.stream, launch_at, events.steps, carry
-            )
-            bounds.add(ops.start, ops.end, kinds, steps_of)
-        else:
-            steps_of = array("i", [0]) * len(ops)
-        add_step_ops(per_step, ops, strings, steps_of, numbers, kind_of, reader_thresholds())
-        kernel_rows += len(kinds) - kinds.count(MEMORY)
-        has_comm = has_comm or COMMUNICATION in kinds
-        first = min(first, ops.start[0])
-        last_end, latest = ops.end[-1], max(latest, max(ops.end))
+    sorter = GroupSorter(source.read, sigs, strings, numbers, kind_of, reader_thresholds())
+    spilled = sum(_size(rows.path) for rows in parts)
+    cuts = _cuts(parts)
+    done = sorter.sort_all(list(time_ranges(cuts)), events.steps, ordered, scratch, spilled)
+    per_step, has_comm = done.per_step, done.has_comm
     ordered.close()
     remove(parts)
     launches.unlink()
-    if first == INF:
+    if done.first == INF:
         raise InputError(str(path), "no device kernels: a CPU-only trace has no step-time model")
     if events.steps:
-        kept = kept_steps(rank, events.steps, bounds.launched())
-        windows = bounds.device_windows(events.steps, kept)
+        kept = kept_steps(rank, events.steps, done.bounds.launched())
+        windows = done.bounds.device_windows(events.steps, kept)
     else:
-        windows = stepless(rank, path, first, last_end, latest)
+        windows = stepless(rank, path, done.first, done.last_end, done.latest)
     whole = Whole(linked, has_comm)
     host = host_calls(events)
 
@@ -368,7 +346,7 @@ def reduce_in_groups(
         measured.steps.extend(part.steps)
         measured.comm.extend(part.comm)
     ordered.path.unlink()
-    finish_rank(rank, path, events.events, measured, per_step, kernel_rows, has_comm, whole)
+    finish_rank(rank, path, events.events, measured, per_step, done.kernel_rows, has_comm, whole)
 
 
 def _ops(rows: Rows, signatures: Signatures) -> DeviceOps:
