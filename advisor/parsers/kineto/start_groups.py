@@ -18,6 +18,7 @@ the runs in order, exactly as one pass would have left them:
 
 from __future__ import annotations
 
+import os
 import shutil
 from array import array
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from advisor.parsers.traces import workers
 from advisor.parsers.traces.ordered import COLUMNS, OrderedWriter, Rows
 
 INF = float("inf")
+ROW_BYTES = sum(array(code).itemsize for _, code in COLUMNS)  # a row of the ordered file
+STEP_BYTES = array("i").itemsize
 # the 5-tuple that makes a signature (Signatures.id's arguments)
 SignatureKey = tuple[int, int, int, int, int]
 # the reader of one start-time group: its operations sorted, with their launch times
@@ -67,6 +70,8 @@ class Sorted:
     first: float = INF
     last_end: float = -INF  # the end of the last operation to start
     latest: float = -INF
+    # the lowest and highest step index of each group written to a steps file
+    step_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -115,6 +120,7 @@ class GroupSorter:
                 steps_of = array("i", [0]) * len(ops)
             if steps_file is not None:
                 steps_of.tofile(steps_file)
+                out.step_spans.append((min(steps_of), max(steps_of)))
             add_step_ops(
                 out.per_step,
                 ops,
@@ -216,7 +222,7 @@ class GroupSorter:
             if number not in merged.per_step:
                 merged.per_step[number] = ops
         if shared:
-            self._resum(merged, shared, steps_path, piece, part.runs, ids)
+            self._resum(merged, shared, steps_path, piece, part, ids)
 
     def _resum(
         self,
@@ -224,14 +230,20 @@ class GroupSorter:
         shared: list[int],
         steps_path: Path,
         piece: Path,
-        runs: list[int],
+        part: _Run,
         ids: array[int] | None,
     ) -> None:
-        """The steps a run shares with the runs before it, summed on from the run's rows."""
+        """The steps a run shares with the runs before it, summed on from the run's rows (of
+        the groups whose steps span one of them)."""
         index = {number: k for k, number in enumerate(self.numbers)}
         wanted = {index[number] for number in shared}
+        low, high = min(wanted), max(wanted)
         with steps_path.open("rb") as steps_file, piece.open("rb") as rows_file:
-            for count in runs:
+            for count, (first, last) in zip(part.runs, part.sums.step_spans, strict=True):
+                if last < low or first > high:
+                    rows_file.seek(count * ROW_BYTES, os.SEEK_CUR)
+                    steps_file.seek(count * STEP_BYTES, os.SEEK_CUR)
+                    continue
                 rows = _read_rows(rows_file, count)
                 steps_of: array[int] = array("i")
                 steps_of.fromfile(steps_file, count)
