@@ -144,9 +144,10 @@ class GroupSorter:
         spilled_bytes: int,
     ) -> Sorted:
         """Every group, by worker processes when there are several groups and the trace is
-        large enough; else (or when the platform cannot fork) in order here."""
+        large enough; else (or when the platform cannot fork) in order here. A trace without
+        steps is one step every run shares, which the parent would sum again: in order here."""
         runs = _runs(len(ranges), spilled_bytes)
-        if len(runs) > 1:
+        if len(runs) > 1 and windows:
             merged = self._in_workers(ranges, runs, windows, writer, scratch)
             if merged is not None:
                 return merged
