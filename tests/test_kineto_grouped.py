@@ -320,3 +320,28 @@ def test_signatures_a_later_run_created_take_the_ids_one_pass_gives_them(tmp_pat
     with (tmp_path / "merged").open("rb") as handle:
         read = start_groups._read_rows(handle, 3)
     assert list(read.tag) == [1, 3, 2] and list(read.start) == [1, 2, 3]
+
+
+def test_a_stepless_trace_sorts_its_groups_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One step every run would share: not handed to workers to be summed again."""
+    data = _busy_trace()
+    data["traceEvents"] = [
+        e for e in data["traceEvents"] if not e["name"].startswith("ProfilerStep")
+    ]
+    path = _write(tmp_path, data)
+    whole = _read(path)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    _tiny_groups(monkeypatch)
+    forked: list[str] = []
+    in_workers = workers.in_forked_workers
+
+    def counted(label: str, *args: Any) -> Any:
+        forked.append(label)
+        return in_workers(label, *args)
+
+    monkeypatch.setattr(workers, "in_forked_workers", counted)
+    assert _read(path) == whole
+    assert "sorting operations" not in forked
