@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from array import array
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -345,3 +346,22 @@ def test_a_stepless_trace_sorts_its_groups_in_order(
     monkeypatch.setattr(workers, "in_forked_workers", counted)
     assert _read(path) == whole
     assert "sorting operations" not in forked
+
+
+def test_a_sorting_worker_that_dies_leaves_the_groups_to_be_sorted_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, _busy_trace())
+    whole = _read(path)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    _tiny_groups(monkeypatch)
+    in_workers = workers.in_forked_workers
+
+    def killed(label: str, *args: Any) -> Any:
+        if label == "sorting operations":
+            raise BrokenProcessPool("a worker was killed")
+        return in_workers(label, *args)
+
+    monkeypatch.setattr(workers, "in_forked_workers", killed)
+    _equal(whole, _read(path))

@@ -22,6 +22,7 @@ import os
 import shutil
 from array import array
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import compress, pairwise
 from pathlib import Path
@@ -180,8 +181,9 @@ class GroupSorter:
 
         try:
             done = workers.in_forked_workers("sorting operations", sort_run, runs)
-        except OSError:
-            done = None
+        except (OSError, BrokenProcessPool):  # no fork, no room, a worker killed: in order
+            _remove_pieces(scratch, runs)
+            return None
         if done is None:
             return None
         # a run that looked up a stream's last step a run before it set: redo all in order
