@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from array import array
 
-from advisor.parsers.traces.columns import nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import in_order, nearly_sorted_order, permuted
 
 
 def _stable(first: list[float], second: list[float] | None) -> list[int]:
@@ -31,6 +31,18 @@ def test_a_few_late_rows_are_merged_back_where_a_stable_sort_puts_them() -> None
             expected = _stable(first, tie)
             got = list(order) if order is not None else list(range(n))
             assert got == expected, (trial, first, tie)
+
+
+def test_in_order_agrees_with_a_stable_sort_on_ties_and_single_rows() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        n = rng.randint(0, 12)
+        first = [float(rng.randint(0, 3)) for _ in range(n)]
+        second = [float(rng.randint(0, 3)) for _ in range(n)]
+        pairs = list(zip(first, second, strict=True))
+        assert in_order(array("d", first), array("d", second)) == (pairs == sorted(pairs))
+        assert in_order(array("d", first)) == (first == sorted(first))
+    assert not in_order(array("d", [1.0, 1.0]), array("d", [2.0, 1.0]))
 
 
 def test_an_early_outlier_still_sorts_everything() -> None:

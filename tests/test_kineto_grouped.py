@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+from array import array
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto import events as kineto_events
 from advisor.parsers.kineto import grouped as kineto_grouped
 from advisor.parsers.kineto import spill as kineto_spill
+from advisor.parsers.kineto import start_groups
+from advisor.parsers.kineto.columns import Signatures
 from advisor.parsers.kineto.reader import read_kineto
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces import budget, ordered, workers
@@ -247,3 +251,129 @@ def test_no_room_for_scratch_files_reads_in_memory(
     monkeypatch.setattr(kineto_spill.SpillWriter, "flush", disk_full)
     assert _read(path) == whole
     assert passes.grouped == 0
+
+
+def test_a_segment_s_rows_in_a_start_range_are_picked_in_file_order() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        starts = array("d", sorted(float(rng.randint(0, 30)) for _ in range(rng.randint(0, 20))))
+        if starts and rng.random() < 0.5:  # a late row: the mask path
+            starts[rng.randrange(len(starts))] = float(rng.randint(0, 30))
+        lo, hi = sorted(float(rng.randint(0, 30)) for _ in range(2))
+        keep = kineto_grouped._starting_in(starts, lo, hi)
+        picked = (
+            list(starts[keep])
+            if isinstance(keep, slice)
+            else [s for s, k in zip(starts, keep, strict=True) if k]
+        )
+        assert picked == [s for s in starts if lo <= s < hi]
+
+
+@pytest.mark.parametrize(
+    ("missing_launches", "redo"), [(False, False), (True, False), (True, True)]
+)
+def test_start_groups_sorted_by_workers_merge_as_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing_launches: bool, redo: bool
+) -> None:
+    """Pass 2 in worker processes: steps shared by two runs summed on from the later run's
+    rows; a run that needed a stream's last step from the run before it is redone in order."""
+    data = _busy_trace()
+    if not missing_launches:
+        for event in data["traceEvents"]:
+            if event["cat"] == "kernel" and "correlation" not in event["args"]:
+                event["args"]["correlation"] = 0  # the warm-up kernel's launch
+    path = _write(tmp_path, data)
+    whole = _read(path)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    _tiny_groups(monkeypatch)
+    calls = {"merge": 0, "resum": 0}
+    merge, resum = start_groups.GroupSorter._merge, start_groups.GroupSorter._resum
+
+    def counted(name: str, real: Any) -> Any:
+        def call(*args: Any) -> Any:
+            calls[name] += 1
+            return real(*args)
+
+        return call
+
+    monkeypatch.setattr(start_groups.GroupSorter, "_merge", counted("merge", merge))
+    monkeypatch.setattr(start_groups.GroupSorter, "_resum", counted("resum", resum))
+    if redo:  # every lookup of a stream's last step as if an earlier run had set it
+        lookup = start_groups._Carry.get
+
+        def missed(self: Any, key: int, default: Any = None) -> Any:
+            self.missed.add(key)
+            return lookup(self, key, default)
+
+        monkeypatch.setattr(start_groups._Carry, "get", missed)
+    _equal(whole, _read(path))
+    assert calls["merge"] == (0 if redo else 4)
+    assert redo or calls["resum"] >= 1
+
+
+def test_signatures_a_later_run_created_take_the_ids_one_pass_gives_them(tmp_path: Path) -> None:
+    sigs = Signatures()
+    sigs.id(0, 0, 1, -1, 2)
+    sigs.id(3, 1, 1, -1, 2)
+    sorter = start_groups.GroupSorter(lambda lo, hi: (None, None), sigs, [], [0], {}, None)  # type: ignore[arg-type]
+    renamed_a, renamed_b = (3, 1, 1, -1, 5), (3, 1, 1, -1, 6)
+    assert sorter._renumbering(2, [renamed_a]) is None  # the first run's ids are one pass's
+    ids = sorter._renumbering(2, [renamed_b, renamed_a])  # the second run met b first
+    assert ids is not None and list(ids) == [0, 1, 3, 2]
+    piece = tmp_path / "piece"
+    rows = ordered.Rows(array("d", [1, 2, 3]), array("d", [2, 3, 4]), array("i", [1, 2, 3]))
+    rows.launch_at.extend([0.5, 1.5, 2.5])
+    writer = ordered.OrderedWriter(piece)
+    writer.append(rows)
+    writer.close()
+    merged = ordered.OrderedWriter(tmp_path / "merged")
+    start_groups._append_piece(merged, piece, writer.runs, ids)
+    merged.close()
+    with (tmp_path / "merged").open("rb") as handle:
+        read = start_groups._read_rows(handle, 3)
+    assert list(read.tag) == [1, 3, 2] and list(read.start) == [1, 2, 3]
+
+
+def test_a_stepless_trace_sorts_its_groups_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One step every run would share: not handed to workers to be summed again."""
+    data = _busy_trace()
+    data["traceEvents"] = [
+        e for e in data["traceEvents"] if not e["name"].startswith("ProfilerStep")
+    ]
+    path = _write(tmp_path, data)
+    whole = _read(path)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    _tiny_groups(monkeypatch)
+    forked: list[str] = []
+    in_workers = workers.in_forked_workers
+
+    def counted(label: str, *args: Any) -> Any:
+        forked.append(label)
+        return in_workers(label, *args)
+
+    monkeypatch.setattr(workers, "in_forked_workers", counted)
+    assert _read(path) == whole
+    assert "sorting operations" not in forked
+
+
+def test_a_sorting_worker_that_dies_leaves_the_groups_to_be_sorted_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, _busy_trace())
+    whole = _read(path)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    _tiny_groups(monkeypatch)
+    in_workers = workers.in_forked_workers
+
+    def killed(label: str, *args: Any) -> Any:
+        if label == "sorting operations":
+            raise BrokenProcessPool("a worker was killed")
+        return in_workers(label, *args)
+
+    monkeypatch.setattr(workers, "in_forked_workers", killed)
+    _equal(whole, _read(path))

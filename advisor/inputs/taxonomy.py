@@ -6,7 +6,7 @@ by, the profiler versions and levels known. Numbers that decide are each layer's
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,9 @@ from typing import Any
 from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.model import DataError
+
+# (type, name) pairs whose classes are remembered (a few hundred in a real profile)
+OP_CLASS_MEMO = 1 << 16
 
 
 def _alternation(patterns: list[str], flags: int = 0) -> re.Pattern[str]:
@@ -55,13 +58,24 @@ class Taxonomy:
     # PyTorch profiler event category -> its role (kernel, memory, runtime, sync, python,
     # annotation)
     kineto_roles: dict[str, str]
+    # (type, name) -> its classes, matched once: the facts ask again for every step's kernel
+    # groups (a trace of 15,000 steps asks 60,000 times for a handful of pairs)
+    _op_classes: dict[tuple[str, str], set[str]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def op_class(self, op_type: str, name: str) -> set[str]:
-        """Every class whose pattern matches the kernel's type (or, failing that, its name)."""
+        """Every class whose pattern matches the kernel's type (or, failing that, its name).
+        The set is shared by every caller asking for the same pair: read it, never change it."""
+        known = self._op_classes.get((op_type, name))
+        if known is not None:
+            return known
         found = set()
         for cls, pattern in self.operator_classes.items():
             if pattern.fullmatch(op_type) or pattern.fullmatch(name):
                 found.add(cls)
+        if len(self._op_classes) < OP_CLASS_MEMO:
+            self._op_classes[(op_type, name)] = found
         return found
 
     def comm_kind(self, name: str) -> str:

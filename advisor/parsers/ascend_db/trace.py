@@ -96,13 +96,13 @@ def _host_calls(
                 if kind in ("sync", "block"):
                     raw.blocking.waits.append((at, end, f"AscendCL@{strings[name]}"))
                 if kind == "sync":
-                    raw.sync.append(at)
-                    raw.sync_end.append(end)
+                    raw.host.sync_start.append(at)
+                    raw.host.sync_end.append(end)
                 elif kind == "malloc":
-                    raw.malloc.append(at)
-                    raw.malloc_end.append(end)
+                    raw.host.malloc_start.append(at)
+                    raw.host.malloc_end.append(end)
                 else:
-                    raw.free.append(at)
+                    raw.host.free.append(at)
     if db.has("PYTORCH_API", "startNs", "endNs", "name"):
         _value_reads(db, strings, origin, raw, taxonomy)
         loaders = [k for k, v in strings.items() if taxonomy.dataloader.fullmatch(v)]
@@ -115,8 +115,8 @@ def _host_calls(
             )
             sql = f"SELECT startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
             for a, b in db.rows("PYTORCH_API", sql):
-                raw.loader_start.append((a - origin) / 1000.0)
-                raw.loader_end.append((b - origin) / 1000.0)
+                raw.host.loader_start.append((a - origin) / 1000.0)
+                raw.host.loader_end.append((b - origin) / 1000.0)
 
 
 def _value_reads(

@@ -53,6 +53,7 @@ from advisor.parsers.kineto.values import (
     typed_event,
 )
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.host_calls import HostCallColumns
 from advisor.parsers.traces.phases import HostRanges, RangeReader
 
 # runtime calls the host-side measures count, as stored per call name
@@ -69,13 +70,7 @@ class KinetoEvents:
     launch_ts: array[float] = field(default_factory=lambda: array("d"))
     launch_thread: array[int] = field(default_factory=lambda: array("i"))
     steps: list[HostWindow] = field(default_factory=list)
-    sync_start: array[float] = field(default_factory=lambda: array("d"))
-    sync_end: array[float] = field(default_factory=lambda: array("d"))
-    malloc_start: array[float] = field(default_factory=lambda: array("d"))
-    malloc_end: array[float] = field(default_factory=lambda: array("d"))
-    free: array[float] = field(default_factory=lambda: array("d"))
-    loader_start: array[float] = field(default_factory=lambda: array("d"))
-    loader_end: array[float] = field(default_factory=lambda: array("d"))
+    host: HostCallColumns = field(default_factory=HostCallColumns)
     blocking: BlockingEvents = field(default_factory=BlockingEvents)
     # a device allocator's `[memory]` instant events (profile_memory=True)
     memory: MemorySamples = field(default_factory=MemorySamples)
@@ -161,8 +156,8 @@ class Extractor:
             elif role == "python":
                 self.ranges.add(self.out.host_ranges, name, start, end)
             elif role == "sync":
-                self.out.sync_start.append(start)
-                self.out.sync_end.append(end)
+                self.out.host.sync_start.append(start)
+                self.out.host.sync_end.append(end)
         self.out.events += counted
         return index
 
@@ -236,16 +231,16 @@ class Extractor:
         if call is None:
             call = self.runtime_calls[name] = self._runtime_call(name)
         if call == _SYNC:
-            out.sync_start.append(start)
-            out.sync_end.append(end)
+            out.host.sync_start.append(start)
+            out.host.sync_end.append(end)
             out.blocking.waits.append((start, end, name))
         elif call == _COPY and key != NO_CORRELATION:
             out.blocking.copies[key] = (start, end, name)
         elif call == _MALLOC:
-            out.malloc_start.append(start)
-            out.malloc_end.append(end)
+            out.host.malloc_start.append(start)
+            out.host.malloc_end.append(end)
         elif call == _FREE:
-            out.free.append(start)
+            out.host.free.append(start)
 
     def _annotation(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
         """A host annotation: a ProfilerStep window, data loading, or a collective's range."""
@@ -253,8 +248,8 @@ class Extractor:
         if m:
             self.out.steps.append(HostWindow(int(m.group(1)), start, end))
         elif self.taxonomy.dataloader.fullmatch(name):
-            self.out.loader_start.append(start)
-            self.out.loader_end.append(end)
+            self.out.host.loader_start.append(start)
+            self.out.host.loader_end.append(end)
         else:
             self.out.blocking.annotation(event.cat, name, start, end, self.taxonomy.blocking_ops)
             self.launchers.range(event, name, start, end)

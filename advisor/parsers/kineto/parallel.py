@@ -131,16 +131,7 @@ def _merge(out: KinetoEvents, part: KinetoEvents) -> None:
     out.comm_keys.extend(part.comm_keys)
     out.spilled.extend(part.spilled)
     out.steps.extend(part.steps)
-    for theirs_name in (
-        "sync_start",
-        "sync_end",
-        "malloc_start",
-        "malloc_end",
-        "free",
-        "loader_start",
-        "loader_end",
-    ):
-        getattr(out, theirs_name).extend(getattr(part, theirs_name))
+    out.host.extend(part.host)
     out.memory.extend(part.memory)
     out.blocking.extend(part.blocking)
     out.host_ranges.extend(part.host_ranges)

@@ -114,6 +114,6 @@ def fill_rank(
             [(w.number, w.start, w.end) for w in windows],
             PhaseOps(ops.start, ops.end, launch_at, [k == COMMUNICATION for k in kinds]),
             events.host_ranges,
-            (events.loader_start, events.loader_end),
+            (events.host.loader_start, events.host.loader_end),
             NO_PHASE_RANGES,
         )

@@ -93,13 +93,7 @@ def _union_into(lane: Intervals, starts: Iterable[float], ends: Iterable[float])
 
 def host_calls(events: KinetoEvents) -> HostCalls:
     """The trace's host calls the steps count and the preparation measures."""
-    return HostCalls.of(
-        (events.sync_start, events.sync_end),
-        (events.malloc_start, events.malloc_end),
-        events.free,
-        (events.loader_start, events.loader_end),
-        blocking_calls(events.blocking),
-    )
+    return events.host.measured(blocking_calls(events.blocking))
 
 
 @dataclass

@@ -18,10 +18,12 @@ from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVER
 from advisor.parsers.trace_view.timestamps import TimestampParser
 from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.flows import FlowTable, flow_key
+from advisor.parsers.traces.host_calls import HostCallColumns
 from advisor.parsers.traces.phases import NEITHER, HostRanges, RangeReader
 from advisor.parsers.traces.steps import StepWindow
 
 FLOW_CATEGORIES = FLOW_PREFERENCE
+HOST = "host"  # the first part of the host-call columns' keys
 BEST = FLOW_PREFERENCE[0]
 # flow ids remembered to find the best category's first start/finish pair (see _probe)
 PROBE_MAX = 1 << 16
@@ -46,13 +48,7 @@ class Accumulator:
     scratch_starts: array[float] = field(default_factory=lambda: array("d"))
     scratch_ends: array[float] = field(default_factory=lambda: array("d"))
     overlap: dict[str, list[array[float]]] = field(default_factory=dict)
-    sync: array[float] = field(default_factory=lambda: array("d"))
-    sync_end: array[float] = field(default_factory=lambda: array("d"))
-    malloc: array[float] = field(default_factory=lambda: array("d"))
-    malloc_end: array[float] = field(default_factory=lambda: array("d"))
-    free: array[float] = field(default_factory=lambda: array("d"))
-    loader_start: array[float] = field(default_factory=lambda: array("d"))
-    loader_end: array[float] = field(default_factory=lambda: array("d"))
+    host: HostCallColumns = field(default_factory=HostCallColumns)
     # the calls the host waits in for the device (synchronisations, synchronous copies, value
     # reads) and the user ranges that name where they are: few, kept as they are
     blocking: BlockingEvents = field(default_factory=BlockingEvents)
@@ -92,16 +88,7 @@ class Accumulator:
                 lane = table_mine.setdefault(name, [array("d"), array("d")])
                 lane[0].extend(lo)
                 lane[1].extend(hi)
-        for mine, theirs in (
-            (self.sync, other.sync),
-            (self.sync_end, other.sync_end),
-            (self.malloc, other.malloc),
-            (self.malloc_end, other.malloc_end),
-            (self.free, other.free),
-            (self.loader_start, other.loader_start),
-            (self.loader_end, other.loader_end),
-        ):
-            mine.extend(theirs)
+        self.host.extend(other.host)
         self.host_ranges.extend(other.host_ranges)
         if other.best_paired and not self.best_paired:
             self._best_paired()
@@ -120,9 +107,8 @@ class Accumulator:
         for table_name, table in (("overlap", self.overlap), ("collective", self.collectives)):
             for name, (lo, hi) in table.items():
                 out[table_name, name, 0], out[table_name, name, 1] = lo, hi
-        out["sync",], out["sync_end",] = self.sync, self.sync_end
-        out["malloc",], out["malloc_end",], out["free",] = self.malloc, self.malloc_end, self.free
-        out["loader_start",], out["loader_end",] = self.loader_start, self.loader_end
+        for name, column in self.host.columns().items():
+            out[HOST, name] = column
         ranges = self.host_ranges
         out["phase_start",], out["phase_end",] = ranges.starts, ranges.ends
         out["phase_kind",] = ranges.phases
@@ -222,8 +208,8 @@ class Accumulator:
             name
         ):
             start = self.ts(e.ts)
-            self.loader_start.append(start)
-            self.loader_end.append(start + _dur(e.dur))
+            self.host.loader_start.append(start)
+            self.host.loader_end.append(start + _dur(e.dur))
 
     def _user_range(self, e: TraceEvent, name: str) -> None:
         """A host range named by the user or a module (torch_npu files them as cpu_op): where
@@ -248,18 +234,18 @@ class Accumulator:
         if "Synchron" in name and tax.sync_calls.fullmatch(name):
             at = self.ts(e.ts)
             end = at + _dur(e.dur)
-            self.sync.append(at)
-            self.sync_end.append(end)
+            self.host.sync_start.append(at)
+            self.host.sync_end.append(end)
             self.blocking.waits.append((at, end, name))
         elif "Memcpy" in name and tax.blocking_calls.fullmatch(name):
             at = self.ts(e.ts)
             self.blocking.waits.append((at, at + _dur(e.dur), name))
         elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
             at = self.ts(e.ts)
-            self.malloc.append(at)
-            self.malloc_end.append(at + _dur(e.dur))
+            self.host.malloc_start.append(at)
+            self.host.malloc_end.append(at + _dur(e.dur))
         elif "Free" in name and tax.free_calls.fullmatch(name):
-            self.free.append(self.ts(e.ts))
+            self.host.free.append(self.ts(e.ts))
 
     def _device_event(self, e: TraceEvent, name: str) -> None:
         """A step marker without its category, an overlap lane's interval, or a kernel (a

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor.parsers.trace_view.accumulator import HOST
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE
 from advisor.parsers.traces import budget, spill
 from advisor.parsers.traces.flows import FlowTable
@@ -60,17 +61,7 @@ Key = tuple[object, ...]
 
 
 # columns that grow with the trace besides the kernels: read per group, by time
-TIMED = (
-    "overlap",
-    "collective",
-    "sync",
-    "sync_end",
-    "malloc",
-    "malloc_end",
-    "free",
-    "loader_start",
-    "loader_end",
-)
+TIMED = ("overlap", "collective", HOST)
 
 
 def big_columns(devices: set[object]) -> Callable[[Key], bool]:
@@ -183,7 +174,12 @@ def _context(
         timed.overlap[name] = [array("d"), array("d")]
     for kind in kinds:
         timed.collectives[kind] = [array("d"), array("d")]
-    pairs = (("sync", "sync_end"), ("malloc", "malloc_end"), ("loader_start", "loader_end"))
+    host = timed.host.columns()
+    pairs = (
+        ("sync_start", "sync_end"),
+        ("malloc_start", "malloc_end"),
+        ("loader_start", "loader_end"),
+    )
     for found in segments(spills, lambda key: key[0] in TIMED):
         for table_name, table in (("overlap", timed.overlap), ("collective", timed.collectives)):
             for name, (starts, ends) in table.items():
@@ -197,16 +193,16 @@ def _context(
                 )
         for first, second in pairs:
             _keep(
-                found.get((first,)),
-                found.get((second,)),
-                getattr(timed, first),
-                getattr(timed, second),
+                found.get((HOST, first)),
+                found.get((HOST, second)),
+                host[first],
+                host[second],
                 lo,
                 hi,
             )
-        for at in found.get(("free",), ()):
+        for at in found.get((HOST, "free"), ()):
             if lo <= at < hi:
-                timed.free.append(at)
+                host["free"].append(at)
     local = step_context(timed)
     local.windows = whole.windows
     local.exposure = exposure

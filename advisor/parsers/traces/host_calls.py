@@ -4,9 +4,10 @@ device task split between them."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from advisor.parsers.traces.intervals import (
     Intervals,
@@ -44,6 +45,44 @@ class BlockingCall:
     memory: str  # the device copy's kind ("" for a synchronisation or a value read)
     bytes: int | None  # the copy's size when the trace records it
     range: str  # the innermost user annotation range around it ("" when none)
+
+
+def _times() -> array[float]:
+    return array("d")
+
+
+@dataclass
+class HostCallColumns:
+    """The host calls a trace reader fills, whatever the format (times in microseconds, in the
+    order the trace gives them): synchronisations, device memory allocations (start and end),
+    frees (start), data loading (start and end)."""
+
+    sync_start: array[float] = field(default_factory=_times)
+    sync_end: array[float] = field(default_factory=_times)
+    malloc_start: array[float] = field(default_factory=_times)
+    malloc_end: array[float] = field(default_factory=_times)
+    free: array[float] = field(default_factory=_times)
+    loader_start: array[float] = field(default_factory=_times)
+    loader_end: array[float] = field(default_factory=_times)
+
+    def columns(self) -> dict[str, array[float]]:
+        """Each column by its name (a key that survives pickling, for spill files)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def extend(self, other: HostCallColumns) -> None:
+        """Append another part's calls (a later byte range of the same trace)."""
+        for name, column in other.columns().items():
+            getattr(self, name).extend(column)
+
+    def measured(self, blocking: Sequence[BlockingCall] = ()) -> HostCalls:
+        """The calls as the windows measure them."""
+        return HostCalls.of(
+            (self.sync_start, self.sync_end),
+            (self.malloc_start, self.malloc_end),
+            self.free,
+            (self.loader_start, self.loader_end),
+            blocking,
+        )
 
 
 @dataclass

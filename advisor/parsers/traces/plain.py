@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.flows import FlowTable
+from advisor.parsers.traces.host_calls import HostCallColumns
 from advisor.parsers.traces.phases import HostRanges
 from advisor.parsers.traces.steps import StepWindow
 
@@ -24,14 +25,8 @@ class PlainTrace:
     starts: dict[int | str, array[float]] = field(default_factory=dict)
     ends: dict[int | str, array[float]] = field(default_factory=dict)
     overlap: dict[str, list[array[float]]] = field(default_factory=dict)
-    sync: array[float] = field(default_factory=lambda: array("d"))
-    sync_end: array[float] = field(default_factory=lambda: array("d"))
-    malloc: array[float] = field(default_factory=lambda: array("d"))
-    malloc_end: array[float] = field(default_factory=lambda: array("d"))
-    free: array[float] = field(default_factory=lambda: array("d"))
-    loader_start: array[float] = field(default_factory=lambda: array("d"))
-    loader_end: array[float] = field(default_factory=lambda: array("d"))
     blocking: BlockingEvents | None = None  # None: the reader found no blocking calls to read
+    host: HostCallColumns = field(default_factory=HostCallColumns)
     flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)

@@ -12,7 +12,7 @@ from typing import Protocol
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
 from advisor.parsers.traces.flows import NAN, FlowTable
-from advisor.parsers.traces.host_calls import BlockingCall, HostCalls
+from advisor.parsers.traces.host_calls import BlockingCall, HostCallColumns, HostCalls
 from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
 from advisor.parsers.traces.intervals import (
     Intervals,
@@ -99,13 +99,7 @@ class RawTrace(Protocol):
     starts: dict[int | str, array[float]]
     ends: dict[int | str, array[float]]
     overlap: dict[str, list[array[float]]]
-    sync: array[float]
-    sync_end: array[float]
-    malloc: array[float]
-    malloc_end: array[float]
-    free: array[float]
-    loader_start: array[float]
-    loader_end: array[float]
+    host: HostCallColumns
     flows: dict[str, FlowTable]
     collectives: dict[str, list[array[float]]]
     # device task start -> host launch time, when the source pairs them itself (a database
@@ -189,13 +183,7 @@ def step_context(raw: RawTrace) -> StepContext:
     return StepContext(
         windows=windows,
         overlap=overlap,
-        host=HostCalls.of(
-            (raw.sync, raw.sync_end),
-            (raw.malloc, raw.malloc_end),
-            raw.free,
-            (raw.loader_start, raw.loader_end),
-            blocking_calls(raw.blocking) if raw.blocking is not None else (),
-        ),
+        host=raw.host.measured(blocking_calls(raw.blocking) if raw.blocking is not None else ()),
         collectives=collectives,
         computing=computing,
         exposure=bool(collectives and computing),
@@ -333,7 +321,7 @@ def reduce_steps(
             merged_intervals(exposed.starts, exposed.ends) if exposed else Intervals(),
         ),
         raw.host_ranges,
-        (raw.loader_start, raw.loader_end),
+        (raw.host.loader_start, raw.host.loader_end),
         no_phases,
     )
     return data

@@ -1,0 +1,134 @@
+"""Where the time of reading one large trace goes: wall and CPU time per phase of the reader.
+
+On a shared machine the wall time says as much of the other users as of the reader; the CPU
+time (user + system, of this process and of the worker processes it waited for) is the
+reader's. Each phase is timed by wrapping the function that runs it, in this process:
+
+    python -m benchmarks.bench_phases bench-out/profile            # a kept bench_facts profile
+    python -m benchmarks.bench_phases bench-out/profile --cprofile  # and the parent's hot spots
+
+PyTorch traces: decoding (byte-range workers), the launch join (pass 1), sorting the start-time
+groups (pass 2), measuring the windows (pass 3). torch_npu text exports: the decoding workers
+(waited for after the CSV files are read), kernel_details.csv, the merge and step reduction.
+The rest of `advisor facts` (facts, rendering) is the line "facts and rendering".
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import pstats
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+def _cpu() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+class Phases:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float, float, float]] = []
+
+    @contextlib.contextmanager
+    def timed(self, label: str) -> Iterator[None]:
+        started, (own, children) = time.perf_counter(), _cpu()
+        try:
+            yield
+        finally:
+            now_own, now_children = _cpu()
+            wall = time.perf_counter() - started
+            self.rows.append((label, wall, now_own - own, now_children - children))
+
+    def wrap(self, owner: Any, name: str, label: str) -> None:
+        real = getattr(owner, name)
+
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            with self.timed(label):
+                return real(*args, **kwargs)
+
+        setattr(owner, name, timed_call)
+
+    def wrap_collector(self, owner: Any, name: str, label: str) -> None:
+        """A function that returns a collector: the collector's wait is the phase."""
+        real = getattr(owner, name)
+
+        def started(*args: Any, **kwargs: Any) -> Callable[[], Any]:
+            collect = real(*args, **kwargs)
+
+            def timed_collect() -> Any:
+                with self.timed(label):
+                    return collect()
+
+            return timed_collect
+
+        setattr(owner, name, started)
+
+
+def _instrument(phases: Phases) -> None:
+    from advisor.parsers.ascend import rank
+    from advisor.parsers.kineto import grouped, reader, start_groups
+    from advisor.parsers.trace_view import parallel
+
+    phases.wrap(reader, "extract_in_parallel", "kineto: decoding (workers)")
+    phases.wrap(grouped, "_join", "kineto: launch join (pass 1)")
+    phases.wrap(start_groups.GroupSorter, "sort_all", "kineto: start-time groups (pass 2)")
+    phases.wrap(grouped, "measure_in_groups", "kineto: windows measured (pass 3)")
+    phases.wrap(rank, "read_kernels", "npu: kernel_details.csv (parent)")
+    phases.wrap_collector(parallel, "start_parts", "npu: waiting for the decoding workers")
+    phases.wrap(parallel, "_reduce_parts", "npu: merge and step reduction")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("profile", type=Path, help="a profile folder or trace")
+    parser.add_argument("--cprofile", action="store_true", help="also the parent's hot spots")
+    args = parser.parse_args()
+    phases = Phases()
+    _instrument(phases)
+    from advisor.cli import main as advisor
+
+    sys.argv = ["advisor", "facts", str(args.profile), "--format", "json"]
+    profiler = cProfile.Profile() if args.cprofile else None
+    with phases.timed("advisor facts, in all"), contextlib.redirect_stdout(io.StringIO()):
+        if profiler is not None:
+            profiler.enable()
+        try:
+            advisor()
+        except SystemExit as exit_:
+            if exit_.code:
+                raise
+        finally:
+            if profiler is not None:
+                profiler.disable()
+    total = phases.rows[-1]
+    measured = phases.rows[:-1]
+    print(f"{'phase':44} {'wall s':>8} {'CPU s':>8} {'workers s':>10}")
+    for label, wall, own, children in measured:
+        print(f"{label:44} {wall:8.2f} {own:8.2f} {children:10.2f}")
+    print(
+        f"{'facts and rendering (the rest)':44} "
+        f"{total[1] - sum(r[1] for r in measured):8.2f} "
+        f"{total[2] - sum(r[2] for r in measured):8.2f} "
+        f"{total[3] - sum(r[3] for r in measured):10.2f}"
+    )
+    print(f"{total[0]:44} {total[1]:8.2f} {total[2]:8.2f} {total[3]:10.2f}")
+    if profiler is not None:
+        # forked workers inherit the profiler: only this process's numbers are read here
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(20)
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
