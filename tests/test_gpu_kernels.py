@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from advisor.app.diagnose import run_diagnose
+from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
 from tests.conftest import REAL
@@ -63,3 +65,20 @@ def test_a_launch_storm_is_named_where_the_device_waits_for_launches():
     assert any(
         m.id == "ops.cuda_core_gemm_share" and "cube unit" in m.reason for m in ascend.missing
     )
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not beside the checkout")
+def test_fp32_gemms_lead_the_compute_bottleneck_by_their_time_and_get_the_tensor_cores():
+    """trace_diff's test side runs 97% of its GEMM time (33 ms of a 113 ms step) in sgemm:
+    that time, not the small vector kernels, leads, and the remedy is the tensor cores, its
+    ceiling the fp32 GEMM time."""
+    run = run_diagnose(JobOptions(profile=REAL / "kineto" / "trace_diff__test__test.json.gz"))
+    facts = run.facts
+    gemm = facts.value("ops.gemm_ratio")
+    assert 0.25 <= gemm <= 0.35
+    main = run.diagnosis.main
+    assert main is not None and main.id == "bottleneck.compute"
+    assert "symptom.cuda-core-gemm" in main.evidence
+    # the cost is the fp32 GEMM time beyond the fine share, as a share of the step
+    fp32 = facts.value("ops.cuda_core_gemm_share")
+    assert main.cost_ratio == pytest.approx((fp32 - 0.1) * gemm, abs=0.01)

@@ -10,7 +10,7 @@ from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.ops import select_kernels
 from advisor.inputs.thresholds import reader_thresholds
 
-GEMM_FACTS = ("ops.cuda_core_gemm_share", "ops.cuda_core_gemm_ms_per_step")
+GEMM_FACTS = ("ops.cuda_core_gemm_share", "ops.cuda_core_gemm_ms_per_step", "ops.gemm_ratio")
 TINY_FACTS = ("ops.tiny_kernel_share", "ops.tiny_kernels_per_step")
 ASCEND = (
     "an Ascend profile: every MatMul runs on the cube unit, there is no fp32 CUDA-core path to "
@@ -59,13 +59,24 @@ def derive(given: RankInputs, out: Recorder) -> None:
             f"of {gemm_us / 1000.0 / steps:.3f} ms of GEMMs per step; {note}",
         )
         out.add("ops.cuda_core_gemm_ms_per_step", cuda_core_us / 1000.0 / steps, src, note)
+        _gemm_ratio(gemm_us / 1000.0 / steps, src, note, out)
+
+
+def _gemm_ratio(gemm_ms: float, src: str, note: str, out: Recorder) -> None:
+    """The GEMMs' share of the step: what a faster GEMM path can act on at most."""
+    step = out.facts.get("step.time_ms")
+    if step is None or not isinstance(step.value, int | float) or step.value <= 0:
+        out.miss("ops.gemm_ratio", "no step time")
+        return
+    ratio = gemm_ms / float(step.value)
+    out.add("ops.gemm_ratio", ratio, f"{src}:kernel names", f"{gemm_ms:.3f} ms per step; {note}")
 
 
 DERIVER = Deriver[RankInputs](
     name="gpu_kernels",
     scope=Scope.RANK,
-    inputs=frozenset({"profile"}),
-    reads=frozenset(),
+    inputs=frozenset({"profile", "taxonomy", "steady"}),
+    reads=frozenset({"step.time_ms"}),
     writes=frozenset((*GEMM_FACTS, *TINY_FACTS)),
     derive=derive,
 )
