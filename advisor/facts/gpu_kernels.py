@@ -49,8 +49,11 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in GEMM_FACTS:
             out.miss(fact_id, ASCEND)
     elif gemm_us <= 0:
-        for fact_id in GEMM_FACTS:
-            out.miss(fact_id, "no GEMM kernels in the steady steps")
+        # no GEMM ran: no share of it to speak of, but no GEMM time either (known, not unknown)
+        out.miss("ops.cuda_core_gemm_share", "no GEMM kernels in the steady steps")
+        none = f"no GEMM kernels in the steady steps; {note}"
+        out.add("ops.cuda_core_gemm_ms_per_step", 0.0, f"{src}:kernel names", none)
+        _gemm_ratio(0.0, src, none, out)
     else:
         out.add(
             "ops.cuda_core_gemm_share",
