@@ -22,7 +22,12 @@ from advisor.model import FactSet, Suggestion
 from advisor.render import effect_words, words
 from advisor.render.compare_words import metric_change, metric_value, note_text
 from advisor.render.html_analyzers import analyzer_section
-from advisor.render.html_bottlenecks import bottleneck_table, first_sentence, symptom_table
+from advisor.render.html_bottlenecks import (
+    bottleneck_table,
+    could_lead_list,
+    first_sentence,
+    symptom_table,
+)
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
 from advisor.render.html_style import SCRIPT, STYLE
@@ -308,7 +313,9 @@ def report_html(data: ReportView) -> str:
         ),
         _section(
             "Bottlenecks, the one worth most first",
-            bottleneck_table(data.diagnosis, _step_ms(facts)) + symptom_table(data.diagnosis),
+            bottleneck_table(data.diagnosis, _step_ms(facts))
+            + could_lead_list(data.diagnosis)
+            + symptom_table(data.diagnosis),
             "bottlenecks",
             "Cost: the share of the step the bottleneck's symptoms cost beyond their fine "
             "threshold; ceiling: the step time its costliest symptom claims once the time "
