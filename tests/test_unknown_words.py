@@ -15,7 +15,12 @@ from advisor.model import Bottleneck
 from advisor.render.diagnosis import diagnosis_json, diagnosis_text
 from advisor.render.html_bottlenecks import could_lead_list, symptom_table
 from advisor.render.markdown import diagnosis_markdown
-from advisor.render.unknown_words import could_lead, group_unknown, unknown_count
+from advisor.render.unknown_words import (
+    costing_evidence,
+    could_lead,
+    group_unknown,
+    unknown_count,
+)
 
 TRACE = "keep trace_view.json (profile_export_type: text) and profile with CPU activity"
 LOG = "a Megatron-style or MindFormers log (number of skipped iterations, overflow cond)"
@@ -90,6 +95,33 @@ def test_the_bottlenecks_that_could_lead_are_all_but_the_main_one():
     assert "bottleneck.pipeline" in [u.rule for u in could_lead(healthy)]
     assert unknown_count(diagnosis) == "7 checks need data this profile lacks"
     assert unknown_count(Diagnosis(unknown=UNKNOWN[:1])) == "1 check needs data this profile lacks"
+
+
+# memory's evidence here is risk only (no step time); numerics' overflows cost skipped steps
+COSTING = {
+    "bottleneck.memory": frozenset(),
+    "bottleneck.numerics": frozenset({"symptom.fp16-overflows"}),
+    "bottleneck.pipeline": frozenset({"symptom.pipeline-p2p-wait"}),
+}
+
+
+def test_only_unknown_evidence_that_can_cost_time_could_overtake_a_costing_main():
+    diagnosis = Diagnosis(bottlenecks=[PIPELINE], unknown=UNKNOWN)
+    assert [u.rule for u in could_lead(diagnosis, COSTING)] == ["bottleneck.numerics"]
+    # a main bottleneck that costs no step time leads on severity: any other could overtake it
+    riskonly = Bottleneck("bottleneck.pipeline", "note", 0.0, ["symptom.x"], "m")
+    lead = could_lead(Diagnosis(bottlenecks=[riskonly], unknown=UNKNOWN), COSTING)
+    assert [u.rule for u in lead] == ["bottleneck.memory", "bottleneck.numerics"]
+    text = diagnosis_text(diagnosis, COSTING).split("\nunknown: ")[0]
+    assert "bottleneck.numerics" in text and "bottleneck.memory" not in text
+
+
+def test_costing_evidence_leaves_out_the_rules_risk_only_symptoms():
+    from advisor.app.rulesets import load_graph
+
+    costing = costing_evidence(load_graph())
+    assert "symptom.memory-pressure" not in costing["bottleneck.memory"]  # cost: none
+    assert "symptom.dataloader-slow" in costing["bottleneck.data-pipeline"]
 
 
 def _section(text: str) -> str:

@@ -13,6 +13,7 @@ from advisor.facts.units import format_value
 from advisor.model import Bottleneck
 from advisor.render.markdown import diagnosis_markdown
 from advisor.render.unknown_words import (
+    CostingEvidence,
     could_lead,
     group_unknown,
     partly_measured,
@@ -93,7 +94,9 @@ def phases_line(phases: dict[str, float]) -> str:
     return ", ".join(parts) + f", other idle {max(0.0, rest):.1%} (device time by phase)"
 
 
-def diagnosis_text(diagnosis: Diagnosis) -> str:
+def diagnosis_text(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> str:
+    """The diagnosis as text (`costing`: which evidence can cost step time, from the rules;
+    it narrows the bottlenecks listed as able to lead once measured)."""
     lines: list[str] = []
     main = diagnosis.main
     if main is None:
@@ -118,7 +121,7 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
             lines.append(
                 f"  {i}. {b.id:<28} {b.severity:<8} {cost_share(b):>{width}}  evidence: {evidence}"
             )
-    lines += _could_lead_lines(diagnosis)
+    lines += _could_lead_lines(diagnosis, costing)
     if diagnosis.symptoms:
         lines.append("")
         lines.append("symptoms")
@@ -131,9 +134,9 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _could_lead_lines(diagnosis: Diagnosis) -> list[str]:
+def _could_lead_lines(diagnosis: Diagnosis, costing: CostingEvidence | None) -> list[str]:
     """The bottlenecks not measured (or measured in part) that could lead once measured."""
-    open_ones = could_lead(diagnosis)
+    open_ones = could_lead(diagnosis, costing)
     if not open_ones:
         return []
     lines = ["", "not measured, could lead once measured (how to collect it: unknown, below)"]
@@ -164,8 +167,8 @@ def _unknown_lines(diagnosis: Diagnosis) -> list[str]:
 _WIDTH = 110
 
 
-FORMATS: dict[str, Callable[[Diagnosis], str]] = {
+FORMATS: dict[str, Callable[[Diagnosis, CostingEvidence | None], str]] = {
     "text": diagnosis_text,
-    "json": lambda d: diagnosis_json(d) + "\n",
+    "json": lambda d, _costing: diagnosis_json(d) + "\n",
     "markdown": diagnosis_markdown,
 }

@@ -12,6 +12,7 @@ from advisor.facts.catalogue import is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.render import words
 from advisor.render.unknown_words import (
+    CostingEvidence,
     could_lead,
     group_unknown,
     partly_measured,
@@ -103,14 +104,14 @@ def symptom_table(diagnosis: Diagnosis) -> str:
     return table
 
 
-def could_lead_list(diagnosis: Diagnosis) -> str:
+def could_lead_list(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> str:
     """The bottlenecks not measured (or in part) that could lead once measured, in sight."""
     items = "".join(
         f"<li><code>{escape(u.rule.removeprefix('bottleneck.'))}</code> needs "
         f"{escape(', '.join(u.missing))}"
         + (" (listed above on the rest)" if partly_measured(diagnosis, u.rule) else "")
         + "</li>"
-        for u in could_lead(diagnosis)
+        for u in could_lead(diagnosis, costing)
     )
     if not items:
         return ""

@@ -15,6 +15,7 @@ from advisor import __version__
 from advisor.engine.compare import Comparison
 from advisor.engine.compare_notes import Verdict
 from advisor.engine.diagnose import Diagnosis
+from advisor.engine.graph import RuleGraph
 from advisor.engine.predict import change_records
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
@@ -31,6 +32,7 @@ from advisor.render.html_bottlenecks import (
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
 from advisor.render.html_style import SCRIPT, STYLE
+from advisor.render.unknown_words import costing_evidence
 
 
 class ReportView(Protocol):
@@ -43,6 +45,7 @@ class ReportView(Protocol):
     notes: list[str]
     comparison: Comparison | None
     baseline: str | None
+    graph: RuleGraph | None  # the rules the run used (which evidence can cost step time)
     ledger: Ledger | None
 
 
@@ -314,7 +317,7 @@ def report_html(data: ReportView) -> str:
         _section(
             "Bottlenecks, the one worth most first",
             bottleneck_table(data.diagnosis, _step_ms(facts))
-            + could_lead_list(data.diagnosis)
+            + could_lead_list(data.diagnosis, costing_evidence(data.graph) if data.graph else None)
             + symptom_table(data.diagnosis),
             "bottlenecks",
             "Cost: the share of the step the bottleneck's symptoms cost beyond their fine "

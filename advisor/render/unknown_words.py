@@ -9,10 +9,12 @@ named: the text, markdown and HTML renderers shorten the list, the JSON contract
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from advisor.engine.diagnose import Diagnosis, Unknown
+from advisor.engine.graph import RuleGraph
+from advisor.engine.rule_model import BottleneckRule, SymptomRule
 from advisor.render.words import collection_text
 
 # a rule whose missing values name no way to collect them (none in today's catalogue)
@@ -46,12 +48,34 @@ def group_unknown(unknown: Sequence[Unknown]) -> list[UnknownGroup]:
     return sorted(groups, key=lambda g: (-len(g.rules), order.index(g.action)))
 
 
-def could_lead(diagnosis: Diagnosis) -> list[Unknown]:
-    """The bottlenecks whose evidence is in part unknown and which could lead once it is known:
-    every one but the main bottleneck (more evidence only raises its cost, and it leads already).
-    Whether one would lead is not guessed: its cost is unknown until the facts are collected."""
-    main = diagnosis.main.id if diagnosis.main is not None else None
-    return [u for u in diagnosis.unknown if u.rule.startswith("bottleneck.") and u.rule != main]
+# bottleneck id -> its evidence symptoms that can cost step time (a rule's `cost.none` symptom
+# is evidence of a risk, never of lost time)
+CostingEvidence = Mapping[str, frozenset[str]]
+
+
+def costing_evidence(graph: RuleGraph) -> CostingEvidence:
+    """Which evidence of each bottleneck can claim step time, from the rules."""
+    timeless = {r.id for r in graph.ruleset.of_type(SymptomRule) if r.cost.none}
+    return {
+        b.id: frozenset(s for s in b.evidence.ids if s not in timeless)
+        for b in graph.ruleset.of_type(BottleneckRule)
+    }
+
+
+def could_lead(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> list[Unknown]:
+    """The bottlenecks whose evidence is in part unknown and which could lead once it is known.
+
+    Never the main bottleneck: more evidence only raises its cost, and it leads already. When the
+    main one costs step time, only a bottleneck with unknown evidence that can cost time could
+    overtake it (risk-only evidence ranks after time); without `costing` every other one is
+    listed. Whether one would lead is not guessed: its cost is unknown until it is measured."""
+    main = diagnosis.main
+    gaps = [u for u in diagnosis.unknown if u.rule.startswith("bottleneck.")]
+    gaps = [u for u in gaps if main is None or u.rule != main.id]
+    if costing is None or main is None or main.cost_ratio <= 0:
+        return gaps
+    unknown_symptoms = {u.rule for u in diagnosis.unknown}
+    return [u for u in gaps if costing.get(u.rule, frozenset()) & unknown_symptoms]
 
 
 def unknown_count(diagnosis: Diagnosis) -> str:
