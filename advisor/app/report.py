@@ -13,9 +13,11 @@ from pathlib import Path
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import side_facts
+from advisor.app.rulesets import load_graph
 from advisor.app.suggest import SuggestOptions, run_suggest
 from advisor.engine.compare import Comparison, compare
 from advisor.engine.diagnose import Diagnosis
+from advisor.engine.graph import RuleGraph
 from advisor.engine.settings import RuleOptions
 from advisor.inputs.ledger import Ledger, default_path
 from advisor.inputs.taxonomy import default_taxonomy
@@ -40,6 +42,7 @@ class ReportData:
     comparison: Comparison | None = None
     baseline: str | None = None
     ledger: Ledger | None = None
+    graph: RuleGraph | None = None  # the rules the run used
 
 
 def run_report(
@@ -66,6 +69,7 @@ def run_report(
     else:
         diagnosed = run_diagnose(job, rules)
         data = ReportData(str(job.profile), diagnosed.facts, diagnosed.diagnosis)
+    data.graph = load_graph(rules)
     if options.ledger is not None:
         if not options.ledger.is_file():
             raise InputError(str(options.ledger), "no such ledger file")

@@ -117,6 +117,7 @@ def diagnose(
     """
     from advisor.app.diagnose import run_diagnose
     from advisor.render.diagnosis import FORMATS
+    from advisor.render.unknown_words import costing_evidence
 
     with console.phase("reading and diagnosing"):
         run = run_diagnose(
@@ -134,7 +135,7 @@ def diagnose(
         )
     console.read_report(run.facts.inputs, run.facts.warnings)
     with console.phase("rendering"):
-        rendered = FORMATS[output_format.value](run.diagnosis)
+        rendered = FORMATS[output_format.value](run.diagnosis, costing_evidence(run.graph))
     console.emit(rendered, prose=output_format is ReportFormat.text)
 
 

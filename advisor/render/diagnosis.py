@@ -4,6 +4,7 @@ bottleneck leads is a code there; `message` is the sentence the text shows)."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 
 from advisor.engine.diagnose import Diagnosis, Symptom
@@ -11,6 +12,13 @@ from advisor.facts.catalogue import spec_for
 from advisor.facts.units import format_value
 from advisor.model import Bottleneck
 from advisor.render.markdown import diagnosis_markdown
+from advisor.render.unknown_words import (
+    CostingEvidence,
+    could_lead,
+    group_unknown,
+    partly_measured,
+    unknown_count,
+)
 from advisor.render.words import bottleneck_message, cost_share, how_to_collect
 
 DIAGNOSIS_SCHEMA = "advisor/diagnosis@2"
@@ -86,7 +94,9 @@ def phases_line(phases: dict[str, float]) -> str:
     return ", ".join(parts) + f", other idle {max(0.0, rest):.1%} (device time by phase)"
 
 
-def diagnosis_text(diagnosis: Diagnosis) -> str:
+def diagnosis_text(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> str:
+    """The diagnosis as text (`costing`: which evidence can cost step time, from the rules;
+    it narrows the bottlenecks listed as able to lead once measured)."""
     lines: list[str] = []
     main = diagnosis.main
     if main is None:
@@ -111,6 +121,7 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
             lines.append(
                 f"  {i}. {b.id:<28} {b.severity:<8} {cost_share(b):>{width}}  evidence: {evidence}"
             )
+    lines += _could_lead_lines(diagnosis, costing)
     if diagnosis.symptoms:
         lines.append("")
         lines.append("symptoms")
@@ -119,16 +130,45 @@ def diagnosis_text(diagnosis: Diagnosis) -> str:
             measured = f"{s.fact} = {format_value(s.value, unit, compact=True)} (threshold {format_value(s.threshold, unit, compact=True)})"
             lines.append(f"  {s.level:<8} {s.id:<36} {measured}")
             lines.append(f"           {s.message}")
-    if diagnosis.unknown:
-        lines.append("")
-        lines.append("unknown (the profile lacks the facts; how to collect them)")
-        for u in diagnosis.unknown:
-            lines.append(f"  {u.rule:<36} needs {', '.join(u.missing)}: {how_to_collect(u)}")
+    lines += _unknown_lines(diagnosis)
     return "\n".join(lines) + "\n"
 
 
-FORMATS: dict[str, Callable[[Diagnosis], str]] = {
+def _could_lead_lines(diagnosis: Diagnosis, costing: CostingEvidence | None) -> list[str]:
+    """The bottlenecks not measured (or measured in part) that could lead once measured."""
+    open_ones = could_lead(diagnosis, costing)
+    if not open_ones:
+        return []
+    lines = ["", "not measured, could lead once measured (how to collect it: unknown, below)"]
+    for u in open_ones:
+        part = " (listed above on the rest)" if partly_measured(diagnosis, u.rule) else ""
+        lines.append(f"  {u.rule:<28} needs {', '.join(u.missing)}{part}")
+    return lines
+
+
+def _unknown_lines(diagnosis: Diagnosis) -> list[str]:
+    """The unknown rules by the action that collects what they lack (the JSON lists each)."""
+    if not diagnosis.unknown:
+        return []
+    lines = ["", f"unknown: {unknown_count(diagnosis)} (by how to collect it)"]
+    for group in group_unknown(diagnosis.unknown):
+        listed = f"{', '.join(group.rules)} ({', '.join(group.facts)})"
+        one_line = f"  {group.action}: {listed}"
+        if len(one_line) <= _WIDTH:
+            lines.append(one_line)
+            continue
+        lines.append(f"  {group.action}:")
+        lines += textwrap.wrap(
+            listed, _WIDTH, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False
+        )
+    return lines
+
+
+_WIDTH = 110
+
+
+FORMATS: dict[str, Callable[[Diagnosis, CostingEvidence | None], str]] = {
     "text": diagnosis_text,
-    "json": lambda d: diagnosis_json(d) + "\n",
+    "json": lambda d, _costing: diagnosis_json(d) + "\n",
     "markdown": diagnosis_markdown,
 }

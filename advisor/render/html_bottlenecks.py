@@ -11,6 +11,13 @@ from advisor.engine.diagnose import Diagnosis, Symptom
 from advisor.facts.catalogue import is_known, spec_for
 from advisor.facts.units import format_value
 from advisor.render import words
+from advisor.render.unknown_words import (
+    CostingEvidence,
+    could_lead,
+    group_unknown,
+    partly_measured,
+    unknown_count,
+)
 
 
 def first_sentence(text: str) -> str:
@@ -84,13 +91,30 @@ def symptom_table(diagnosis: Diagnosis) -> str:
         else ""
     )
     unknown = "".join(
-        f"<li><code>{escape(u.rule)}</code> needs {escape(', '.join(u.missing))}: "
-        f"{escape(words.how_to_collect(u))}</li>"
-        for u in diagnosis.unknown
+        f"<li>{escape(group.action)}: "
+        + ", ".join(f"<code>{escape(rule)}</code>" for rule in group.rules)
+        + f" ({escape(', '.join(group.facts))})</li>"
+        for group in group_unknown(diagnosis.unknown)
     )
     if unknown:
         table += (
-            f"<details><summary>Not measured ({len(diagnosis.unknown)}): how to collect it"
-            f"</summary><ul>{unknown}</ul></details>"
+            f"<details><summary>Not measured: {escape(unknown_count(diagnosis))}, by how to "
+            f"collect it</summary><ul>{unknown}</ul></details>"
         )
     return table
+
+
+def could_lead_list(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> str:
+    """The bottlenecks not measured (or in part) that could lead once measured, in sight."""
+    items = "".join(
+        f"<li><code>{escape(u.rule.removeprefix('bottleneck.'))}</code> needs "
+        f"{escape(', '.join(u.missing))}"
+        + (" (listed above on the rest)" if partly_measured(diagnosis, u.rule) else "")
+        + "</li>"
+        for u in could_lead(diagnosis, costing)
+    )
+    if not items:
+        return ""
+    return (
+        f"<p>Not measured, could lead once measured (how to collect it: below):</p><ul>{items}</ul>"
+    )

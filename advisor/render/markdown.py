@@ -10,6 +10,13 @@ from advisor.model import Suggestion
 from advisor.render import effect_words, words
 from advisor.render.compare_words import collect_text, metric_change, metric_value, note_text
 from advisor.render.effect_words import measured_text, predicted_range
+from advisor.render.unknown_words import (
+    CostingEvidence,
+    could_lead,
+    group_unknown,
+    partly_measured,
+    unknown_count,
+)
 
 
 def _cell(text: str) -> str:
@@ -58,10 +65,11 @@ def suggestion_markdown(s: Suggestion, notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def diagnosis_markdown(diagnosis: Diagnosis) -> str:
+def diagnosis_markdown(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> str:
     main = diagnosis.main
     if main is None:
-        return "### advisor: healthy\n\nNo bottleneck above its threshold.\n"
+        lines = ["### advisor: healthy", "", "No bottleneck above its threshold."]
+        return "\n".join(lines + _unknown_markdown(diagnosis, costing)) + "\n"
     lines = [f"### advisor — main bottleneck: `{main.id}`", "", words.bottleneck_message(main), ""]
     lines += ["| # | bottleneck | severity | cost | evidence |", "|---|---|---|---|---|"]
     for i, b in enumerate(diagnosis.bottlenecks, start=1):
@@ -71,7 +79,28 @@ def diagnosis_markdown(diagnosis: Diagnosis) -> str:
         lines += ["", "<details><summary>symptoms</summary>", ""]
         lines += [f"- **{s.level}** `{s.id}`: {_cell(s.message)}" for s in diagnosis.symptoms]
         lines += ["", "</details>"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _unknown_markdown(diagnosis, costing)) + "\n"
+
+
+def _unknown_markdown(diagnosis: Diagnosis, costing: CostingEvidence | None) -> list[str]:
+    """The bottlenecks that could lead once measured, in sight; the unknown checks folded, by
+    the action that collects what they lack."""
+    if not diagnosis.unknown:
+        return []
+    lines = []
+    open_ones = could_lead(diagnosis, costing)
+    if open_ones:
+        lines += ["", "**Not measured, could lead once measured:**", ""]
+        lines += [
+            f"- `{u.rule}` needs {', '.join(f'`{m}`' for m in u.missing)}"
+            + (" (listed above on the rest)" if partly_measured(diagnosis, u.rule) else "")
+            for u in open_ones
+        ]
+    lines += ["", f"<details><summary>unknown: {unknown_count(diagnosis)}</summary>", ""]
+    for group in group_unknown(diagnosis.unknown):
+        rules = ", ".join(f"`{r}`" for r in group.rules)
+        lines.append(f"- {_cell(group.action)}: {rules} ({', '.join(group.facts)})")
+    return [*lines, "", "</details>"]
 
 
 def comparison_markdown(result: Comparison, ledger_note: str | None) -> str:

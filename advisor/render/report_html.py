@@ -15,6 +15,7 @@ from advisor import __version__
 from advisor.engine.compare import Comparison
 from advisor.engine.compare_notes import Verdict
 from advisor.engine.diagnose import Diagnosis
+from advisor.engine.graph import RuleGraph
 from advisor.engine.predict import change_records
 from advisor.facts.units import format_value
 from advisor.inputs.ledger import Ledger
@@ -22,10 +23,16 @@ from advisor.model import FactSet, Suggestion
 from advisor.render import effect_words, words
 from advisor.render.compare_words import metric_change, metric_value, note_text
 from advisor.render.html_analyzers import analyzer_section
-from advisor.render.html_bottlenecks import bottleneck_table, first_sentence, symptom_table
+from advisor.render.html_bottlenecks import (
+    bottleneck_table,
+    could_lead_list,
+    first_sentence,
+    symptom_table,
+)
 from advisor.render.html_charts import Bar, hbars, stacked_bars
 from advisor.render.html_ranks import number, rank_section
 from advisor.render.html_style import SCRIPT, STYLE
+from advisor.render.unknown_words import costing_evidence
 
 
 class ReportView(Protocol):
@@ -38,6 +45,7 @@ class ReportView(Protocol):
     notes: list[str]
     comparison: Comparison | None
     baseline: str | None
+    graph: RuleGraph | None  # the rules the run used (which evidence can cost step time)
     ledger: Ledger | None
 
 
@@ -308,7 +316,9 @@ def report_html(data: ReportView) -> str:
         ),
         _section(
             "Bottlenecks, the one worth most first",
-            bottleneck_table(data.diagnosis, _step_ms(facts)) + symptom_table(data.diagnosis),
+            bottleneck_table(data.diagnosis, _step_ms(facts))
+            + could_lead_list(data.diagnosis, costing_evidence(data.graph) if data.graph else None)
+            + symptom_table(data.diagnosis),
             "bottlenecks",
             "Cost: the share of the step the bottleneck's symptoms cost beyond their fine "
             "threshold; ceiling: the step time its costliest symptom claims once the time "

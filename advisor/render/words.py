@@ -200,7 +200,8 @@ def bottleneck_message(b: Bottleneck) -> str:
 # --- how to collect what a rule lacks -----------------------------------------------------------
 
 
-def _collection(way: Collection) -> str:
+def collection_text(way: Collection) -> str:
+    """How one missing value is collected, as every renderer says it."""
     if way.by is CollectBy.profile:
         return way.hint
     if way.by is CollectBy.config:
@@ -211,7 +212,7 @@ def _collection(way: Collection) -> str:
 
 
 def how_to_collect(unknown: Unknown) -> str:
-    return "; ".join(dict.fromkeys(_collection(way) for way in unknown.collect))
+    return "; ".join(dict.fromkeys(collection_text(way) for way in unknown.collect))
 
 
 # --- why the suggestion is what it is ----------------------------------------------------------
