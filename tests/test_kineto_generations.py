@@ -121,16 +121,26 @@ def test_gpu_traces_get_no_ascend_advice(tmp_path: Path, name: str):
     assert all(s.id not in ascend_only for s in run.diagnosis.symptoms)
 
 
-def test_orders_may_be_shared_by_features_of_disjoint_platforms():
+def test_orders_may_be_shared_by_features_no_job_has_both():
+    """Two features share a place in a bottleneck's try order only when no job can have both
+    as candidates: their platforms or their config dialects are disjoint."""
     graph = load_graph()
-    slots: dict[tuple[str, int], list[tuple[str, ...]]] = {}
+    slots: dict[tuple[str, int], list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     for bottleneck in ("bottleneck.host-dispatch", "bottleneck.communication"):
         for order, feature in graph.features_for(bottleneck):
-            slots.setdefault((bottleneck, order), []).append(feature.platforms)
+            slots.setdefault((bottleneck, order), []).append(
+                (feature.platforms, feature.applies_to)
+            )
     shared = [p for p in slots.values() if len(p) > 1]
     assert shared  # e.g. fused-dispatcher (ascend) and gpu-device-max-connections (cuda, rocm)
-    for platforms in shared:
-        assert all(p and not set(p) & set(q) for p in platforms for q in platforms if p is not q)
+
+    def disjoint(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+        return bool(a) and bool(b) and not set(a) & set(b)
+
+    for features in shared:
+        for i, (platforms, dialects) in enumerate(features):
+            for other_platforms, other_dialects in features[i + 1 :]:
+                assert disjoint(platforms, other_platforms) or disjoint(dialects, other_dialects)
 
 
 def test_a_folder_of_traces_exported_under_other_names_is_found(tmp_path: Path):
