@@ -141,3 +141,12 @@ def test_the_last_stage_s_unfused_cross_entropy_is_found_in_launch_order(tmp_pat
     assert "<td>softmax-cross-entropy</td><td>2.0</td><td>38.62 ms</td>" in page.read_text(
         encoding="utf-8"
     )
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not beside the checkout")
+def test_format_conversions_are_measured_on_the_last_stage():
+    """Qwen3 PP2: the last stage runs TransData for 10.4 ms per step (the slow-vs-fast diff
+    names it too); its share of device compute is the format-conversion fact."""
+    facts = profile_facts(REAL / "ascend-qwen3-pp2-4rank")
+    assert facts.value("ops.format_conversion_ms_per_step") == pytest.approx(10.37, abs=0.05)
+    assert 0.02 < facts.value("ops.format_conversion_share") < 0.05

@@ -18,6 +18,7 @@ OP_STAT = "op_statistic.csv"
 SHARE_FACTS = {
     "ops.matmul_share": "matmul",
     "ops.moe_gemm_share": "moe_gemm",
+    "ops.format_conversion_share": "format_conversion",
 }
 DEVICE_COMPUTE = "ops.device_compute_ms_per_step"
 ALL_OPS_FACTS = (
@@ -29,6 +30,8 @@ ALL_OPS_FACTS = (
     "ops.small_ops_per_step",
     "ops.matmul_share",
     "ops.moe_gemm_share",
+    "ops.format_conversion_share",
+    "ops.format_conversion_ms_per_step",
     "ops.aicpu_share",
     "ops.mte2_bound_share",
 )
@@ -207,6 +210,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
         out.miss("ops.small_ops_per_step", reason)
     for fact_id, cls in SHARE_FACTS.items():
         out.add(fact_id, by_class.get(cls, 0.0) / compute_us, f"{src}:Type", note)
+    conversion_ms = by_class.get("format_conversion", 0.0) / 1000.0 / steps
+    out.add("ops.format_conversion_ms_per_step", conversion_ms, f"{src}:Type", note)
     if given.profile.origin is None:
         out.add("ops.aicpu_share", aicpu_us / compute_us, f"{src}:Accelerator Core", note)
     else:  # a GPU trace has no Accelerator Core column: no kernel runs on an AI CPU
