@@ -11,6 +11,7 @@ import re
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.estimate import LinkPeaks, link_peaks
+from advisor.facts.steady import steady_comm_steps
 from advisor.inputs.analyzer_rules import AnalyzerRules, analyzer_rules
 from advisor.parsers.profile_data import CommStep
 
@@ -21,17 +22,6 @@ QUALITY_FACTS = (
     "comm.unaligned_ratio",
 )
 MB = 1_000_000  # communication.json's sizes are decimal megabytes
-
-
-def _steady(steps: list[CommStep], labels: list[str]) -> tuple[list[CommStep], str]:
-    wanted = {int(label) for label in labels if label.isdigit()}
-    matched = [s for s in steps if s.step in wanted]
-    if matched:
-        return matched, f"steps {', '.join(str(s.step) for s in matched)}"
-    if len(steps) > 1:
-        ordered = sorted(steps, key=lambda s: (s.step is None, s.step or 0))
-        return ordered[1:], f"{len(ordered) - 1} step(s), the first dropped (warm-up)"
-    return steps, "the single profiled step"
 
 
 def _peaks(device: str | None) -> tuple[LinkPeaks | None, dict[str, float], str]:
@@ -160,7 +150,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in QUALITY_FACTS:
             out.miss(fact_id, reason)
         return
-    steps, note = _steady(rank.comm, given.steady.steps.labels)
+    steps, note = steady_comm_steps(rank.comm, given.steady.steps.labels)
     rules = analyzer_rules()
     _peak_ratios(given, steps, given.thresholds.link_min_mb, out, source, note)
     _small_transfers(steps, rules, out, source, note)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.steady import steady_comm_steps
 from advisor.inputs.analyzer_rules import AnalyzerRules, analyzer_rules
 from advisor.parsers.profile_data import CommStep, RankProfile
 
@@ -25,17 +26,6 @@ SPLIT_FACTS = (
     "comm.largest_collective_mb",
 )
 MIB = 1024 * 1024  # HCCL_BUFFSIZE is in MB of 1024 x 1024 bytes (CANN's sizing formula)
-
-
-def _steady(steps: list[CommStep], labels: list[str]) -> tuple[list[CommStep], str]:
-    wanted = {int(label) for label in labels if label.isdigit()}
-    matched = [s for s in steps if s.step in wanted]
-    if matched:
-        return matched, f"steps {', '.join(str(s.step) for s in matched)}"
-    if len(steps) > 1:
-        ordered = sorted(steps, key=lambda s: (s.step is None, s.step or 0))
-        return ordered[1:], f"{len(ordered) - 1} step(s), the first dropped (warm-up)"
-    return steps, "the single profiled step"
 
 
 def _shares(elapse: float, wait: float, transit: float, sync: float, n: int) -> dict[str, float]:
@@ -191,7 +181,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in SPLIT_FACTS[:-1]:
             out.miss(fact_id, f"no {source} (profile level1 or above)")
         return
-    steps, note = _steady(rank.comm, given.steady.steps.labels)
+    steps, note = steady_comm_steps(rank.comm, given.steady.steps.labels)
     _by_kind(steps, out, source, note)
     _by_group(rank, steps, rules, out, (source, note))
     _retransmissions(steps, rules, out, source, note)

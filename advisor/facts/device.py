@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
-from advisor.facts.estimate import device_entry
+from advisor.facts.estimate import device_entry, named_devices
 from advisor.model import JOB_SCOPE, FactSet
 
 WRITES = ("profile.device_bf16",)
@@ -13,12 +13,7 @@ WRITES = ("profile.device_bf16",)
 def device_capabilities(facts: FactSet, device: str | None) -> None:
     """Add the job's device facts (replacing earlier ones)."""
     out = Recorder(JOB_SCOPE)
-    recorded = facts.get("profile.device")
-    candidates = []
-    if recorded is not None and isinstance(recorded.value, str):
-        candidates.append((recorded.value, recorded.source, "the device the profile recorded"))
-    if device:
-        candidates.append((device, "--device", "the device named on the command line"))
+    candidates = named_devices(facts, device)
     for name, source, why in candidates:
         entry = device_entry(name)
         if entry is not None and isinstance(entry.get("bf16"), bool):

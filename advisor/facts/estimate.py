@@ -211,6 +211,18 @@ def device_entry(device: str) -> dict[str, Any] | None:
     return None
 
 
+def named_devices(facts: FactSet, device: str | None) -> list[tuple[str, str, str]]:
+    """The device names to look up, most direct evidence first: the one the profile recorded,
+    then the one given with --device; each with its source and why it is used."""
+    recorded = facts.get("profile.device")
+    named = []
+    if recorded is not None and isinstance(recorded.value, str):
+        named.append((recorded.value, recorded.source, "the device the profile recorded"))
+    if device:
+        named.append((device, "--device", "the device named on the command line"))
+    return named
+
+
 def known_device(device: str) -> dict[str, Any]:
     """The device's row; a name the table does not know is refused, naming the known ones."""
     entry = device_entry(device)

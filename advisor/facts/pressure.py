@@ -15,7 +15,7 @@ part. `memory.footprint` joins the two into the one value footprint remedies are
 from __future__ import annotations
 
 from advisor.facts.base import Recorder
-from advisor.facts.estimate import device_entry
+from advisor.facts.estimate import device_entry, named_devices
 from advisor.inputs.thresholds import FactThresholds
 from advisor.model import JOB_SCOPE, FactSet
 
@@ -43,12 +43,7 @@ STATIC_PARTS = ("weights", "gradients", "optimizer")
 
 
 def _device_memory(facts: FactSet, device: str | None, out: Recorder) -> float | None:
-    recorded = facts.get("profile.device")
-    candidates = []
-    if recorded is not None and isinstance(recorded.value, str):
-        candidates.append((recorded.value, recorded.source, "the device the profile recorded"))
-    if device:
-        candidates.append((device, "--device", "the device named on the command line"))
+    candidates = named_devices(facts, device)
     for name, source, why in candidates:
         entry = device_entry(name)
         if entry is not None and isinstance(entry.get("memory_gib"), int | float):

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from advisor.facts.base import SteadySteps, select_steady
 from advisor.facts.wording import step_windows
 from advisor.inputs.thresholds import FactThresholds
-from advisor.parsers.profile_data import RankProfile, StepRow
+from advisor.parsers.profile_data import CommStep, RankProfile, StepRow
 
 STEP_TRACE = "step_trace_time.csv"
 LANE_COMPUTING = "Computing"
@@ -102,3 +102,16 @@ def steady_rows(rank: RankProfile, thresholds: FactThresholds) -> SteadyRows:
         open_last_ratio(rank, thresholds),
     )
     return SteadyRows([rows[i] for i in steady.kept], steady, source)
+
+
+def steady_comm_steps(steps: list[CommStep], labels: list[str]) -> tuple[list[CommStep], str]:
+    """A rank's communication steps of the steady steps (by label), else all but the first
+    (warm-up), else the one profiled step; with the note that says which."""
+    wanted = {int(label) for label in labels if label.isdigit()}
+    matched = [s for s in steps if s.step in wanted]
+    if matched:
+        return matched, f"steps {', '.join(str(s.step) for s in matched)}"
+    if len(steps) > 1:
+        ordered = sorted(steps, key=lambda s: (s.step is None, s.step or 0))
+        return ordered[1:], f"{len(ordered) - 1} step(s), the first dropped (warm-up)"
+    return steps, "the single profiled step"

@@ -8,9 +8,9 @@ classification vocabulary (names and patterns) is the taxonomy's (`taxonomy.py`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
@@ -68,44 +68,42 @@ def _sections() -> dict[str, Any]:
     return data
 
 
-def _floats(section: dict[str, Any]) -> dict[str, float]:
-    return {key: float(value) for key, value in section.items()}
+_T = TypeVar("_T")
+# the annotations of the threshold fields (strings: annotations are not evaluated here)
+_NUMBERS: dict[str, type[int] | type[float]] = {"int": int, "float": float}
+
+
+def _section(name: str, kind: type[_T]) -> _T:
+    """A section of the file as its layer's object, each value as its field's number type."""
+    raw = _sections()[name]
+    return kind(**{f.name: _NUMBERS[str(f.type)](raw[f.name]) for f in fields(kind)})  # type: ignore[arg-type]
 
 
 @cache
 def reader_thresholds() -> ReaderThresholds:
-    return ReaderThresholds(**_floats(_sections()["readers"]))
+    return _section("readers", ReaderThresholds)
 
 
 @cache
 def fact_thresholds() -> FactThresholds:
-    return FactThresholds(**_floats(_sections()["facts"]))
+    return _section("facts", FactThresholds)
 
 
 @cache
 def log_thresholds() -> LogThresholds:
-    raw = _sections()["logs"]
-    return LogThresholds(
-        warmup_iterations=int(raw["warmup_iterations"]),
-        outlier_mads=float(raw["outlier_mads"]),
-        grad_norm_spike_factor=float(raw["grad_norm_spike_factor"]),
-    )
+    return _section("logs", LogThresholds)
 
 
 @cache
 def compare_thresholds() -> CompareThresholds:
-    return CompareThresholds(**_floats(_sections()["compare"]))
+    return _section("compare", CompareThresholds)
 
 
 @cache
 def planner_thresholds() -> PlannerThresholds:
-    return PlannerThresholds(**_floats(_sections()["planner"]))
+    return _section("planner", PlannerThresholds)
 
 
 @cache
 def cluster_thresholds() -> ClusterThresholds:
-    raw = _sections()["cluster"]
-    return ClusterThresholds(
-        deep_all_max_ranks=int(raw["deep_all_max_ranks"]),
-        deep_sample_ranks=int(raw["deep_sample_ranks"]),
-    )
+    return _section("cluster", ClusterThresholds)
