@@ -70,6 +70,7 @@ def run_msprof(exe: Path, folder: Path, out: Path) -> tuple[float, list[tuple[st
     # operator files there (given the parent, it runs only its cluster analyses)
     ranks = sorted(folder.glob("*_ascend_pt"))
     target = ranks[0] if len(ranks) == 1 else folder
+    out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     ran = subprocess.run(
         [str(exe), "advisor", "all", "-d", str(target), "-o", str(out), "-l", "en"],
@@ -77,6 +78,8 @@ def run_msprof(exe: Path, folder: Path, out: Path) -> tuple[float, list[tuple[st
         text=True,
         timeout=1800,
         check=False,
+        # msprof-analyze writes an operator_tuning_file_*.cfg into its working folder
+        cwd=out,
     )
     took = time.perf_counter() - start
     problems = []
