@@ -198,3 +198,45 @@ def test_a_feature_whose_target_is_hidden_is_not_proposed(tmp_path: Path):
     assert bf16.code is RejectCode.numerics_last
     step_ms = profile_facts(tmp_path / "prof").value("attrib.step_ms")
     assert bf16.values["ceiling_ratio"] == pytest.approx(1.2 / step_ms, rel=1e-3)
+
+
+def _pp2_megatron_script(tmp_path: Path, extra: str = "") -> Path:
+    # the real Qwen3 0.6B script, laid out as the profiled job ran: 4 ranks, PP=2
+    source = _real("mindspeed-llm-scripts") / "qwen3__pretrain_qwen3_0point6b_4K_ptd.sh"
+    text = source.read_text()
+    for old, new in (("NPUS_PER_NODE=8", "NPUS_PER_NODE=4"), ("PP=1", "PP=2")):
+        assert old in text
+        text = text.replace(old, new)
+    text = text.replace(
+        "    --padded-vocab-size 151936 \\\n", f"{extra}    --padded-vocab-size 151936 \\\n"
+    )
+    script = tmp_path / "pretrain.sh"
+    script.write_text(text)
+    return script
+
+
+def test_a_megatron_script_gets_the_chunked_loss_as_a_patch(tmp_path: Path):
+    profile = _real("ascend-qwen3-pp2-4rank")
+    script = _pp2_megatron_script(tmp_path)
+    job = JobOptions(profile=profile, config=script)
+    suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
+    recommendation = suggestion.recommendation
+    assert recommendation is not None
+    # the script's own switch for the loss chain comes before the advice-only fused loss
+    assert recommendation.feature == "feature.mg-chunk-loss"
+    added = [line[1:].strip() for line in recommendation.diff.splitlines() if line.startswith("+ ")]
+    assert added == ["--loss-compute-mode chunk \\", "--loss-chunk-size 1024 \\"]
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.fused-loss"] is RejectCode.try_order
+    assert reasons["feature.pipeline-balance-stages"] is RejectCode.after
+
+
+def test_a_script_that_already_chunks_its_loss_is_not_told_to_again(tmp_path: Path):
+    profile = _real("ascend-qwen3-pp2-4rank")
+    script = _pp2_megatron_script(tmp_path, "    --loss-compute-mode chunk \\\n")
+    job = JobOptions(profile=profile, config=script)
+    suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
+    assert suggestion.recommendation is not None
+    assert suggestion.recommendation.feature != "feature.mg-chunk-loss"
+    reasons = {r.feature: r.code for r in suggestion.rejected}
+    assert reasons["feature.mg-chunk-loss"] is RejectCode.applied
