@@ -40,6 +40,20 @@ def test_a_shared_hint_is_resolved_with_its_gpu_counterpart() -> None:
     assert catalogue.collect_hint("step.time_ms", "ascend") == spec.collect
 
 
+def test_a_log_or_config_fact_keeps_its_hint_on_a_gpu_trace() -> None:
+    # a training log is read the same whatever the profiler: its hint is not "not recorded"
+    for fact_id in ("log.overflow_ratio", "model.params", "pipeline.bubble_expected_ratio"):
+        assert catalogue.collect_hint(fact_id, "cuda") == catalogue.spec_for(fact_id).collect
+    # a PyTorch trace records memory with profile_memory=True, not Ascend's profile_with_memory
+    for fact_id in ("memory.fragmentation_ratio", "memory.pressure_ratio"):
+        hint = catalogue.collect_hint(fact_id, "cuda")
+        assert "profile_memory=True" in hint and "profile_with_memory" not in hint
+    # what PyTorch traces do not carry is still said so
+    assert catalogue.collect_hint("ops.aicore_freq_min_ratio", "cuda") == (
+        "not recorded in PyTorch profiler traces"
+    )
+
+
 def test_environment_variables_share_one_entry() -> None:
     spec = catalogue.spec_for("env.HCCL_BUFFSIZE")
     assert (spec.id, spec.area, spec.combine) == ("env.HCCL_BUFFSIZE", "env", "first")

@@ -50,6 +50,7 @@ class FactSpec:
     doc: str
     combine: Combine
     collect: str  # how to get the data when the fact is missing
+    gpu_collect: str = ""  # the same on a PyTorch profiler trace, when the fact says it
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def _spec(entry: Mapping[str, Any], fact_id: str, collect: str) -> FactSpec:
         str(entry["doc"]),
         Combine(entry["combine"]),
         collect,
+        str(entry.get("gpu", "")),
     )
 
 
@@ -151,7 +153,9 @@ def collect_hint(
             return gpu if platform in GPU_PLATFORMS else collect
     if platform in GPU_PLATFORMS:
         return (
-            catalogue().gpu_collect.get(spec.collect) or "not recorded in PyTorch profiler traces"
+            spec.gpu_collect
+            or catalogue().gpu_collect.get(spec.collect)
+            or "not recorded in PyTorch profiler traces"
         )
     return spec.collect or f"a profile that yields {fact_id}"
 
