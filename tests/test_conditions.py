@@ -101,3 +101,15 @@ def test_release_versions_compare_as_releases():
     assert on({**npu, "op": "version_lt", "value": "master"}) is Truth.FALSE
     missing = {"fact": "profile.framework_version", "op": "version_lt", "value": "2.3"}
     assert on(missing) is Truth.UNKNOWN
+
+
+def test_a_fact_default_is_what_an_unmeasured_fact_counts_as():
+    cond = {"fact": "ops.fp16_matmul_share", "op": "gt", "value": 0, "default": 1}
+    # unmeasured: the rule's stated default decides
+    assert truth(cond) is Truth.TRUE
+    # measured: the measurement decides, the default is never used
+    measured = Context(facts={"ops.fp16_matmul_share": 0.0})
+    assert evaluate(cond, measured).truth is Truth.FALSE
+    # without a default an unmeasured fact stays unknown
+    plain = {"fact": "ops.fp16_matmul_share", "op": "gt", "value": 0}
+    assert truth(plain) is Truth.UNKNOWN

@@ -100,7 +100,7 @@ def _suggest(prof: Path, config: Path, log: Path, device: str | None = "910B", *
 
 def test_megatron_fp16_with_overflows_switches_to_bf16(tmp_path: Path) -> None:
     run = _suggest(
-        profile(tmp_path, "healthy"),
+        profile(tmp_path, "healthy", compute_dtype="DT_FLOAT16"),
         script(tmp_path, dtype="--fp16"),
         megatron_log(tmp_path / "train.log"),
     )
@@ -115,7 +115,7 @@ def test_fsdp2_fp16_with_a_falling_scale_switches_param_dtype(tmp_path: Path) ->
     text = (Path("examples/fsdp2/config.yaml")).read_text()
     config.write_text(text.replace("parallel:\n", "parallel:\n  param_dtype: fp16\n", 1))
     run = _suggest(
-        profile(tmp_path, "healthy"),
+        profile(tmp_path, "healthy", compute_dtype="DT_FLOAT16"),
         config,
         fsdp2_log(tmp_path / "fsdp2.log"),
         launch=Path("examples/fsdp2/run.sh"),
@@ -131,7 +131,11 @@ def test_mindformers_float16_with_overflows_computes_in_bfloat16(tmp_path: Path)
     config.write_text(
         text.replace("  model_config:\n", "  model_config:\n    compute_dtype: float16\n", 1)
     )
-    run = _suggest(profile(tmp_path, "healthy"), config, mindformers_log(tmp_path / "mf.log"))
+    run = _suggest(
+        profile(tmp_path, "healthy", compute_dtype="DT_FLOAT16"),
+        config,
+        mindformers_log(tmp_path / "mf.log"),
+    )
     rec = run.suggestion.recommendation
     assert rec is not None and rec.feature == "feature.mf-bf16-compute"
     assert rec.diff is not None and "+    compute_dtype: bfloat16" in rec.diff
@@ -139,7 +143,7 @@ def test_mindformers_float16_with_overflows_computes_in_bfloat16(tmp_path: Path)
 
 def test_without_the_device_the_switch_is_undecided_not_proposed(tmp_path: Path) -> None:
     run = _suggest(
-        profile(tmp_path, "healthy"),
+        profile(tmp_path, "healthy", compute_dtype="DT_FLOAT16"),
         script(tmp_path, dtype="--fp16"),
         megatron_log(tmp_path / "train.log"),
         device=None,
@@ -159,7 +163,7 @@ def test_a_device_without_bf16_keeps_fp16(rule_id: str) -> None:
 
 def test_a_bf16_run_gets_no_precision_change(tmp_path: Path) -> None:
     run = _suggest(
-        profile(tmp_path, "healthy"),
+        profile(tmp_path, "healthy", compute_dtype="DT_FLOAT16"),
         script(tmp_path, dtype="--bf16"),
         megatron_log(tmp_path / "train.log"),  # skips without a bf16 cause: not the precision
     )

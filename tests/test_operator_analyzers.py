@@ -150,3 +150,16 @@ def test_format_conversions_are_measured_on_the_last_stage():
     facts = profile_facts(REAL / "ascend-qwen3-pp2-4rank")
     assert facts.value("ops.format_conversion_ms_per_step") == pytest.approx(10.37, abs=0.05)
     assert 0.02 < facts.value("ops.format_conversion_share") < 0.05
+
+
+def test_the_matmul_precision_tells_whether_a_loss_scaler_exists(tmp_path: Path):
+    # msprof-analyze's test table computes its matmuls in FLOAT16: an fp16 run
+    fp16 = profile_facts(_rank_folder(tmp_path / "fp16", AICPU_KERNELS))
+    assert fp16.value("ops.fp16_matmul_share") == pytest.approx(1.0)
+    # the Qwen3 PP2 job computes in DT_BF16: no loss scaler, so fp16 overflows are ruled out,
+    # not listed as a bottleneck that could lead once a log is given
+    bf16 = _real("ascend-qwen3-pp2-4rank")
+    assert profile_facts(bf16).value("ops.fp16_matmul_share") == 0.0
+    diagnosis = run_diagnose(JobOptions(profile=bf16)).diagnosis
+    unknown = {u.rule for u in diagnosis.unknown}
+    assert "symptom.fp16-overflows" not in unknown and "bottleneck.numerics" not in unknown

@@ -154,26 +154,25 @@ class Leaf:
     # compare with an environment variable (and its value when the launch leaves it unset)
     other_env: tuple[str, Scalar] | None = None
 
-    def evaluate(self, ctx: Context) -> Outcome:
+    def _actual(self, ctx: Context) -> object:
         actual = ctx.lookup(self.source, self.path)
         if actual is ABSENT and self.has_default:
-            actual = self.default
-        if actual is None:
-            return Outcome(Truth.UNKNOWN, (f"{self.source}:{self.path}",))
-        if self.op == "exists":
-            return TRUE if actual is not ABSENT else FALSE
-        if self.op == "absent":
-            return TRUE if actual is ABSENT else FALSE
-        if actual is ABSENT:
-            # a key the source does not set: compare against nothing, i.e. the condition is
-            # false unless it asks for inequality
-            return TRUE if self.op in ("ne", "not_in") else FALSE
-        expected = self.value
+            return self.default
+        if actual is None and self.has_default and self.source == "fact":
+            # the rule states what an unmeasured fact counts as for this condition: used where
+            # an unknown must not silence the rule (never to turn unknown into "no")
+            return self.default
+        return actual
+
+    def _expected(self, ctx: Context) -> tuple[object, str | None]:
+        """The value compared against (the literal, another key, or a variable) and, when that
+        value is unknown, the name of what is missing."""
         if self.other_key is not None:
             # compare two keys of the same config (e.g. micro_batch_num < pipeline_stage)
             expected = ctx.lookup("config", self.other_key)
             if expected is None or expected is ABSENT:
-                return Outcome(Truth.UNKNOWN, (f"config:{self.other_key}",))
+                return None, f"config:{self.other_key}"
+            return expected, None
         if self.other_env is not None:
             # a fact against a variable (the largest collective against HCCL_BUFFSIZE)
             name, unset = self.other_env
@@ -184,8 +183,24 @@ class Leaf:
                 expected = None
             elif expected is ABSENT:
                 expected = unset
-            if expected is None:
-                return Outcome(Truth.UNKNOWN, (f"env:{name}",))
+            return expected, None if expected is not None else f"env:{name}"
+        return self.value, None
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        actual = self._actual(ctx)
+        if actual is None:
+            return Outcome(Truth.UNKNOWN, (f"{self.source}:{self.path}",))
+        if self.op == "exists":
+            return TRUE if actual is not ABSENT else FALSE
+        if self.op == "absent":
+            return TRUE if actual is ABSENT else FALSE
+        if actual is ABSENT:
+            # a key the source does not set: compare against nothing, i.e. the condition is
+            # false unless it asks for inequality
+            return TRUE if self.op in ("ne", "not_in") else FALSE
+        expected, missing = self._expected(ctx)
+        if missing is not None:
+            return Outcome(Truth.UNKNOWN, (missing,))
         return TRUE if _compare(self.op, actual, expected) else FALSE
 
     def names(self, source: str) -> list[str]:

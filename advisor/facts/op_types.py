@@ -1,7 +1,8 @@
 """Operator facts the analyzers read beyond the top list: every compute kernel type's time and
 count per step (what the slowest and fastest ranks are compared by), the AI-CPU operators with
-the input dtypes that sent them there, and the share of device compute run as dynamic-shape
-operators (kernel_details.csv's OP State)."""
+the input dtypes that sent them there, the share of device compute run as dynamic-shape
+operators (kernel_details.csv's OP State), and the share of matrix-multiplication time computed
+in fp16 (what says whether the run has a loss scaler at all)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,16 @@ OP_TYPE_FACTS = (
     "ops.aicpu_ops",
     "ops.aicpu_by_op",
     "ops.dynamic_shape_share",
+    "ops.fp16_matmul_share",
     "ops.optimizer_ms_per_step",
     "ops.optimizer_ratio",
+)
+# what only the per-kernel detail rows (dtypes, core, OP State) of an Ascend table tell
+DETAIL_FACTS = (
+    "ops.aicpu_ops",
+    "ops.aicpu_by_op",
+    "ops.dynamic_shape_share",
+    "ops.fp16_matmul_share",
 )
 # types kept in the table: far more than any model runs (~60 in a dense transformer)
 MAX_TYPES = 200
@@ -107,6 +116,19 @@ def _dynamic(
     return dynamic / total, note
 
 
+def _fp16_matmul_share(details: list[OpDetail], taxonomy: Taxonomy) -> float | None:
+    """The share of matmul time whose inputs are fp16; None without matmuls to judge by."""
+    fp16 = analyzer_rules().fp16_dtypes
+    total = half = 0.0
+    for d in details:
+        if "matmul" not in taxonomy.op_class(d.op_type, d.op_type):
+            continue
+        total += d.total_us
+        if any(t.strip().upper() in fp16 for t in d.input_dtypes.replace(",", ";").split(";")):
+            half += d.total_us
+    return half / total if total > 0 else None
+
+
 def _optimizer(
     groups: list[KernelGroup], steps: int, out: Recorder, source: str, note: str
 ) -> None:
@@ -147,13 +169,19 @@ def derive(given: RankInputs, out: Recorder) -> None:
     _optimizer(compute, sel.steps, out, sel.source, sel.note)
     details = _steady_details(rank, sel)
     if rank.platform != "ascend":
-        for fact_id in ("ops.aicpu_ops", "ops.aicpu_by_op", "ops.dynamic_shape_share"):
-            out.miss(fact_id, "a GPU trace: no AI CPU, no OP State")
+        for fact_id in DETAIL_FACTS:
+            out.miss(fact_id, "a GPU trace: no AI CPU, no OP State, no kernel dtypes")
         return
     if details is None:
-        for fact_id in ("ops.aicpu_ops", "ops.aicpu_by_op", "ops.dynamic_shape_share"):
+        for fact_id in DETAIL_FACTS:
             out.miss(fact_id, f"{sel.source} has no per-kernel dtypes or OP State")
         return
+    fp16 = _fp16_matmul_share(details, taxonomy)
+    if fp16 is None:
+        out.miss("ops.fp16_matmul_share", f"{sel.source} has no matmul kernels in the steady steps")
+    else:
+        dtypes = f"{sel.source}:Type,Input Data Types"
+        out.add("ops.fp16_matmul_share", fp16, dtypes, f"matmul time with fp16 inputs; {sel.note}")
     rows, by_op = _aicpu(details, taxonomy.aicpu_core, sel.steps)
     src = f"{sel.source}:Accelerator Core,Input Data Types"
     out.add("ops.aicpu_ops", rows, src, f"AI-CPU operator groups, longest first; {sel.note}")

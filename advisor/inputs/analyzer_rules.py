@@ -1,5 +1,6 @@
 """The analyzers' data loaded from rules/analyzers.yaml: the loss chain's operator types, how
-the slowest and fastest ranks are told apart, what the AI-CPU list shows, and what counts as a
+the slowest and fastest ranks are told apart, what the AI-CPU list shows, which dtypes are fp16,
+and what counts as a
 small or unaligned communication transfer, when an RDMA transfer was retransmitted, and the
 HCCL data types' sizes."""
 
@@ -34,6 +35,7 @@ class AnalyzerRules:
     slow_fast_top: int
     aicpu_top: int
     fallback_dtypes: frozenset[str]
+    fp16_dtypes: frozenset[str]
     small_transfer_mb: dict[str, float]
     sdma_links: tuple[str, ...]
     sdma_total: str
@@ -63,6 +65,7 @@ def _build(raw: dict[str, Any]) -> AnalyzerRules:
         slow_fast_top=int(slow_fast["top"]),
         aicpu_top=int(aicpu["top"]),
         fallback_dtypes=frozenset(str(d).upper() for d in aicpu["fallback_dtypes"]),
+        fp16_dtypes=frozenset(str(d).upper() for d in raw["precision"]["fp16_dtypes"]),
         small_transfer_mb={str(k): float(v) for k, v in comm["small_transfer_mb"].items()},
         sdma_links=tuple(str(k) for k in comm["sdma_links"]),
         sdma_total=str(comm["sdma_total"]),

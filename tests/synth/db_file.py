@@ -218,7 +218,13 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
                 "INSERT INTO COMPUTE_TASK_INFO "
                 "(name, globalTaskId, taskType, opType, inputDataTypes) VALUES (?, ?, ?, ?, ?)",
                 # the text table's dtypes (tables.py)
-                (sid(k.name), task_id, sid(k.core), sid(k.op_type), sid("DT_BF16;DT_BF16")),
+                (
+                    sid(k.name),
+                    task_id,
+                    sid(k.core),
+                    sid(k.op_type),
+                    sid(f"{s.compute_dtype};{s.compute_dtype}"),
+                ),
             )
             conn.execute(
                 "INSERT INTO CANN_API (startNs, endNs, type, connectionId, name) "

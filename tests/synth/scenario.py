@@ -78,6 +78,9 @@ class Scenario:
     allocated_floor_share: float = 0.6
     # the chip a database export records in NPU_INFO (None: no NPU_INFO row)
     device: str | None = None
+    # the kernels' input dtype as kernel_details.csv / COMPUTE_TASK_INFO write it (DT_FLOAT16:
+    # an fp16 run, whose loss scaler can overflow)
+    compute_dtype: str = "DT_BF16"
     # operators holding memory at the allocated peak, written to operator_memory.csv /
     # OP_MEMORY as (name, MiB); empty: no operator memory file
     peak_holders: tuple[tuple[str, float], ...] = ()

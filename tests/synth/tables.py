@@ -145,10 +145,10 @@ def write_kernels(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
                     "0",
                     "NO",
                     '"4096,4096;4096,4096"',
-                    "DT_BF16;DT_BF16",
+                    f"{s.compute_dtype};{s.compute_dtype}",
                     "ND;ND",
                     '"4096,4096"',
-                    "DT_BF16",
+                    s.compute_dtype,
                     "ND",
                     "N/A",
                 ]
