@@ -134,13 +134,16 @@ def side_facts(path: Path | None, log: Path | None) -> FactSet:
 
 
 def with_memory_pressure(facts: FactSet, device: str | None) -> None:
-    """The job's memory pressure and attribution from every memory fact gathered so far, and
-    what its device can do (bf16)."""
+    """The job's memory pressure and attribution from every memory fact gathered so far, what
+    its device can do (bf16), and the kernels launched on fewer blocks than it has cores: the
+    facts that need the device, which --device may name."""
+    from advisor.facts.block_dim import block_dim_usage
     from advisor.facts.device import device_capabilities
     from advisor.facts.pressure import memory_pressure
 
     memory_pressure(facts, device, fact_thresholds())
     device_capabilities(facts, device)
+    block_dim_usage(facts, device)
 
 
 def add_estimates(

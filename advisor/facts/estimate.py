@@ -211,6 +211,16 @@ def device_entry(device: str) -> dict[str, Any] | None:
     return None
 
 
+def device_cores(device: str) -> dict[str, Any] | None:
+    """The `cores` row of rules/devices.yaml whose pattern the device name matches: its AI Core
+    and vector core counts (None: no row, the counts are not publicly stated for that name)."""
+    raw = load_valid(rules_dir() / "devices.yaml", "devices.schema.json")
+    for entry in raw.get("cores", []):
+        if re.search(entry["match"], device, re.IGNORECASE):
+            return dict(entry)
+    return None
+
+
 def named_devices(facts: FactSet, device: str | None) -> list[tuple[str, str, str]]:
     """The device names to look up, most direct evidence first: the one the profile recorded,
     then the one given with --device; each with its source and why it is used."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from advisor.facts import (
     attrib,
+    block_dim,
     cluster,
     comm,
     comm_quality,
@@ -51,6 +52,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     attrib.DERIVER,
     ops.DERIVER,
     op_types.DERIVER,
+    block_dim.DERIVER,
     host.DERIVER,
     comm.DERIVER,
     exposure.DERIVER,

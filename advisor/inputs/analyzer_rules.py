@@ -2,7 +2,7 @@
 the slowest and fastest ranks are told apart, what the AI-CPU list shows, which dtypes are fp16,
 and what counts as a
 small or unaligned communication transfer, when an RDMA transfer was retransmitted, and the
-HCCL data types' sizes."""
+HCCL data types' sizes, and which core count each kind of kernel's block dim is compared with."""
 
 from __future__ import annotations
 
@@ -46,6 +46,9 @@ class AnalyzerRules:
     dtype_bytes: dict[str, int]
     fusion_skip: re.Pattern[str]
     fusion: tuple[FusionPattern, ...]
+    # Accelerator Core kind -> "ai_cores" or "vector_cores": the count its Block Dim is against
+    block_dim_units: dict[str, str]
+    block_dim_top: int
 
 
 def load_analyzer_rules(path: Path) -> AnalyzerRules:
@@ -76,6 +79,8 @@ def _build(raw: dict[str, Any]) -> AnalyzerRules:
         dtype_bytes={str(k).upper(): int(v) for k, v in raw["collectives"]["dtype_bytes"].items()},
         fusion_skip=re.compile(str(raw["fusion"]["skip"])),
         fusion=tuple(_pattern(p) for p in raw["fusion"]["patterns"]),
+        block_dim_units={str(k).upper(): str(v) for k, v in raw["block_dim"]["units"].items()},
+        block_dim_top=int(raw["block_dim"]["top"]),
     )
 
 

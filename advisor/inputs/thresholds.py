@@ -33,6 +33,7 @@ class FactThresholds:
     link_min_mb: float
     memory_pressure_ratio: float
     memory_dynamic_share: float
+    block_dim_mismatch_share: float
 
 
 @dataclass(frozen=True)

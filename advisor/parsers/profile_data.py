@@ -71,6 +71,20 @@ class OpDetail:
 
 
 @dataclass(slots=True)
+class BlockDimGroup:
+    """Kernels of one type on one core kind launched with one block dim (and mix block dim) in
+    one step: how many cores each kernel asked for, what the block-dim analyzer reads."""
+
+    step: int | None
+    op_type: str
+    core: str
+    block_dim: int
+    mix_block_dim: int | None  # None: the export has no Mix Block Dim or the cell is N/A
+    count: int = 0
+    total_us: float = 0.0
+
+
+@dataclass(slots=True)
 class SequenceCount:
     """One fusion pattern's unfused kernel sequences found in one step, and their time."""
 
@@ -93,6 +107,8 @@ class KernelTable:
     step_spans: tuple[tuple[int, float, float], ...] = ()
     # (step, fusion pattern) -> its unfused sequences; None: the source's launch order not read
     sequences: dict[tuple[int | None, str], SequenceCount] | None = None
+    # per (step, type, core, block dim, mix block dim); None: the source has no Block Dim
+    block_dims: list[BlockDimGroup] | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +276,11 @@ class RankProfile:
     origin: str | None = None  # the single file every fact came from (PyTorch traces)
     device: str | None = None
     device_source: str = ""  # where the device name was read (a trace's deviceProperties, NPU_INFO)
+    # the device's AI Core (cube) and vector core counts as the profile records them
+    # (PROF_*/device_*/info.json's DeviceInfo ai_core_num, aiv_num); None: not recorded
+    ai_cores: int | None = None
+    vector_cores: int | None = None
+    cores_source: str = ""
     # how the framework was recognised (a directory suffix, a trace's schema)
     framework_source: str = ""
     # the accelerator platform: ascend, cuda or rocm

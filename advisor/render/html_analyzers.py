@@ -1,5 +1,5 @@
 """The report's analyzer tables: the step's phases, what the slowest rank runs beyond the
-fastest, the AI-CPU operators, the unfused kernel sequences a fused operator replaces, how the
+fastest, the AI-CPU operators, the kernels launched on fewer blocks than cores, the unfused kernel sequences a fused operator replaces, how the
 collectives use their links, and where their time goes (transit, wait, idle) by kind and by
 group. Each table appears only when its facts do;
 a missing fact is left out here (the diagnosis lists what is unknown and how to collect it)."""
@@ -67,6 +67,32 @@ def _aicpu(facts: FactSet) -> str:
         rows,
     )
     return f"<h3>AI-CPU operators</h3>{table}"
+
+
+def _block_dim(facts: FactSet) -> str:
+    ops = facts.value("ops.low_block_dim_ops")
+    if not isinstance(ops, list) or not ops:
+        return ""
+    rows = [
+        [
+            str(op.get("type")),
+            str(op.get("core")),
+            str(op.get("cores")),
+            f"{op.get('per_step_count')}",
+            f"{float(op.get('per_step_ms') or 0.0):.3f} ms",
+        ]
+        for op in ops
+        if isinstance(op, dict)
+    ]
+    share = facts.value("ops.low_block_dim_share")
+    idle = facts.value("ops.low_block_dim_idle_ms_per_step")
+    lead = (
+        f"<p>{escape(format_value(share, 'ratio'))} of the AI Core and vector kernels' time runs "
+        f"on fewer blocks than the unit has cores; at most {escape(format_value(idle, 'ms'))} "
+        "per step of idle cores.</p>"
+    )
+    head = ["operator", "core kind", "cores of the unit", "kernels per step", "time per step"]
+    return f"<h3>Kernels on fewer blocks than cores</h3>{lead}{_table(head, rows)}"
 
 
 def _links(facts: FactSet) -> str:
@@ -210,6 +236,7 @@ def analyzer_section(facts: FactSet) -> str:
         _phases(facts),
         _slow_fast(facts),
         _aicpu(facts),
+        _block_dim(facts),
         _fusion(facts),
         _links(facts),
         _comm_split(facts),

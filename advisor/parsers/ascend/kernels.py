@@ -13,7 +13,7 @@ from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
 from advisor.parsers.kernel_sequences import SequenceCounter
-from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail
+from advisor.parsers.profile_data import BlockDimGroup, KernelGroup, KernelTable, OpDetail
 
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
 
@@ -35,6 +35,7 @@ def read_kernels(
     # raw cells as keys; cleaned once per group at the end
     groups: dict[tuple[str, str, str], KernelGroup] = {}
     details: dict[tuple[str, str, str, str], OpDetail] = {}
+    block_dims: dict[tuple[str, str, str, str, str], list[float]] = {}
     sequences = SequenceCounter()
     rows = 0
     for row in table.rows():
@@ -56,6 +57,8 @@ def read_kernels(
             add_pipes(group, duration, *ratios, mte2_bound, compute_used)
         if columns.has_details:
             columns.add_detail(details, row, key, duration)
+        if columns.block_dim is not None:
+            columns.add_block_dim(block_dims, row, key, duration)
         if step_spans is not None:
             columns.add_span(step_spans, row, key[0], duration)
         sequences.add(group.step, group.op_type, duration)
@@ -70,7 +73,38 @@ def read_kernels(
         has_op_state=columns.op_state is not None,
         step_spans=_spans(step_spans),
         sequences=sequences.counts,
+        block_dims=_block_dim_groups(path, block_dims, bad)
+        if columns.block_dim is not None
+        else None,
     )
+
+
+def _block_dim_groups(
+    path: Path, raw: dict[tuple[str, str, str, str, str], list[float]], bad: BadValues
+) -> list[BlockDimGroup]:
+    """The (step, type, core, block dim, mix block dim) groups with their cells cleaned; a
+    block dim that is not a count is left out with a warning (its kernels still count in the
+    kernel groups)."""
+    found: list[BlockDimGroup] = []
+    for (step, op_type, core, block, mix), (count, total_us) in raw.items():
+        block_dim = integer(block)
+        if block_dim is None or block_dim < 0:
+            if clean(block) not in NOT_AVAILABLE:
+                bad.ignore(path, "Block Dim", block, "not a count", "no block dim", int(count))
+            continue
+        mix_dim = integer(mix)
+        found.append(
+            BlockDimGroup(
+                integer(step),
+                clean(op_type),
+                clean(core),
+                block_dim,
+                mix_dim if mix_dim is not None and mix_dim >= 0 else None,
+                int(count),
+                total_us,
+            )
+        )
+    return found
 
 
 def _spans(step_spans: dict[str, list[float]] | None) -> tuple[tuple[int, float, float], ...]:
@@ -120,6 +154,26 @@ class _KernelColumns:
         self.dtypes = table.column("Input Data Types")
         self.op_state = table.column("OP State")
         self.has_details = self.dtypes is not None or self.op_state is not None
+        self.block_dim = table.column("Block Dim")
+        self.mix_block_dim = table.column("Mix Block Dim")
+
+    def add_block_dim(
+        self,
+        groups: dict[tuple[str, str, str, str, str], list[float]],
+        row: list[str],
+        key: tuple[str, str, str],
+        duration: float,
+    ) -> None:
+        """Count the row under its (step, type, core, block dim, mix block dim), raw cells."""
+        assert self.block_dim is not None
+        mix = row[self.mix_block_dim] if self.mix_block_dim is not None else ""
+        group_key = (*key, row[self.block_dim], mix)
+        slot = groups.get(group_key)
+        if slot is None:
+            groups[group_key] = [1.0, duration]
+        else:
+            slot[0] += 1.0
+            slot[1] += duration
 
     def add_detail(
         self,

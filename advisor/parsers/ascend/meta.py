@@ -4,6 +4,7 @@ level, versions, environment, parallel sizes and groups)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,49 @@ def apply_info(rank: RankProfile, info: Any, info_path: Path) -> None:
             if rank.framework != "mindspore":
                 rank.framework = "mindspore"
                 rank.framework_source = f"{info_path.name} records {key}"
+
+
+def read_device_info(
+    rank: RankProfile, directory: Path, read: Callable[[Path, str, Callable[[Path], Any]], Any]
+) -> None:
+    """The core counts of the raw PROF_* folder's device description, where the export kept it
+    (a simplified export deletes it): what msprof-analyze's block-dim checker reads. `read`
+    reads a file as the rank's other files are read (absent, unreadable, skipped)."""
+    for path in device_info_files(directory):
+        info = read(path, "info.json", files.read_json)
+        if info is not None and apply_device_info(rank, info, path):
+            return
+
+
+def device_info_files(directory: Path) -> list[Path]:
+    """PROF_*/device_*/info.json.<id> files of a rank directory (not their .done markers)."""
+    found = directory.glob("PROF_*/device_*/info.json*")
+    return sorted(p for p in found if p.is_file() and not p.name.endswith(".done"))
+
+
+def apply_device_info(rank: RankProfile, info: Any, path: Path) -> bool:
+    """The AI Core and vector core counts of DeviceInfo (ai_core_num, aiv_num); False when the
+    file states no AI Core count."""
+    devices = info.get("DeviceInfo") if isinstance(info, dict) else None
+    for device in devices if isinstance(devices, list) else []:
+        cores = _count(device.get("ai_core_num")) if isinstance(device, dict) else None
+        if cores is not None:
+            rank.ai_cores = cores
+            rank.vector_cores = _count(device.get("aiv_num"))
+            rank.cores_source = (
+                f"{path.parent.parent.name}/{path.parent.name}/{path.name}:DeviceInfo"
+            )
+            return True
+    return False
+
+
+def _count(value: Any) -> int | None:
+    """A positive core count, written as a number or a string of digits; None otherwise."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
 
 
 def _apply_gc_detection(rank: RankProfile, info: Any) -> None:

@@ -9,10 +9,9 @@ from typing import TypeVar
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.inputs.thresholds import reader_thresholds
 from advisor.model import InputError
-from advisor.parsers.ascend import files, memory
+from advisor.parsers.ascend import files, memory, meta
 from advisor.parsers.ascend.comm_matrix import read_comm_matrix
 from advisor.parsers.ascend.kernels import read_kernels
-from advisor.parsers.ascend.meta import apply_info, apply_metadata, read_metadata
 from advisor.parsers.ascend_db.reader import (
     DbProfile,
     analysis_db,
@@ -175,19 +174,20 @@ def read_rank(
 
 
 def _read_description(rank: RankProfile, directory: Path, reader: _Reader) -> None:
-    """profiler_info_<rank>.json and profiler_metadata.json, where the profile has them."""
+    """profiler_info_<rank>.json, profiler_metadata.json, PROF_*'s info.json: where present."""
     info_paths = sorted(p for p in directory.glob("profiler_info*.json") if p.is_file())
     if info_paths:
         info = reader.read(info_paths[0], "profiler_info.json", files.read_json)
         if info is not None:
-            apply_info(rank, info, info_paths[0])
+            meta.apply_info(rank, info, info_paths[0])
     else:
         rank.absent["profiler_info.json"] = "not in the profile"
-    meta = reader.read(
-        directory / "profiler_metadata.json", "profiler_metadata.json", read_metadata
+    metadata = reader.read(
+        directory / "profiler_metadata.json", "profiler_metadata.json", meta.read_metadata
     )
-    if meta is not None:
-        apply_metadata(rank, meta)
+    if metadata is not None:
+        meta.apply_metadata(rank, metadata)
+    meta.read_device_info(rank, directory, reader.read)
 
 
 def _no_output(directory: Path) -> InputError:
@@ -333,7 +333,7 @@ def _read_db_rank(
 
 def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     if content.metadata:
-        apply_metadata(rank, content.metadata)
+        meta.apply_metadata(rank, content.metadata)
     if rank.rank is None and content.rank is not None:
         rank.rank = content.rank
     rank.step_rows = content.step_rows

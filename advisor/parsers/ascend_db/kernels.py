@@ -20,7 +20,13 @@ from advisor.model import InputError
 from advisor.parsers.ascend_db.checks import PMU_RATIO_OK, PMU_RATIOS, valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.kernel_sequences import SequenceCounter
-from advisor.parsers.profile_data import KernelGroup, KernelTable, OpDetail, SequenceCount
+from advisor.parsers.profile_data import (
+    BlockDimGroup,
+    KernelGroup,
+    KernelTable,
+    OpDetail,
+    SequenceCount,
+)
 from advisor.parsers.traces.steps import StepWindow
 
 _PIPES = PMU_RATIOS
@@ -152,6 +158,7 @@ def _kernels(
         rows=rows,
         details=details,
         sequences=sequences,
+        block_dims=_block_dims(db, strings, origin),
     )
 
 
@@ -193,6 +200,43 @@ def _details(db: Database, strings: dict[int, str], origin: int) -> list[OpDetai
         detail.count, detail.total_us = count, total
         details.append(detail)
     return details
+
+
+def _block_dims(db: Database, strings: dict[int, str], origin: int) -> list[BlockDimGroup] | None:
+    """Kernels per (step, type, core, block dim, mix block dim): what the block-dim analyzer
+    reads (None: the export has no blockDim column)."""
+    if not db.has("COMPUTE_TASK_INFO", "blockDim"):
+        return None
+    mix = "c.mixBlockDim" if db.has("COMPUTE_TASK_INFO", "mixBlockDim") else "NULL"
+    sql = _BLOCK_DIM_SQL.format(mix=mix, valid=valid_interval(origin, "t."))
+    found = []
+    for step, op_type, core, block, mix_block, count, total in db.rows("COMPUTE_TASK_INFO", sql):
+        if not isinstance(block, int) or block < 0:
+            continue
+        mix_dim = mix_block if isinstance(mix_block, int) and mix_block >= 0 else None
+        found.append(
+            BlockDimGroup(
+                step,
+                strings.get(op_type, str(op_type)),
+                strings.get(core, str(core)),
+                block,
+                mix_dim,
+                count,
+                total,
+            )
+        )
+    return found
+
+
+_BLOCK_DIM_SQL = """
+SELECT
+  (SELECT CASE WHEN t.startNs < s.hi THEN s.id END FROM temp.advisor_steps s
+   WHERE s.lo <= t.startNs ORDER BY s.lo DESC LIMIT 1) AS step,
+  c.opType, c.taskType, c.blockDim, {mix}, COUNT(*), TOTAL((t.endNs - t.startNs) / 1000.0)
+FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId
+WHERE {valid}
+GROUP BY 1, 2, 3, 4, 5
+"""
 
 
 _DETAIL_SQL = """
