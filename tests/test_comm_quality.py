@@ -15,6 +15,8 @@ from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.ascend.files import read_communication
 from tests.conftest import REAL
 
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2"
+
 
 def _real(name: str) -> Path:
     folder = REAL / name
@@ -54,9 +56,10 @@ def test_the_communication_reader_keeps_each_op_s_transfers_and_sizes():
 
 
 def test_the_ddp_job_s_collective_time_split_and_its_largest_all_reduce():
-    """communication.json's Transit / Wait / Idle per kind and group; the database export's
-    COMMUNICATION_OP count x data type: 37752832 FP32 elements = 144 MB, under the default
-    200 MB HCCL_BUFFSIZE, so the buffer advice is not indicated."""
+    """communication.json's Transit / Wait / Idle per kind and group; the largest collective's
+    count x data type (trace_view.json's hcom args in the text export, COMMUNICATION_OP in the
+    database export): 37752832 FP32 elements = 144 MB, under the default 200 MB HCCL_BUFFSIZE,
+    so the buffer advice is not indicated."""
     text = profile_facts(_real("ascend-ddp-2rank-text"))
     split = text.value("comm.time_split_by_kind")["allreduce"]
     # the first bucket's all-reduce waits for the backward pass inside the op: mostly idle
@@ -65,9 +68,15 @@ def test_the_ddp_job_s_collective_time_split_and_its_largest_all_reduce():
     [group] = text.value("comm.time_split_by_group")
     assert group["share"] == 1.0
     assert text.value("comm.rdma_retransmission_ops") == 0  # one node: no RDMA at all
-    assert text.value("comm.largest_collective_mb") is None  # the text export has no counts
+    # the text export's hcom tasks carry count and data_type in trace_view.json: the same
+    # largest all-reduce as the database export's COMMUNICATION_OP
+    largest = text.get("comm.largest_collective_mb")
+    assert largest is not None and largest.source == "trace_view.json:hcom args count,data_type"
+    assert largest.value == pytest.approx(37752832 * 4 / 2**20, abs=0.01)
+    assert "37752832 x FP32" in largest.note
     db = profile_facts(_real("ascend-ddp-2rank-db"))
-    assert db.value("comm.largest_collective_mb") == pytest.approx(37752832 * 4 / 2**20, abs=0.01)
+    assert db.value("comm.largest_collective_mb") == pytest.approx(largest.value, abs=0.01)
+    assert db.get("comm.largest_collective_mb").source == "COMMUNICATION_OP:count,dataType"
     run = run_diagnose(JobOptions(profile=_real("ascend-ddp-2rank-db")))
     assert "symptom.group-wait-high" not in {s.id for s in run.diagnosis.symptoms}
 
@@ -81,3 +90,41 @@ def test_the_report_shows_where_collective_time_goes(tmp_path: Path):
     section = section[section.index("Collective time by kind and group") :]
     assert "<td>allreduce</td><td>98.59 ms</td><td>4.1%</td><td>3.9%</td>" in section
     assert "largest collective: 144.0 MB" in section
+
+
+def test_the_buffer_size_advice_is_decided_on_the_text_export(tmp_path: Path):
+    """The largest collective read from trace_view.json lets feature.hccl-buffsize be judged
+    on a text export: 144 MB under the 200 MB default is not met (it was unknown before);
+    a launch that sets the buffer to 100 MB meets it."""
+    import json
+
+    from tests.cli_run import run_cli
+
+    def verdict(launch: Path) -> str:
+        ran = run_cli(
+            "suggest",
+            str(_real("ascend-ddp-2rank-text")),
+            str(EXAMPLE / "config.yaml"),
+            "--launch",
+            str(launch),
+            "--format",
+            "json",
+        )
+        result = json.loads(ran.stdout)
+        chosen = (result.get("recommendation") or {}).get("feature")
+        if chosen == "feature.hccl-buffsize":
+            return "chosen"
+        found = {r["feature"]: r["code"] for r in result["rejected"]}
+        return found.get("feature.hccl-buffsize", "not considered")
+
+    assert verdict(EXAMPLE / "run.sh") == "prerequisite-false"
+    small = tmp_path / "run.sh"
+    script = (EXAMPLE / "run.sh").read_text(encoding="utf-8")
+    small.write_text(
+        script.replace(
+            "export TASK_QUEUE_ENABLE=2", "export TASK_QUEUE_ENABLE=2\nexport HCCL_BUFFSIZE=100"
+        ),
+        encoding="utf-8",
+    )
+    # a candidate now, behind the try order's earlier communication remedy
+    assert verdict(small) == "try-order"

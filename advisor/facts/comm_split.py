@@ -15,7 +15,7 @@ from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.steady import steady_comm_steps
 from advisor.inputs.analyzer_rules import AnalyzerRules, analyzer_rules
-from advisor.parsers.profile_data import CommStep, RankProfile
+from advisor.parsers.profile_data import CollectiveSize, CommStep, RankProfile
 
 SPLIT_FACTS = (
     "comm.time_split_by_kind",
@@ -143,13 +143,24 @@ def _retransmissions(
     )
 
 
+def _collective_sizes(rank: RankProfile) -> tuple[list[CollectiveSize], str]:
+    """Each collective's element count and data type, and where they were read: the database
+    export's COMMUNICATION_OP, else the text export's trace_view.json hcom task args."""
+    if rank.collective_sizes:
+        return rank.collective_sizes, "COMMUNICATION_OP:count,dataType"
+    from_trace = rank.trace.collective_sizes if rank.trace is not None else []
+    sizes = [CollectiveSize(name, None, count, dtype) for name, count, dtype in from_trace]
+    return sizes, "trace_view.json:hcom args count,data_type"
+
+
 def _largest(rank: RankProfile, rules: AnalyzerRules, out: Recorder) -> None:
-    sizes = rank.collective_sizes
+    sizes, source = _collective_sizes(rank)
     if not sizes:
         out.miss(
             "comm.largest_collective_mb",
-            "only the database export records each collective's element count and data type "
-            "(COMMUNICATION_OP); communication.json's transit sizes are not the data volume",
+            "no collective's element count and data type: the database export's "
+            "COMMUNICATION_OP or trace_view.json's hcom task args (count, data_type) record "
+            "them; communication.json's transit sizes are not the data volume",
         )
         return
     known = [(s, rules.dtype_bytes.get(s.dtype.upper())) for s in sizes]
@@ -162,7 +173,7 @@ def _largest(rank: RankProfile, rules: AnalyzerRules, out: Recorder) -> None:
     out.add(
         "comm.largest_collective_mb",
         round(mb, 3),
-        "COMMUNICATION_OP:count,dataType",
+        source,
         f"{op.name}: {op.count} x {op.dtype} = {mb:.1f} MB (1 MB = 1024 x 1024 bytes), the "
         f"largest of {len(sized)} collective(s) in the profile",
     )

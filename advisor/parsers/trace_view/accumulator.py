@@ -60,6 +60,10 @@ class Accumulator:
     flows: dict[str, FlowTable] = field(default_factory=dict)
     # HCCL collective tasks (hcom_allGather__...) by kind: starts and ends
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
+    # each HCCL collective task's (name, element count, data type) from its args, where
+    # torch_npu writes them (count, data_type): one per collective, what HCCL_BUFFSIZE is
+    # compared with
+    collective_sizes: list[tuple[str, int, str]] = field(default_factory=list)
     launch_pairs: dict[float, float] = field(default_factory=dict)  # flows are paired later
     # The best flow category is used whenever one of its flows has both ends: once such a pair
     # is seen, the other categories (as many flows again) are dropped and no longer recorded
@@ -75,6 +79,7 @@ class Accumulator:
             self._drop_unused(pid)
         self.steps.extend(other.steps)
         self.blocking.extend(other.blocking)
+        self.collective_sizes.extend(other.collective_sizes)
         for pid, starts in other.starts.items():
             if self._unused(pid):
                 continue
@@ -262,6 +267,7 @@ class Accumulator:
             return
         if name.startswith("hcom_"):
             _append_interval(self.collectives, self.taxonomy.comm_kind(name), start, end)
+            self._collective_size(e, name)
         pid = e.pid
         starts = self.starts.get(pid)
         if starts is None:
@@ -269,6 +275,15 @@ class Accumulator:
             self.ends[pid] = array("d")
         starts.append(start)
         self.ends[pid].append(end)
+
+    def _collective_size(self, e: TraceEvent, name: str) -> None:
+        """The collective task's element count and data type, where its args hold them."""
+        if bytes(e.args) == b"null":
+            return
+        args = ARGS_DECODER.decode(e.args)
+        count, dtype = args.get("count"), args.get("data_type")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0 and dtype:
+            self.collective_sizes.append((name, count, str(dtype)))
 
     def _flow(self, e: TraceEvent, start: bool) -> None:
         """One end of a launch flow, in the categories that link host and device."""

@@ -152,4 +152,6 @@ def read_trace(path: Path, taxonomy: Taxonomy) -> TraceData:
         raise InputError(str(path), f"an event cannot be placed on the timeline: {exc}") from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror}") from None
-    return reduce_steps(path, acc, TRACE_VIEW)
+    trace = reduce_steps(path, acc, TRACE_VIEW)
+    trace.collective_sizes = acc.collective_sizes
+    return trace

@@ -224,8 +224,11 @@ def _reduce_parts(path: Path, parts: list[Accumulator], spills: list[Path]) -> T
     for spill in spills[1:]:
         acc.merge(_restore(parts.pop(), spill, leave))
     if grouped:
-        return reduce_in_groups(path, acc, spills, rows, keys)
-    return reduce_steps(path, acc, TRACE_VIEW)
+        data = reduce_in_groups(path, acc, spills, rows, keys)
+    else:
+        data = reduce_steps(path, acc, TRACE_VIEW)
+    data.collective_sizes = acc.collective_sizes
+    return data
 
 
 def read_trace_bounded(path: Path, taxonomy: Taxonomy) -> TraceData:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -90,6 +90,9 @@ class TraceData:
     lanes: list[str]
     # each step's phases (forward, backward, optimizer...), or why the trace cannot give them
     phases: PhaseTable | None = None
+    # each collective's (name, element count, data type) where the trace's events carry them
+    # (trace_view.json's hcom tasks); empty: not recorded
+    collective_sizes: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 class RawTrace(Protocol):
