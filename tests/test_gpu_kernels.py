@@ -27,6 +27,13 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "profiles" / "step-
         ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", False),
         ("ampere_h16816gemm_256x128_ldg8_stages_32x3_nn", False),
         ("cutlass_simt_hgemm_256x128_8x2_nn_align1", False),
+        # ROCm: Tensile / hipBLASLt names carry the data type after the two index orders
+        ("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0_AFC1", True),
+        ("Cijk_Ailk_Bjlk_S_MT64x64x16_SN_K1", True),
+        ("Cijk_Ailk_Bljk_BBS_BH_MT32x32x64_MI16x16x16x1_SN_1LDSB0_APM1", False),
+        ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN", False),
+        ("igemm_fwd_gtcx3_nhwc_fp32_bx0_ex1_bt128x128x32_wt32x32x8", True),
+        ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1", False),
     ],
 )
 def test_kernel_names_tell_the_cuda_cores_from_the_tensor_cores(kernel: str, cuda_core: bool):
@@ -82,3 +89,27 @@ def test_fp32_gemms_lead_the_compute_bottleneck_by_their_time_and_get_the_tensor
     # the cost is the fp32 GEMM time beyond the fine share, as a share of the step
     fp32 = facts.value("ops.cuda_core_gemm_share")
     assert main.cost_ratio == pytest.approx((fp32 - 0.1) * gemm, abs=0.01)
+
+
+def _real(name: str) -> Path:
+    path = REAL / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent: ../shared is not beside the checkout")
+    return path
+
+
+def test_rocm_tensile_kernels_are_gemms_and_their_fp32_ones_are_told_apart():
+    """The MI250 toy trains in fp32: its two hipBLASLt GEMMs are Cijk_..._SB_ (fp32 data);
+    the MI300 ResNet runs bf16 (Cijk_..._BBS_, MIOpen bf16 igemm): GEMMs, none of them fp32."""
+    toy = profile_facts(_real("kineto/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    assert toy.value("profile.platform") == "rocm"
+    assert toy.value("ops.cuda_core_gemm_share") == 1.0
+    assert toy.value("ops.cuda_core_gemm_ms_per_step") == pytest.approx(0.03, abs=0.005)
+    resnet = profile_facts(_real("kineto-rocm/mi300__resnet_act_checkpoint.json.gz"))
+    assert resnet.value("ops.cuda_core_gemm_share") == 0.0
+    # the Tensile kernels count among the GEMMs (they carry no "gemm" in their names)
+    assert resnet.value("ops.gemm_ratio") > 0.05
+    run = run_diagnose(
+        JobOptions(profile=_real("kineto/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    )
+    assert "symptom.cuda-core-gemm" in {s.id for s in run.diagnosis.symptoms}
