@@ -59,9 +59,8 @@ UNRECORDED = {
     ),
 }
 NO_TRACE = (
-    "no trace_view.json, whose host ranges the phases and collections are read from (a "
-    "database export's framework ranges are not read): export text as well (export_type "
-    "[text, db])"
+    "no trace_view.json or database export, whose host ranges the phases and collections are "
+    "read from"
 )
 
 

@@ -215,9 +215,9 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
                 (_abs(p.start), _abs(p.start + k.dur), p.flow_id, task_id),
             )
             conn.execute(
-                "INSERT INTO COMPUTE_TASK_INFO "
-                "(name, globalTaskId, taskType, opType, inputDataTypes) VALUES (?, ?, ?, ?, ?)",
-                # the text table's dtypes (tables.py)
+                "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId, taskType, opType, "
+                "inputDataTypes, blockDim, mixBlockDim) VALUES (?, ?, ?, ?, ?, 24, 0)",
+                # the text table's dtypes and block dims (tables.py)
                 (
                     sid(k.name),
                     task_id,

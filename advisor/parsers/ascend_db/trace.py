@@ -11,13 +11,22 @@ from advisor.parsers.ascend_db.checks import valid_interval
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.trace_view.schema import DEVICE_LANE, OVERLAP_LANES, TRACE_VIEW
 from advisor.parsers.traces.blocking import BlockingEvents
+from advisor.parsers.traces.phases import NEITHER, RangeReader
 from advisor.parsers.traces.plain import PlainTrace
 from advisor.parsers.traces.steps import StepWindow, TraceData, reduce_steps
 
-# the database export's framework ranges (PYTORCH_API) are not read for the phases yet
+# why a database export has no phases: its framework ranges (PYTORCH_API) name none
 DB_NO_PHASES = (
-    "the phases are read from trace_view.json; the database export's framework ranges are not "
-    "read: export text as well (export_type [text, db])"
+    "the database export's PYTORCH_API holds no forward, backward or optimizer range "
+    "(Optimizer.step#..., autograd::engine::evaluate_function, nn.Module: or ## forward ##-style "
+    "record_function ranges): profile with ProfilerActivity.CPU and with_modules=True, and label "
+    "the loop's parts with torch.profiler.record_function"
+)
+# without the overlap lanes a collective's time would count for the phase that launched it
+DB_NO_OVERLAP = (
+    "the database export has no OVERLAP_ANALYSIS table, which tells the communication that "
+    "compute does not hide from the compute: without it a collective's time would count for the "
+    "phase whose range launched it (another rank's export, or the text export, has it)"
 )
 
 DEVICE_LANE_KEY = "device"
@@ -46,7 +55,8 @@ def read_db_trace(
             ends.append((b - origin) / 1000.0)
     raw.starts[DEVICE_LANE_KEY], raw.ends[DEVICE_LANE_KEY] = starts, ends
     raw.events = len(starts)
-    if db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type"):
+    overlap = db.has("OVERLAP_ANALYSIS", "startNs", "endNs", "type")
+    if overlap:
         sql = f"SELECT type, startNs, endNs FROM OVERLAP_ANALYSIS WHERE {valid_interval(origin)}"
         for kind, a, b in db.rows("OVERLAP_ANALYSIS", sql):
             if isinstance(kind, int) and 0 <= kind < len(OVERLAP_LANES):
@@ -62,8 +72,10 @@ def read_db_trace(
                 lane[0].append((a - origin) / 1000.0)
                 lane[1].append((b - origin) / 1000.0)
     _host_calls(db, strings, origin, raw, taxonomy)
+    if overlap:
+        _phase_ranges(db, strings, origin, raw, taxonomy)
     _launch_flows(db, origin, raw)
-    return reduce_steps(path, raw, TRACE_VIEW, DB_NO_PHASES)
+    return reduce_steps(path, raw, TRACE_VIEW, DB_NO_PHASES if overlap else DB_NO_OVERLAP)
 
 
 def _host_calls(
@@ -117,6 +129,27 @@ def _host_calls(
             for a, b in db.rows("PYTORCH_API", sql):
                 raw.host.loader_start.append((a - origin) / 1000.0)
                 raw.host.loader_end.append((b - origin) / 1000.0)
+
+
+def _phase_ranges(
+    db: Database, strings: dict[int, str], origin: int, raw: PlainTrace, taxonomy: Taxonomy
+) -> None:
+    """The framework ranges naming a phase of the step (forward, backward, optimizer) and the
+    garbage collections, as trace_view.json's decoder keeps them (PYTORCH_API, names by id)."""
+    if not db.has("PYTORCH_API", "startNs", "endNs", "name"):
+        return
+    reader = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges)
+    named = [k for k, v in strings.items() if reader.kind(v) != NEITHER]
+    if not named:
+        return
+    marks = ", ".join(str(k) for k in named)
+    cast = (
+        "(SELECT name, CAST(startNs AS INTEGER) AS startNs, CAST(endNs AS INTEGER) AS endNs "
+        f"FROM PYTORCH_API WHERE name IN ({marks}))"
+    )
+    sql = f"SELECT name, startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
+    for name, a, b in db.rows("PYTORCH_API", sql):
+        reader.add(raw.host_ranges, strings[name], (a - origin) / 1000.0, (b - origin) / 1000.0)
 
 
 def _value_reads(
