@@ -38,6 +38,7 @@ SINGLE_RANK = (
     "ascend-blocking-sync",
     "rdma-retransmission",
     "unfused-norm",
+    "low-block-dim",
 )
 
 

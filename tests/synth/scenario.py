@@ -81,6 +81,11 @@ class Scenario:
     # the kernels' input dtype as kernel_details.csv / COMPUTE_TASK_INFO write it (DT_FLOAT16:
     # an fp16 run, whose loss scaler can overflow)
     compute_dtype: str = "DT_BF16"
+    # the AI Core and vector core counts written to the raw PROF_* folder's device description
+    # (PROF_*/device_*/info.json.<id>, DeviceInfo ai_core_num / aiv_num); None: no such file
+    device_cores: tuple[int, int] | None = None
+    # Block Dim of the vector kernels (AI_VECTOR_CORE) in kernel_details.csv; the others keep 24
+    vector_block_dim: int = 24
     # operators holding memory at the allocated peak, written to operator_memory.csv /
     # OP_MEMORY as (name, MiB); empty: no operator memory file
     peak_holders: tuple[tuple[str, float], ...] = ()
@@ -206,6 +211,11 @@ PRESETS["launch-blocking"] = PRESETS["host-bound"].with_(
 
 # a healthy step, but mid-step the host reads a loss value with a synchronous copy: the NPU
 # drains its queue and idles while the host waits
+# a 910B2's 24 AI Cores and 48 vector cores recorded by the profiler; the vector kernels
+# launched on 8 blocks, a sixth of the vector cores
+PRESETS["low-block-dim"] = HEALTHY.with_(
+    name="low-block-dim", device_cores=(24, 48), vector_block_dim=8, small_op_us=80.0
+)
 PRESETS["ascend-blocking-sync"] = HEALTHY.with_(
     name="ascend-blocking-sync", blocking_read_us=3000.0
 )

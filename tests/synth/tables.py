@@ -141,7 +141,7 @@ def write_kernels(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
                     ts(start) + "\t",
                     us(dur),
                     "0.5",
-                    "24",
+                    str(s.vector_block_dim if core == "AI_VECTOR_CORE" else 24),
                     "0",
                     "NO",
                     '"4096,4096;4096,4096"',

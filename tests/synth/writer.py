@@ -118,6 +118,13 @@ def write_profile(parent: Path, s: Scenario) -> Written:
             GROUP: {"group_name": s.group_name, "global_ranks": list(range(s.world_size))}
         }
     (directory / "profiler_metadata.json").write_text(json.dumps(meta, indent=2))
+    if s.device_cores is not None:
+        # the raw folder's device description a simplified export would have deleted
+        device = directory / "PROF_000001_20260101093000000_ABCDEFGH" / f"device_{s.rank}"
+        device.mkdir(parents=True, exist_ok=True)
+        ai_cores, vector_cores = s.device_cores
+        info = {"DeviceInfo": [{"id": s.rank, "ai_core_num": ai_cores, "aiv_num": vector_cores}]}
+        (device / f"info.json.{s.rank}").write_text(json.dumps(info, indent=2))
     write_trace(output / "trace_view.json", s, plans)
     write_kernels(output / "kernel_details.csv", s, plans)
     write_op_statistic(output / "op_statistic.csv", plans)
