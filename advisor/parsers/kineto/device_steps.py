@@ -23,6 +23,7 @@ from advisor.parsers.profile_data import RankProfile
 
 STEPLESS_NUMBER = 0
 NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
+INF = float("inf")
 
 
 @dataclass
@@ -99,9 +100,10 @@ def assign_steps(
     last = len(windows) - 1
     last_end = windows[-1].end if windows else 0.0
     cur = -1  # the window found last: launches come mostly in time order
-    for i in range(n):
-        launch = launch_at[i]
-        stream = sig_stream[op_sigs[i]]
+    # [cur_lo, cur_hi): the host times window `cur` holds (none before the first lookup)
+    cur_lo, cur_hi = INF, INF
+    for i, (launch, sig) in enumerate(zip(launch_at, op_sigs, strict=True)):
+        stream = sig_stream[sig]
         if launch == launch:  # not NaN: launched from the host
             at = launch
         else:
@@ -110,8 +112,10 @@ def assign_steps(
                 steps_of[i] = known
                 continue
             at = starts[i]
-        if not (cur >= 0 and host_starts[cur] <= at and (cur == last or at < host_starts[cur + 1])):
+        if not cur_lo <= at < cur_hi:
             cur = bisect_right(host_starts, at) - 1
+            cur_lo = host_starts[cur] if cur >= 0 else -INF
+            cur_hi = host_starts[cur + 1] if cur < last else INF
         step = NO_STEP if cur < 0 or (cur == last and at > last_end) else cur
         last_on_stream[stream] = step
         steps_of[i] = step

@@ -111,11 +111,23 @@ class Extractor:
             taxonomy, self.out.strings, self.out.collective_spans, self._thread
         )
         self.ranges = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges)
+        ops, out = self.out.ops, self.out
+        self.op_rows = (
+            ops.start.append,
+            ops.end.append,
+            ops.signature.append,
+            ops.correlation.append,
+        )
+        self.launch_rows = (out.launch_keys.append, out.launch_ts.append, out.launch_thread.append)
 
     def block(self, events: list[Any], center: float, index: int) -> int:
         """The events of one decoded block into the columns; the index of its last event."""
         roles = self.roles
         counted = 0
+        device_op, runtime = self._device_op, self._runtime
+        # well inside the span the trace's events may lie in (abs(ts - center) <= MAX_SPAN_US):
+        # a timestamp outside is judged exactly by timeline_span
+        near_low, near_high = center - MAX_SPAN_US / 2, center + MAX_SPAN_US / 2
         for event in events:
             index += 1
             if event.__class__ is not KinetoEvent:
@@ -135,7 +147,7 @@ class Extractor:
                 ts.__class__ is float
                 and dur.__class__ is float
                 and 0.0 <= dur <= MAX_DURATION_US
-                and abs(ts - center) <= MAX_SPAN_US
+                and near_low <= ts <= near_high
             ):
                 start, end = ts, ts + dur
             else:
@@ -147,19 +159,27 @@ class Extractor:
             name = event.name
             if name.__class__ is not str:
                 name = "" if name is UNSET else str(name)
+            # the two roles of nearly every event first, each in one call
             if role == "kernel" or role == "memory":
-                self._device_op(event, role, name, start, end)
+                device_op(event, role, name, start, end)
             elif role == "runtime":
-                self._runtime(event, name, start, end)
-            elif role == "annotation":
-                self._annotation(event, name, start, end)
-            elif role == "python":
-                self.ranges.add(self.out.host_ranges, name, start, end)
-            elif role == "sync":
-                self.out.host.sync_start.append(start)
-                self.out.host.sync_end.append(end)
+                runtime(event, name, start, end)
+            else:
+                self._host_event(event, role, name, start, end)
         self.out.events += counted
         return index
+
+    def _host_event(
+        self, event: KinetoEvent, role: str, name: str, start: float, end: float
+    ) -> None:
+        """An annotation, a Python function's range or a synchronisation."""
+        if role == "annotation":
+            self._annotation(event, name, start, end)
+        elif role == "python":
+            self.ranges.add(self.out.host_ranges, name, start, end)
+        elif role == "sync":
+            self.out.host.sync_start.append(start)
+            self.out.host.sync_end.append(end)
 
     def _key(self, args: KinetoArgs | None) -> int:
         """The id pairing a launch with its device operation (NO_CORRELATION: none)."""
@@ -175,10 +195,12 @@ class Extractor:
     ) -> None:
         """A kernel or memory operation: a row of the operation columns, or a collective."""
         args = event.args
-        corr = NO_CORRELATION if args is None else args.correlation
-        key = (
-            corr if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION else self._key(args)
-        )
+        if args is None:
+            key = NO_CORRELATION
+        else:
+            key = args.correlation
+            if not (key.__class__ is int and 0 <= key < INTERNED_CORRELATION):
+                key = self._key(args)
         try:  # most operations: a (kernel, stream) seen before
             sig = self.op_signatures[(name, event.pid, event.tid, role)]
         except (KeyError, TypeError):
@@ -187,11 +209,12 @@ class Extractor:
             name_id, _, collective = self.kernels[role][name]
             self._collective(event, name_id, collective, key, start, end)
             return
-        ops = self.out.ops
-        ops.start.append(start)
-        ops.end.append(end)
-        ops.signature.append(sig)
-        ops.correlation.append(key)
+        # the columns' append methods, bound once (spilling empties the arrays in place)
+        add_start, add_end, add_signature, add_key = self.op_rows
+        add_start(start)
+        add_end(end)
+        add_signature(sig)
+        add_key(key)
         if role == "memory" and self.taxonomy.blocking_copies.fullmatch(name):
             self.out.blocking.device_copy(key, name, None if args is None else args.bytes)
 
@@ -213,23 +236,31 @@ class Extractor:
     def _runtime(self, event: KinetoEvent, name: str, start: float, end: float) -> None:
         """A runtime call: a launch by its correlation id, and the host calls the step model
         counts (synchronisations, allocations, frees)."""
-        out = self.out
         args = event.args
-        corr = NO_CORRELATION if args is None else args.correlation
-        key = (
-            corr if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION else self._key(args)
-        )
+        if args is None:
+            key = NO_CORRELATION
+        else:
+            key = args.correlation
+            if not (key.__class__ is int and 0 <= key < INTERNED_CORRELATION):
+                key = self._key(args)
         if key != NO_CORRELATION:
-            out.launch_keys.append(key)
-            out.launch_ts.append(start)
+            add_key, add_at, add_thread = self.launch_rows
+            add_key(key)
+            add_at(start)
             try:
                 thread = self.streams[(event.pid, event.tid)]
             except (KeyError, TypeError):
                 thread = self._thread(event.pid, event.tid)
-            out.launch_thread.append(thread)
+            add_thread(thread)
         call = self.runtime_calls.get(name)
         if call is None:
             call = self.runtime_calls[name] = self._runtime_call(name)
+        if call != _LAUNCH_ONLY:
+            self._host_call(call, key, name, start, end)
+
+    def _host_call(self, call: int, key: int, name: str, start: float, end: float) -> None:
+        """A runtime call the host-side measures count."""
+        out = self.out
         if call == _SYNC:
             out.host.sync_start.append(start)
             out.host.sync_end.append(end)

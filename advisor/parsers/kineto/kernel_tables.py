@@ -69,18 +69,17 @@ def add_step_ops(
     # (window, signature) -> where its operations are added: a step has few signatures, met
     # again and again, so each pair is looked up once (None: not a kernel of a step)
     targets: dict[int, _Target | None] = {}
-    for i, window in enumerate(steps_of):
-        sig = op_sigs[i]
+    for window, sig, start, end in zip(steps_of, op_sigs, starts, ends, strict=True):
         key = window * width + sig
-        if key in targets:
+        try:
             target = targets[key]
-        else:
+        except KeyError:
             target = targets[key] = _target(out, ops, strings, window, sig, numbers, kind_of)
         if target is None:
             continue
         mine, group, collective = target
         mine.count += 1
-        duration = ends[i] - starts[i]
+        duration = end - start
         group.count += 1
         group.total_us += duration
         if duration < small:

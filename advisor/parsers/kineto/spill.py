@@ -100,10 +100,11 @@ class SpillWriter:
             return
         # keys are non-negative: NO_CORRELATION (-1) is below every one
         high = max(max(ops.correlation, default=NO_CORRELATION), max(keys, default=NO_CORRELATION))
-        low = min(
-            min((k for k in ops.correlation if k != NO_CORRELATION), default=high),
-            min(keys, default=high),
-        )
+        # the lowest key at C speed; looked for among the others when an operation has none
+        lowest = min(ops.correlation, default=high)
+        if lowest == NO_CORRELATION:
+            lowest = min((k for k in ops.correlation if k != NO_CORRELATION), default=high)
+        low = min(lowest, min(keys, default=high))
         first, last = (min(ops.start), max(ops.end)) if len(ops) else EMPTY_RANGE
         latest = max(ops.start) if len(ops) else first
         sample = sorted(sample_of(ops.start))

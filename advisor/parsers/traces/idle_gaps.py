@@ -81,7 +81,8 @@ class IdleSweep:
                     host += start - busy_until - held
                 else:
                     dependency += start - busy_until
-            busy_until = end if busy_until is None else max(busy_until, end)
+            if busy_until is None or end > busy_until:  # max() without a call per kernel
+                busy_until = end
             i += 1
         self.busy_until = busy_until
         self.host, self.dependency, self.unlinked = host, dependency, unlinked
