@@ -10,13 +10,13 @@ window holding more operations than fit at once is measured a piece at a time, e
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Protocol
 
-from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, DeviceOps
+from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, MEMORY, DeviceOps
 from advisor.parsers.kineto.device_steps import DeviceWindow
 from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.profile_data import CommStep, StepRow
@@ -52,18 +52,21 @@ class Lanes:
 
 
 def lanes_of(ops: DeviceOps, kind_of: dict[int, str]) -> Lanes:
-    """The four unions, each in one pass over its operations (picked by kind at C speed, in
-    start order), then one pass for the collectives."""
+    """The unions of compute, communication and memory operations, each in one pass over its
+    operations (picked by kind at C speed, in start order); the union of every kernel and of
+    every operation from those (mostly compute: the few others merged in, the compute runs
+    between them copied whole); then one pass for the collectives."""
     kinds = ops.kinds()
-    compute, comm, kernels, every = Intervals(), Intervals(), Intervals(), Intervals()
-    _union_into(every, ops.start, ops.end)
-    for lane, wanted in ((compute, (COMPUTE,)), (comm, (COMMUNICATION,)), (kernels, _KERNELS)):
-        picked = kinds.translate(_PICK[wanted])
+    compute, comm, memory = Intervals(), Intervals(), Intervals()
+    for lane, kind in ((compute, COMPUTE), (comm, COMMUNICATION), (memory, MEMORY)):
+        picked = kinds.translate(_PICK[kind])
         _union_into(lane, compress(ops.start, picked), compress(ops.end, picked))
+    kernels = merged_lanes(compute, comm)
+    every = merged_lanes(kernels, memory)
     by_kind: dict[str, tuple[array[float], array[float]]] = {}
     sigs, signature = ops.signatures, ops.signature
     # the collectives alone visited (a few in a thousand operations), in start order
-    for i in compress(range(len(kinds)), kinds.translate(_PICK[(COMMUNICATION,)])):
+    for i in compress(range(len(kinds)), kinds.translate(_PICK[COMMUNICATION])):
         sig = signature[i]
         pair = by_kind.setdefault(kind_of[sigs.collective[sig]], (array("d"), array("d")))
         pair[0].append(ops.start[i])
@@ -72,12 +75,53 @@ def lanes_of(ops: DeviceOps, kind_of: dict[int, str]) -> Lanes:
     return Lanes(compute, comm, kernels, every, collectives)
 
 
-_KERNELS = (COMPUTE, COMMUNICATION)
-# byte translation tables: an operation's kind -> 1 where the lane takes it, else 0
-_PICK = {
-    wanted: bytes(1 if k in wanted else 0 for k in range(256))
-    for wanted in ((COMPUTE,), (COMMUNICATION,), _KERNELS)
-}
+_KINDS = (COMPUTE, COMMUNICATION, MEMORY)
+# byte translation tables: an operation's kind -> 1 where it is of that kind, else 0
+_PICK = {wanted: bytes(1 if k == wanted else 0 for k in range(256)) for wanted in _KINDS}
+
+
+def merged_lanes(lane: Intervals, few: Intervals) -> Intervals:
+    """The union of two merged lanes (intervals in start order, each starting after the one
+    before has ended), as one pass over both would merge them: the stretches of `lane` between
+    the intervals of `few` are copied whole, so the cost follows `few`. Bounds are copied,
+    never computed: the result is the one merged lane of the union."""
+    if not few:
+        return lane
+    starts, ends = lane.starts, lane.ends
+    out = Intervals(array("d"), array("d"))
+    at = 0  # the first interval of `lane` not yet in `out`
+    for start, end in zip(few.starts, few.ends, strict=True):
+        at = _copy_before(out, starts, ends, at, bisect_left(starts, start, at))
+        _add(out, start, end)
+    _copy_before(out, starts, ends, at, len(starts))
+    return out
+
+
+def _copy_before(
+    out: Intervals, starts: array[float], ends: array[float], at: int, stop: int
+) -> int:
+    """The intervals [at, stop) of a merged lane onto `out`: those starting within its last
+    interval extend it, the rest are copied as they are; returns `stop`."""
+    out_ends = out.ends
+    if at < stop and out_ends:
+        joined = bisect_right(starts, out_ends[-1], at, stop)
+        if joined > at:
+            if ends[joined - 1] > out_ends[-1]:
+                out_ends[-1] = ends[joined - 1]
+            at = joined
+    out.starts.extend(starts[at:stop])
+    out_ends.extend(ends[at:stop])
+    return stop
+
+
+def _add(out: Intervals, start: float, end: float) -> None:
+    """One interval after every interval of `out` that starts before it."""
+    if out.ends and start <= out.ends[-1]:
+        if end > out.ends[-1]:
+            out.ends[-1] = end
+    else:
+        out.starts.append(start)
+        out.ends.append(end)
 
 
 def _union_into(lane: Intervals, starts: Iterable[float], ends: Iterable[float]) -> None:
