@@ -98,6 +98,11 @@ class HostCalls:
     # the calls the host blocked in, in start order, and their merged intervals
     blocking: list[BlockingCall] = field(default_factory=list)
     blocking_time: Intervals = field(default_factory=Intervals)
+    # data loading or allocator calls, merged once (every window's preparation reads them)
+    loader_or_malloc: Intervals = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loader_or_malloc = union(self.loader, self.malloc)
 
     @classmethod
     def of(
@@ -123,7 +128,9 @@ class HostCalls:
 
     def measures(self, lo: float, hi: float, first: float) -> HostMeasures:
         """The calls of the window [lo, hi) whose first device task starts at `first`."""
-        load, alloc, wait = preparation(lo, first, self.loader, self.malloc, self.sync)
+        load, alloc, wait = preparation(
+            lo, first, self.loader, self.malloc, self.sync, self.loader_or_malloc
+        )
         return HostMeasures(
             sync_calls=_count(self.sync_starts, lo, hi),
             malloc_calls=_count(self.malloc_starts, lo, hi),
@@ -144,13 +151,17 @@ class HostCalls:
 
 
 def preparation(
-    lo: float, first: float, loader: Intervals, allocator: Intervals, sync: Intervals
+    lo: float,
+    first: float,
+    loader: Intervals,
+    allocator: Intervals,
+    sync: Intervals,
+    both: Intervals,
 ) -> tuple[float, float, float]:
     """Host time before the first device task in disjoint parts: data loading, then allocator
-    calls outside it, then synchronisation outside both."""
+    calls outside it, then synchronisation outside both (`both`: their union)."""
     load = clipped_sum(loader, lo, first)
     alloc = clipped_sum(allocator, lo, first) - overlap_sum(allocator, loader, lo, first)
-    both = union(loader, allocator)
     wait = clipped_sum(sync, lo, first) - overlap_sum(sync, both, lo, first)
     return load, max(0.0, alloc), max(0.0, wait)
 

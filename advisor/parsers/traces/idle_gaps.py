@@ -63,14 +63,15 @@ class IdleSweep:
         hi: float,
         launch_at: Sequence[float],
     ) -> None:
-        i = bisect_left(starts, lo)
+        first = bisect_left(starts, lo)
         busy_until = self.busy_until
         host, dependency, unlinked = self.host, self.dependency, self.unlinked
         blocked, blocking = self.blocked, self.blocking
         waits = len(blocking) > 0
-        n = len(starts)
-        while i < n and starts[i] < hi:
-            start, end = starts[i], ends[i]
+        # the kernels starting in [lo, hi) (sorted by start), walked in pairs, not by index
+        stop = bisect_left(starts, hi, first)
+        pairs = zip(starts[first:stop], ends[first:stop], strict=True)
+        for i, (start, end) in enumerate(pairs, first):
             if busy_until is not None and start > busy_until:
                 launch = launch_at[i]
                 if launch != launch:  # NaN: no launch linked
@@ -83,7 +84,6 @@ class IdleSweep:
                     dependency += start - busy_until
             if busy_until is None or end > busy_until:  # max() without a call per kernel
                 busy_until = end
-            i += 1
         self.busy_until = busy_until
         self.host, self.dependency, self.unlinked = host, dependency, unlinked
         self.blocked = blocked
