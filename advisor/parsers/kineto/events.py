@@ -111,13 +111,9 @@ class Extractor:
             taxonomy, self.out.strings, self.out.collective_spans, self._thread
         )
         self.ranges = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges)
-        ops, out = self.out.ops, self.out
-        self.op_rows = (
-            ops.start.append,
-            ops.end.append,
-            ops.signature.append,
-            ops.correlation.append,
-        )
+        # the columns' append methods, bound once (spilling empties the arrays in place)
+        o, out = self.out.ops, self.out
+        self.op_rows = (o.start.append, o.end.append, o.signature.append, o.correlation.append)
         self.launch_rows = (out.launch_keys.append, out.launch_ts.append, out.launch_thread.append)
 
     def block(self, events: list[Any], center: float, index: int) -> int:
@@ -195,12 +191,10 @@ class Extractor:
     ) -> None:
         """A kernel or memory operation: a row of the operation columns, or a collective."""
         args = event.args
-        if args is None:
-            key = NO_CORRELATION
-        else:
-            key = args.correlation
-            if not (key.__class__ is int and 0 <= key < INTERNED_CORRELATION):
-                key = self._key(args)
+        corr = NO_CORRELATION if args is None else args.correlation
+        key = (
+            corr if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION else self._key(args)
+        )
         try:  # most operations: a (kernel, stream) seen before
             sig = self.op_signatures[(name, event.pid, event.tid, role)]
         except (KeyError, TypeError):
@@ -209,7 +203,6 @@ class Extractor:
             name_id, _, collective = self.kernels[role][name]
             self._collective(event, name_id, collective, key, start, end)
             return
-        # the columns' append methods, bound once (spilling empties the arrays in place)
         add_start, add_end, add_signature, add_key = self.op_rows
         add_start(start)
         add_end(end)
@@ -237,12 +230,10 @@ class Extractor:
         """A runtime call: a launch by its correlation id, and the host calls the step model
         counts (synchronisations, allocations, frees)."""
         args = event.args
-        if args is None:
-            key = NO_CORRELATION
-        else:
-            key = args.correlation
-            if not (key.__class__ is int and 0 <= key < INTERNED_CORRELATION):
-                key = self._key(args)
+        corr = NO_CORRELATION if args is None else args.correlation
+        key = (
+            corr if corr.__class__ is int and 0 <= corr < INTERNED_CORRELATION else self._key(args)
+        )
         if key != NO_CORRELATION:
             add_key, add_at, add_thread = self.launch_rows
             add_key(key)

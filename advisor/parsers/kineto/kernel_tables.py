@@ -49,7 +49,11 @@ def finish_rank(
 class StepOps:
     comm: CommStep
     groups: dict[tuple[str, str], KernelGroup]
-    count: int = 0
+
+    @property
+    def count(self) -> int:
+        """The step's kernels (each is counted in exactly one of its groups)."""
+        return sum(group.count for group in self.groups.values())
 
 
 def add_step_ops(
@@ -69,16 +73,19 @@ def add_step_ops(
     # (window, signature) -> where its operations are added: a step has few signatures, met
     # again and again, so each pair is looked up once (None: not a kernel of a step)
     targets: dict[int, _Target | None] = {}
+    last_key: int | None = None  # operations of one pair often come in a run
+    target: _Target | None = None
     for window, sig, start, end in zip(steps_of, op_sigs, starts, ends, strict=True):
         key = window * width + sig
-        try:
-            target = targets[key]
-        except KeyError:
-            target = targets[key] = _target(out, ops, strings, window, sig, numbers, kind_of)
+        if key != last_key:
+            last_key = key
+            try:
+                target = targets[key]
+            except KeyError:
+                target = targets[key] = _target(out, ops, strings, window, sig, numbers, kind_of)
         if target is None:
             continue
         mine, group, collective = target
-        mine.count += 1
         duration = end - start
         group.count += 1
         group.total_us += duration

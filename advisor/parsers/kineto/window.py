@@ -35,7 +35,9 @@ from advisor.parsers.traces.steps import TraceStep
 class StepTotals(Protocol):
     """What the measures read of a step's kernel table (kernel_tables.StepOps)."""
 
-    count: int
+    @property
+    def count(self) -> int: ...
+
     comm: CommStep
 
 
