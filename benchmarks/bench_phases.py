@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import cProfile
 import io
+import os
 import pstats
 import resource
 import sys
@@ -100,6 +101,7 @@ def main() -> None:
 
     sys.argv = ["advisor", "facts", str(args.profile), "--format", "json"]
     profiler = cProfile.Profile() if args.cprofile else None
+    load_before = os.getloadavg()[0]
     with phases.timed("advisor facts, in all"), contextlib.redirect_stdout(io.StringIO()):
         if profiler is not None:
             profiler.enable()
@@ -123,6 +125,11 @@ def main() -> None:
         f"{total[3] - sum(r[3] for r in measured):10.2f}"
     )
     print(f"{total[0]:44} {total[1]:8.2f} {total[2]:8.2f} {total[3]:10.2f}")
+    # the wall times measure the other users of the cores as much as the reader: say how many
+    print(
+        f"machine load {load_before:.2f} -> {os.getloadavg()[0]:.2f} (1-minute load average on "
+        f"{os.cpu_count()} cores, before -> after; CPU seconds are the reader's, wall seconds noisy)"
+    )
     if profiler is not None:
         # forked workers inherit the profiler: only this process's numbers are read here
         out = io.StringIO()
