@@ -147,12 +147,25 @@ def main() -> None:
     output = directory / "ASCEND_PROFILER_OUTPUT"
     output = output if output.is_dir() else directory
     env = dict(os.environ)
+    where = None
     if args.root is not None:
         env["PYTHONPATH"] = str(args.root.resolve())
+        # `python -m` puts its working directory first on sys.path: run from the other
+        # checkout, else the package of the checkout this script runs from is the one timed
+        where = args.root.resolve()
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor.cli", "facts", str(directory), "--format", "json"],
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli",
+            "facts",
+            str(directory.resolve()),
+            "--format",
+            "json",
+        ],
+        cwd=where,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
