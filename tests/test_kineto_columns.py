@@ -7,7 +7,7 @@ from array import array
 
 import pytest
 
-from advisor.parsers.kineto.columns import LaunchIndex
+from advisor.parsers.kineto.columns import DeviceOps, LaunchIndex
 
 
 @pytest.mark.parametrize(
@@ -66,3 +66,14 @@ def test_steps_that_launched_nothing_are_left_out_and_the_others_keep_their_numb
     assert any("step(s) 2, 6 launched no device work" in w for w in rank.warnings)
     assert rank.kernels is not None
     assert {g.step for g in rank.kernels.groups} == {1, 3, 4, 5}
+
+
+@pytest.mark.parametrize("signatures", [1, 3, 256, 257, 1000])
+def test_kinds_are_each_rows_signature_kind(signatures: int) -> None:
+    """Each row's kind, looked up at C speed while the ids fit a byte, one by one beyond."""
+    ops = DeviceOps()
+    for s in range(signatures):
+        ops.signatures.id(s, (s * 7) % 3, 0, -1, 0)
+    rows = [(r * 31) % signatures for r in range(5000)] + [signatures - 1, 0]
+    ops.signature = array("i", rows)
+    assert ops.kinds() == bytearray(ops.signatures.kind[s] for s in rows)

@@ -5,6 +5,7 @@ correlation) and per launch (16 bytes), never an object: a trace holds millions 
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 
@@ -85,7 +86,12 @@ class DeviceOps:
 
     def kinds(self) -> bytearray:
         """Each operation's kind (a byte each)."""
-        return bytearray(map(self.signatures.kind.__getitem__, self.signature))
+        kind = self.signatures.kind
+        if len(kind) <= 256 and sys.byteorder == "little":
+            # every signature id fits its 4-byte row's first byte: looked up at C speed
+            table = bytes(kind) + bytes(256 - len(kind))
+            return bytearray(self.signature.tobytes()[:: self.signature.itemsize].translate(table))
+        return bytearray(map(kind.__getitem__, self.signature))
 
     def sort(self) -> None:
         """Order every column by (start, end), stable."""
