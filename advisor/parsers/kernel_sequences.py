@@ -40,8 +40,13 @@ class SequenceCounter:
         if step != self._step:
             self._partial = {}  # a sequence never spans two steps
             self._step = step
-        roles = self._roles(op_type)
+        seen = self._seen
+        roles = seen[op_type] if op_type in seen else self._roles(op_type)
         if roles is None:
+            return
+        if not roles:  # a kernel of no pattern breaks every sequence under way
+            if self._partial:
+                self._partial = {}
             return
         partial = self._partial
         grown_all: dict[int, list[tuple[int, float]]] = {}

@@ -6,7 +6,10 @@ and where the export has the PMU pipe ratios each kernel is counted as compute- 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
+from typing import cast
 
 from advisor.inputs.thresholds import ReaderThresholds
 from advisor.model import InputError
@@ -31,19 +34,28 @@ def read_kernels(
         {} if spans and columns.step is not None and columns.start is not None else None
     )
     small_max = limits.small_op_max_us
-    mte2_bound, compute_used = limits.mte2_bound_min_ratio, limits.compute_well_used_ratio
+    pipes = _PipeReader(columns, limits, bad, table) if columns.has_pmu else None
+    details = _DetailReader(columns) if columns.has_details else None
     # raw cells as keys; cleaned once per group at the end
     groups: dict[tuple[str, str, str], KernelGroup] = {}
-    details: dict[tuple[str, str, str, str], OpDetail] = {}
-    block_dims: dict[tuple[str, str, str, str, str], list[float]] = {}
+    block_dims: dict[tuple[str, str, str, str, str], list[float]] | None = (
+        {} if columns.block_dim is not None else None
+    )
+    key_of = columns.key_getter()
+    duration_at = columns.duration
     sequences = SequenceCounter()
     rows = 0
     for row in table.rows():
-        duration = _kernel_duration(path, table, row, columns.duration, bad)
-        if duration is None:
+        try:
+            duration = float(row[duration_at])
+        except ValueError:
+            _bad_duration(path, table, row[duration_at], bad)
+            continue
+        if not 0.0 <= duration <= MAX_DURATION_US:  # also false for NaN
+            bad.reject(path, f"row {table.line}, Duration(us)", row[duration_at])
             continue
         rows += 1
-        key = columns.key(row)
+        key = key_of(row)
         group = groups.get(key)
         if group is None:
             group = groups[key] = columns.group(row, key)
@@ -52,12 +64,11 @@ def read_kernels(
         if duration < small_max:
             group.small_count += 1
             group.small_us += duration
-        ratios = columns.pipe_ratios(row, table.line, bad) if columns.has_pmu else None
-        if ratios is not None:
-            add_pipes(group, duration, *ratios, mte2_bound, compute_used)
-        if columns.has_details:
-            columns.add_detail(details, row, key, duration)
-        if columns.block_dim is not None:
+        if pipes is not None:
+            pipes.add(row, group, duration)
+        if details is not None:
+            details.add(row, key, duration)
+        if block_dims is not None:
             columns.add_block_dim(block_dims, row, key, duration)
         if step_spans is not None:
             columns.add_span(step_spans, row, key[0], duration)
@@ -69,13 +80,11 @@ def read_kernels(
         has_pmu=columns.has_pmu,
         has_step_ids=columns.step is not None,
         rows=rows,
-        details=list(details.values()) if columns.has_details else None,
+        details=details.found if details is not None else None,
         has_op_state=columns.op_state is not None,
         step_spans=_spans(step_spans),
         sequences=sequences.counts,
-        block_dims=_block_dim_groups(path, block_dims, bad)
-        if columns.block_dim is not None
-        else None,
+        block_dims=_block_dim_groups(path, block_dims, bad) if block_dims is not None else None,
     )
 
 
@@ -119,20 +128,10 @@ def _spans(step_spans: dict[str, list[float]] | None) -> tuple[tuple[int, float,
     return tuple(sorted(found, key=lambda span: span[1]))
 
 
-def _kernel_duration(
-    path: Path, table: CsvTable, row: list[str], column: int, bad: BadValues
-) -> float | None:
-    """A row's duration in microseconds; None (the row rejected, unless not available)."""
-    try:
-        duration = float(row[column])
-    except ValueError:
-        if clean(row[column]) not in NOT_AVAILABLE:
-            bad.reject(path, f"row {table.line}, Duration(us)", row[column])
-        return None
-    if not 0.0 <= duration <= MAX_DURATION_US:  # also false for NaN
-        bad.reject(path, f"row {table.line}, Duration(us)", row[column])
-        return None
-    return duration
+def _bad_duration(path: Path, table: CsvTable, cell: str, bad: BadValues) -> None:
+    """A Duration(us) cell that is not a number: the row is rejected, unless not available."""
+    if clean(cell) not in NOT_AVAILABLE:
+        bad.reject(path, f"row {table.line}, Duration(us)", cell)
 
 
 class _KernelColumns:
@@ -175,33 +174,12 @@ class _KernelColumns:
             slot[0] += 1.0
             slot[1] += duration
 
-    def add_detail(
-        self,
-        details: dict[tuple[str, str, str, str], OpDetail],
-        row: list[str],
-        key: tuple[str, str, str],
-        duration: float,
-    ) -> None:
-        """Count the row under its (step, type, core, input dtypes), and whether it ran as a
-        dynamic-shape operator."""
-        dtypes = row[self.dtypes] if self.dtypes is not None else ""
-        detail_key = (*key, dtypes)
-        detail = details.get(detail_key)
-        if detail is None:
-            detail = details[detail_key] = OpDetail(
-                integer(key[0]), clean(key[1]), clean(key[2]), clean(dtypes)
-            )
-        detail.count += 1
-        detail.total_us += duration
-        if self.op_state is not None and clean(row[self.op_state]).lower() == "dynamic":
-            detail.dynamic_count += 1
-            detail.dynamic_us += duration
-
     def add_span(
         self, spans: dict[str, list[float]], row: list[str], step: str, duration: float
     ) -> None:
         """Widen the step's [first start, last end] by the row (a start that is not a time
-        is left out: the kernel still counts in its group)."""
+        is left out: the kernel still counts in its group). The comparisons are min's and
+        max's (a NaN start widens nothing)."""
         assert self.start is not None
         try:
             start = float(row[self.start])
@@ -210,67 +188,140 @@ class _KernelColumns:
         span = spans.get(step)
         if span is None:
             spans[step] = [start, start + duration]
-        else:
-            span[0] = min(span[0], start)
-            span[1] = max(span[1], start + duration)
+            return
+        if start < span[0]:
+            span[0] = start
+        end = start + duration
+        if end > span[1]:
+            span[1] = end
 
-    def key(self, row: list[str]) -> tuple[str, str, str]:
-        """(step, type, core) as the raw cells."""
-        return (
-            row[self.step] if self.step is not None else "",
-            row[self.type],
-            row[self.core] if self.core is not None else "",
+    def key_getter(self) -> Callable[[list[str]], tuple[str, str, str]]:
+        """(step, type, core) of a row as the raw cells ("" for a column the file lacks)."""
+        if self.step is not None and self.core is not None:
+            return cast(
+                Callable[[list[str]], tuple[str, str, str]],
+                itemgetter(self.step, self.type, self.core),
+            )
+        step, op_type, core = self.step, self.type, self.core
+        return lambda row: (
+            row[step] if step is not None else "",
+            row[op_type],
+            row[core] if core is not None else "",
         )
 
     def group(self, row: list[str], key: tuple[str, str, str]) -> KernelGroup:
         name = clean(row[self.name]) if self.name is not None else clean(key[1])
         return KernelGroup(integer(key[0]), clean(key[1]), clean(key[2]), name)
 
-    def pipe_ratios(self, row: list[str], line: int, bad: BadValues) -> tuple[float, float] | None:
-        """(compute, mte2) ratios of the unit that ran the kernel: cube ratios when present
-        and non-zero, else vector ratios; None when neither is there. A ratio outside [0, 1]
-        is left out with a warning naming the file, row and column."""
-        cube = self._ratios(row, self.aic_mac, self.aic_mte2, line, bad)
-        if not isinstance(cube, _OutOfRange) and cube is None:
-            vector = self._ratios(row, self.aiv_vec, self.aiv_mte2, line, bad)
-            return None if isinstance(vector, _OutOfRange) else vector
-        return None if isinstance(cube, _OutOfRange) else cube
 
-    def _ratios(
-        self, row: list[str], compute_i: int, mte2_i: int, line: int, bad: BadValues
+# how many distinct cells a reader remembers the value of (ratios, OP states: a few hundred in
+# real files; bounded whatever the file holds)
+_CELLS_MAX = 1 << 16
+_UNSEEN = object()
+
+
+class _PipeReader:
+    """Each kernel's pipe ratios counted into its group: the ratios of the unit that ran it
+    (cube ratios when present and non-zero, else vector ratios). It is memory-bound when mte2
+    dominates a compute pipe that is not well used (the readers' thresholds
+    mte2_bound_min_ratio, compute_well_used_ratio). A ratio outside [0, 1] is left out with a
+    warning naming the file, row and column, and the kernel counts without pipe data."""
+
+    def __init__(
+        self, columns: _KernelColumns, limits: ReaderThresholds, bad: BadValues, table: CsvTable
+    ) -> None:
+        self.columns, self.bad, self.table = columns, bad, table
+        self.mte2_bound = limits.mte2_bound_min_ratio
+        self.compute_used = limits.compute_well_used_ratio
+        self.values: dict[str, float | _OutOfRange | None] = {}
+
+    def value(self, cell: str) -> float | _OutOfRange | None:
+        """A ratio cell's value, learnt once (cells repeat)."""
+        known = _to_float(cell)
+        if len(self.values) < _CELLS_MAX:
+            self.values[cell] = known
+        return known
+
+    def add(self, row: list[str], group: KernelGroup, duration: float) -> None:
+        columns = self.columns
+        found = self._pair(row, columns.aic_mac, columns.aic_mte2)
+        if found is None:
+            found = self._pair(row, columns.aiv_vec, columns.aiv_mte2)
+        if found is None or found is _OUT_OF_RANGE:
+            return
+        compute, mte2 = found  # type: ignore[misc]
+        group.pmu_us += duration
+        group.compute_pipe_us += duration * compute
+        group.mte2_pipe_us += duration * mte2
+        if mte2 > compute and mte2 >= self.mte2_bound and compute < self.compute_used:
+            group.mte2_bound_us += duration
+
+    def _pair(
+        self, row: list[str], compute_at: int, mte2_at: int
     ) -> tuple[float, float] | _OutOfRange | None:
-        compute = _to_float(row[compute_i]) if compute_i >= 0 else None
-        mte2 = _to_float(row[mte2_i]) if mte2_i >= 0 else None
-        if isinstance(compute, _OutOfRange) or isinstance(mte2, _OutOfRange):
-            column = compute_i if isinstance(compute, _OutOfRange) else mte2_i
-            bad.ignore(
-                self.path,
-                f"row {line}, {self.pipe_names[column]}",
-                row[column],
-                "not a ratio in [0, 1]",
-                "the kernel counts without pipe data",
-            )
-            return _OUT_OF_RANGE
+        """One unit's (compute, mte2); None when not there or both zero."""
+        values = self.values
+        compute = mte2 = None
+        if compute_at >= 0:
+            compute = values.get(row[compute_at], _UNSEEN)
+            if compute is _UNSEEN:
+                compute = self.value(row[compute_at])
+        if mte2_at >= 0:
+            mte2 = values.get(row[mte2_at], _UNSEEN)
+            if mte2 is _UNSEEN:
+                mte2 = self.value(row[mte2_at])
+        if compute is _OUT_OF_RANGE or mte2 is _OUT_OF_RANGE:
+            return self._out_of_range(row, compute_at if compute is _OUT_OF_RANGE else mte2_at)
         if compute is None or mte2 is None or (compute == 0 and mte2 == 0):
             return None
-        return compute, mte2
+        return compute, mte2  # type: ignore[return-value]
+
+    def _out_of_range(self, row: list[str], column: int) -> _OutOfRange:
+        self.bad.ignore(
+            self.columns.path,
+            f"row {self.table.line}, {self.columns.pipe_names[column]}",
+            row[column],
+            "not a ratio in [0, 1]",
+            "the kernel counts without pipe data",
+        )
+        return _OUT_OF_RANGE
 
 
-def add_pipes(
-    group: KernelGroup,
-    duration: float,
-    compute: float,
-    mte2: float,
-    mte2_bound: float,
-    compute_used: float,
-) -> None:
-    """Count one kernel's pipe ratios; it is memory-bound when mte2 dominates a compute pipe
-    that is not well used (the readers' thresholds mte2_bound_min_ratio, compute_well_used_ratio)."""
-    group.pmu_us += duration
-    group.compute_pipe_us += duration * compute
-    group.mte2_pipe_us += duration * mte2
-    if mte2 > compute and mte2 >= mte2_bound and compute < compute_used:
-        group.mte2_bound_us += duration
+class _DetailReader:
+    """Each kernel counted under its (step, type, core, input dtypes), and whether it ran as a
+    dynamic-shape operator."""
+
+    def __init__(self, columns: _KernelColumns) -> None:
+        self.dtypes, self.op_state = columns.dtypes, columns.op_state
+        # by the group's raw key, then the raw dtypes cell; `found` in the order first seen
+        self.by_key: dict[tuple[str, str, str], dict[str, OpDetail]] = {}
+        self.found: list[OpDetail] = []
+        self.dynamic: dict[str, bool] = {}
+
+    def add(self, row: list[str], key: tuple[str, str, str], duration: float) -> None:
+        dtypes = row[self.dtypes] if self.dtypes is not None else ""
+        by_dtypes = self.by_key.get(key)
+        if by_dtypes is None:
+            by_dtypes = self.by_key[key] = {}
+        detail = by_dtypes.get(dtypes)
+        if detail is None:
+            detail = by_dtypes[dtypes] = OpDetail(
+                integer(key[0]), clean(key[1]), clean(key[2]), clean(dtypes)
+            )
+            self.found.append(detail)
+        detail.count += 1
+        detail.total_us += duration
+        if self.op_state is not None and self._is_dynamic(row[self.op_state]):
+            detail.dynamic_count += 1
+            detail.dynamic_us += duration
+
+    def _is_dynamic(self, cell: str) -> bool:
+        known = self.dynamic.get(cell)
+        if known is None:
+            known = clean(cell).lower() == "dynamic"
+            if len(self.dynamic) < _CELLS_MAX:
+                self.dynamic[cell] = known
+        return known
 
 
 class _OutOfRange:

@@ -265,7 +265,8 @@ def _pmu_cte(ids: dict[str, int]) -> str:
 
 
 # The unit that ran a kernel: cube ratios when present and non-zero, else vector ratios; the
-# bound test is add_pipes' (the readers' mte2_bound_min_ratio, compute_well_used_ratio).
+# bound test is the text reader's (ascend/kernels._PipeReader: the readers'
+# mte2_bound_min_ratio, compute_well_used_ratio).
 _KERNEL_SQL = """
 WITH {pmu}
 k AS (

@@ -14,6 +14,7 @@ from typing import Any
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
+from advisor.parsers.trace_view.names import NOTHING_SEEN, EventNames
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
 from advisor.parsers.trace_view.timestamps import TimestampParser
 from advisor.parsers.traces.blocking import BlockingEvents
@@ -27,6 +28,7 @@ HOST = "host"  # the first part of the host-call columns' keys
 BEST = FLOW_PREFERENCE[0]
 # flow ids remembered to find the best category's first start/finish pair (see _probe)
 PROBE_MAX = 1 << 16
+_INT64 = 1 << 63  # a flow id that is a signed 64-bit integer is its own key (flow_key)
 
 
 class BadEvent(ValueError):
@@ -70,6 +72,8 @@ class Accumulator:
     best_paired: bool = False
     probe_starts: set[int] = field(default_factory=set)
     probe_finishes: set[int] = field(default_factory=set)
+    # what each event name asks for, looked up once per name
+    names: EventNames | None = None
 
     def merge(self, other: Accumulator) -> None:
         """Append another accumulator's data (a later byte range of the same file)."""
@@ -124,6 +128,14 @@ class Accumulator:
             out["flows", cat, 2], out["flows", cat, 3] = ids_finish, ts_finish
         return out
 
+    def _start_names(self) -> EventNames:
+        self.names = EventNames(self.taxonomy)
+        return self.names
+
+    def forget_names(self) -> None:
+        """Let go of what names were found to ask for (a decoded part needs none of it)."""
+        self.names = None
+
     def _probe(self, start: bool, key: int) -> None:
         """Look for the best category's first flow with both ends among the ids seen (up to
         PROBE_MAX of each end: the pairs of a trace lie close together)."""
@@ -160,30 +172,72 @@ class Accumulator:
         dur is not a time (one try around the loop: free until an event raises)."""
         self.events += len(batch)
         try:
-            self._add(batch)
+            self._add(batch, self.names or self._start_names())
         except (ValueError, OverflowError) as exc:
             raise BadEvent(str(exc)) from None
 
-    def _add(self, batch: list[TraceEvent]) -> None:
+    def _add(self, batch: list[TraceEvent], names: EventNames) -> None:
+        # the hot loop of the reader: millions of events, most of them host operators and
+        # launches no measure reads, so what a name asks for is looked up once per name, and
+        # a kernel of a process already seen goes straight to its arrays
+        host_kinds, runtime_kinds, plain = names.host, names.runtime, names.plain
+        starts_by_pid, ends_by_pid = self.starts, self.ends
+        ts = self.ts.__call__
         for e in batch:
             ph = e.ph
             if ph == "X":
                 name = e.name
-                if e.cat:
-                    self._host_side(e, name)
+                cat = e.cat
+                if cat:
+                    kept = host_kinds.get(cat, NOTHING_SEEN).get(name)
+                    if kept is None:
+                        kept = names.learn_host(cat, name)
+                    if kept:
+                        self._host_side(e, name)
                 elif name.startswith("AscendCL@"):
-                    self._runtime_call(e, name)
+                    kept = runtime_kinds.get(name)
+                    if kept is None:
+                        kept = names.learn_runtime(name)
+                    if kept:
+                        self._runtime_call(e, name)
+                elif name in plain and e.pid in starts_by_pid:
+                    start = ts(e.ts)
+                    dur = e.dur
+                    if dur.__class__ is not float or not 0.0 <= dur <= MAX_DURATION_US:
+                        dur = _dur(dur)
+                    starts_by_pid[e.pid].append(start)
+                    ends_by_pid[e.pid].append(start + dur)
                 else:
                     self._device_event(e, name)
             elif ph == "s" or ph == "f":
-                # once the best category pairs, the others' flows are not looked at
-                if not self.best_paired or e.cat == BEST:
+                if not self.best_paired:
                     self._flow(e, ph == "s")
+                elif e.cat == BEST:  # once the best category pairs, the others are not read
+                    self._best_flow(e, ph == "s")
             elif ph == "M" and e.name == "process_name":
                 args = ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
                 self.process_names[e.pid] = str(args.get("name", ""))
                 self._drop_unused(e.pid)
         del self.scratch_starts[:], self.scratch_ends[:]
+
+    def _best_flow(self, e: TraceEvent, start: bool) -> None:
+        """One end of a flow of the best category once it pairs: _flow's work without its
+        tests (flow_key's common cases inline)."""
+        key = e.id
+        if isinstance(key, str) and len(key) <= 18 and key.isdigit():
+            key = int(key)
+        elif not isinstance(key, int) or not -_INT64 <= key < _INT64:
+            key = flow_key(key)
+        table = self.flows.get(BEST)
+        if table is None:
+            table = self.flows[BEST] = FlowTable()
+        at = self.ts(e.ts)
+        if start:
+            table.start_ids.append(key)
+            table.start_ts.append(at)
+        else:
+            table.finish_ids.append(key)
+            table.finish_ts.append(at)
 
     def _host_side(self, e: TraceEvent, name: str) -> None:
         """A host-side event: most are operators, which no measure reads (cheap substring
@@ -268,6 +322,8 @@ class Accumulator:
         if name.startswith("hcom_"):
             _append_interval(self.collectives, self.taxonomy.comm_kind(name), start, end)
             self._collective_size(e, name)
+        elif self.names is not None:
+            self.names.learn_plain(name)  # next time straight to the arrays
         pid = e.pid
         starts = self.starts.get(pid)
         if starts is None:

@@ -104,6 +104,7 @@ def _read_range(job: Job, spill: Path, tick: Callable[[int], None] | None = None
             handle.close()
         acc.probe_starts.clear()  # the parent needs only whether a pair was found
         acc.probe_finishes.clear()
+        acc.forget_names()
         writer.flush()
     return acc
 

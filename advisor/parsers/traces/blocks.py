@@ -16,16 +16,20 @@ SEPARATORS = (b"}, {", b"},{", b"},\n{", b"},\r\n{", b"}, \n{")
 EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
 TAIL_WINDOW = 1 << 20
+# the tail searched first: events are far smaller, and each separator style the file does not
+# use is scanned over the whole window (1 MiB four times per block cost ~4% of decoding)
+FIRST_WINDOW = 1 << 16
 
 
 def find_cut(data: bytes | bytearray, size: int | None = None) -> int:
     """Index of the ',' after the last top-level '}' that is followed by '{' (or -1).
 
-    Only the tail of the block is searched first: scanning 8 MiB for each separator style
-    that the file does not use would cost more than decoding it.
+    Only the tail of the block is searched first, then wider tails: scanning 8 MiB for each
+    separator style that the file does not use would cost more than decoding it. The last
+    separator of a tail is the last of the block.
     """
     end = len(data) if size is None else size
-    lo = max(0, end - TAIL_WINDOW)
+    lo = max(0, end - FIRST_WINDOW)
     while True:
         best = -1
         for sep in SEPARATORS:
@@ -34,7 +38,7 @@ def find_cut(data: bytes | bytearray, size: int | None = None) -> int:
                 best = pos
         if best >= 0 or lo == 0:
             return best + 1 if best >= 0 else -1
-        lo = max(0, lo - 8 * TAIL_WINDOW)
+        lo = max(0, end - TAIL_WINDOW) if end - lo < TAIL_WINDOW else max(0, lo - 8 * TAIL_WINDOW)
 
 
 BYTE_RE = re.compile(r"byte (\d+)")
