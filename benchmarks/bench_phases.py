@@ -10,7 +10,8 @@ reader's. Each phase is timed by wrapping the function that runs it, in this pro
 PyTorch traces: decoding (byte-range workers), the launch join (pass 1), sorting the start-time
 groups (pass 2), measuring the windows (pass 3). torch_npu text exports: the decoding workers
 (waited for after the CSV files are read), kernel_details.csv, the merge and step reduction.
-The rest of `advisor facts` (facts, rendering) is the line "facts and rendering".
+The rest of `advisor facts` (facts, rendering) is the line "facts and rendering". For a
+torch_npu export it also prints the wall time two idle cores would take, from the CPU seconds.
 """
 
 from __future__ import annotations
@@ -88,6 +89,29 @@ def _instrument(phases: Phases) -> None:
     phases.wrap(parallel, "_reduce_parts", "npu: merge and step reduction")
 
 
+def _idle_estimate(
+    measured: list[tuple[str, float, float, float]], total: tuple[str, float, float, float]
+) -> None:
+    """torch_npu text exports: the wall time two idle cores would take, from CPU seconds (the
+    wall time of a loaded machine measures its other users). The CSV files the parent reads
+    while the workers decode share the two cores with them; the rest of the parent's work
+    (merge, reduction, facts, rendering) comes after, alone. Start-up (interpreter and imports,
+    ~0.3 s) is not in these figures."""
+    by_label = {label: (own, children) for label, _, own, children in measured}
+    csv = by_label.get("npu: kernel_details.csv (parent)")
+    if csv is None:
+        return
+    workers = sum(children for _, _, _, children in measured)
+    concurrent = csv[0]
+    serial = total[2] - concurrent
+    parallel = max((workers + concurrent) / 2, workers / 2, concurrent)
+    print(
+        f"on two idle cores: ~{parallel + serial:.2f} s after start-up"
+        f" ((workers {workers:.2f} + parent's CSV {concurrent:.2f}) / 2 + the parent's"
+        f" serial {serial:.2f}; CPU seconds, inflated by the machine's load)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -130,6 +154,7 @@ def main() -> None:
         f"machine load {load_before:.2f} -> {os.getloadavg()[0]:.2f} (1-minute load average on "
         f"{os.cpu_count()} cores, before -> after; CPU seconds are the reader's, wall seconds noisy)"
     )
+    _idle_estimate(measured, total)
     if profiler is not None:
         # forked workers inherit the profiler: only this process's numbers are read here
         out = io.StringIO()
