@@ -268,6 +268,7 @@ class RejectCode(Enum):
     not_indicated = "not-indicated"  # its trigger condition is false; lacks: what, in words
     trigger_unknown = "trigger-unknown"  # needs
     rejected_before = "rejected-before"  # the ledger records it rejected or reverted
+    no_memory_room = "no-memory-room"  # other: the change whose run ran out of memory
     prerequisite_unknown = "prerequisite-unknown"  # requirement, needs
     conflicts_setting = "conflicts-setting"  # conflict: the rule's reason
     conflicts_feature = "conflicts-feature"  # other, conflict

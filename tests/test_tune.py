@@ -22,6 +22,7 @@ from advisor.app.tune import TuneOptions, run_tune
 from advisor.app.tune_run import failure_cause, new_profile, run_job
 from advisor.core.validation import schema_errors
 from advisor.core.yamlio import load_data
+from advisor.engine.rules import load_rules
 from advisor.engine.tuning import Stop, TuneResult, Verdict3
 from advisor.inputs.ledger import Ledger
 from advisor.render.tune import FORMATS, tune_json
@@ -143,6 +144,21 @@ SHORT_OF_BEST = {
 }
 
 
+def _no_memory_growth_right_after_out_of_memory(result: TuneResult) -> None:
+    """After a run that ran out of memory, no change that holds more device memory runs until
+    one that lowers the peak is kept (rules/tune.yaml memory_room)."""
+    rules = load_rules()
+    waiting = None
+    for change in result.changes:
+        rule = rules.feature(change.feature)
+        memory = rule.effect.device_memory if rule is not None else None
+        assert not (waiting and memory == "more"), f"{change.feature} after {waiting} ran out"
+        if change.verdict is Verdict3.failed and change.reason == "out-of-memory":
+            waiting = change.feature
+        elif change.verdict is Verdict3.keep and memory == "less":
+            waiting = None
+
+
 def _exported(script: Path, name: str) -> str | None:
     found = None
     for line in script.read_text(encoding="utf-8").splitlines():
@@ -188,6 +204,7 @@ def test_other_responses_are_tuned_to_the_bar(
     for failed in (c for c in result.changes if c.verdict is Verdict3.failed):
         for op in failed.patch.ops:  # reverted: its value is not in the files
             assert str(_in_files(job, failed.patch.target, op.path)) != str(op.value), failed
+    _no_memory_growth_right_after_out_of_memory(result)
     # a retried change says why, in the ledger and the JSON
     book = Ledger.load(result.ledger)
     for entry in (e for e in book.entries if "retry" in e):

@@ -10,6 +10,7 @@ from advisor.engine.changes import abstract_ops, ceiling_of, is_applied, reach_o
 from advisor.engine.conditions import Context, Outcome, Truth, evaluate
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History
+from advisor.engine.memory_room import waits_for_room
 from advisor.engine.rule_model import FeatureRule
 from advisor.inputs.thresholds import planner_thresholds
 from advisor.model import Applicability, RejectCode, Rejected, Value
@@ -136,6 +137,16 @@ def _not_rejected_before(
     return Rejected(rule.id, RejectCode.rejected_before) if rule.id in history.rejected else None
 
 
+def _memory_room(
+    rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
+) -> Rejected | None:
+    """A change that adds device memory after a run that ran out of it (engine/memory_room.py)."""
+    failed = waits_for_room(rule, graph.ruleset, history)
+    return (
+        None if failed is None else Rejected(rule.id, RejectCode.no_memory_room, {"other": failed})
+    )
+
+
 def _prerequisites_known(
     rule: FeatureRule, bottleneck: str, graph: RuleGraph, ctx: Context, history: History
 ) -> Rejected | None:
@@ -200,6 +211,7 @@ _JUDGEMENTS: tuple[_Judgement, ...] = (
     _possible,
     _trigger_known,
     _not_rejected_before,
+    _memory_room,
     _prerequisites_known,
     _no_conflict,
     _nothing_before,

@@ -145,6 +145,7 @@ class Effect:
     memory: str | None = None
     changes_numerics: bool = False  # the seeds try such changes last
     changes_work: bool = False  # alters the work per step: judged per token or sample
+    device_memory: str | None = None  # more | less: the device memory peak it moves
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,7 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
                 effect.opt_text("memory"),
                 effect.flag("changes_numerics"),
                 effect.flag("changes_work"),
+                effect.opt_text("device_memory"),
             ),
             verify=tuple(
                 VerifyItem(v.text("fact"), Direction(v.text("direction")))

@@ -67,6 +67,7 @@ class LedgerEvent:
     retry: bool = False  # a proposal made again after a revert for no measurable effect
     # a revert's: the bottleneck whose cost grew in the change's own run (where its gain went)
     masked_by: str | None = None
+    failure: str | None = None  # a failed run's cause (out-of-memory, ...: rules/tune.yaml)
 
     @classmethod
     def of(cls, entry: Mapping[str, object]) -> LedgerEvent:
@@ -93,6 +94,7 @@ class LedgerEvent:
             proposed_on=_mapping(entry.get("proposed_on")),
             retry=isinstance(entry.get("retry"), Mapping),
             masked_by=_masked_by(entry.get("masked_by")),
+            failure=_text(entry.get("failure")),
         )
 
 

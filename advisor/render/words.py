@@ -70,6 +70,10 @@ _REJECTIONS: dict[RejectCode, Callable[[Values], str]] = {
     ),
     RejectCode.trigger_unknown: lambda v: f"unknown whether it applies: needs {_names(v['needs'])}",
     RejectCode.rejected_before: lambda v: "tried before and rejected (ledger)",
+    RejectCode.no_memory_room: lambda v: (
+        f"it holds more device memory, and the run of {v['other']} ran out of memory: it waits "
+        "until a change that lowers the memory peak is kept"
+    ),
     RejectCode.prerequisite_unknown: lambda v: (
         f"prerequisite unknown ({v['requirement']}): needs {_names(v['needs'])}"
     ),
