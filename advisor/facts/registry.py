@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from advisor.facts import (
+    allgather_passes,
     attrib,
     block_dim,
     cluster,
@@ -50,6 +51,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     profile.DERIVER,
     steps.DERIVER,
     attrib.DERIVER,
+    allgather_passes.DERIVER,
     ops.DERIVER,
     op_types.DERIVER,
     block_dim.DERIVER,

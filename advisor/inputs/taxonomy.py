@@ -42,6 +42,9 @@ class Taxonomy:
     phase_ranges: dict[str, re.Pattern[str]]
     # host ranges (or their category) that are a Python garbage collection
     gc_ranges: re.Pattern[str]
+    # FSDP2's ranges: all_gather (around each parameter all-gather it issues), forward and
+    # backward (the hooks of each pass that issue them)
+    fsdp_ranges: dict[str, re.Pattern[str]]
     comm_kinds: dict[str, re.Pattern[str]]
     # host ranges a collective kernel is launched under (group 1: the collective's name)
     collective_launchers: tuple[re.Pattern[str], ...]
@@ -113,6 +116,7 @@ def _build(raw: dict[str, Any]) -> Taxonomy:
         user_ranges=_alternation(host.get("user_ranges", [])),
         phase_ranges={k: _alternation(v) for k, v in host.get("phases", {}).items()},
         gc_ranges=_alternation(host.get("gc", [])),
+        fsdp_ranges={k: _alternation(v) for k, v in host.get("fsdp", {}).items()},
         comm_kinds={k: _alternation(v, re.IGNORECASE) for k, v in raw["comm_kinds"].items()},
         collective_launchers=tuple(re.compile(p) for p in raw.get("collective_launchers", [])),
         p2p_kinds=frozenset(str(k) for k in raw["p2p_kinds"]),

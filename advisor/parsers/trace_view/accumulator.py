@@ -122,6 +122,8 @@ class Accumulator:
         out["phase_start",], out["phase_end",] = ranges.starts, ranges.ends
         out["phase_kind",] = ranges.phases
         out["gc_start",], out["gc_end",] = ranges.gc_starts, ranges.gc_ends
+        out["fsdp_start",], out["fsdp_end",] = ranges.fsdp_starts, ranges.fsdp_ends
+        out["fsdp_kind",] = ranges.fsdp_kinds
         for cat, flows in self.flows.items():
             ids_start, ts_start, ids_finish, ts_finish = flows.__getstate__()
             out["flows", cat, 0], out["flows", cat, 1] = ids_start, ts_start
@@ -281,7 +283,8 @@ class Accumulator:
         """A range naming a phase of the step (nn.Module, autograd, Optimizer.step...), or a
         garbage collection (torch_npu's "GC" ranges, with gc_detect_threshold set)."""
         if self.range_reader is None:
-            self.range_reader = RangeReader(self.taxonomy.phase_ranges, self.taxonomy.gc_ranges)
+            tax = self.taxonomy
+            self.range_reader = RangeReader(tax.phase_ranges, tax.gc_ranges, tax.fsdp_ranges)
         if self.range_reader.kind(name) != NEITHER:
             start = self.ts(e.ts)
             self.range_reader.add(self.host_ranges, name, start, start + _dur(e.dur))

@@ -31,6 +31,7 @@ from advisor.parsers.trace_view.accumulator import HOST
 from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE
 from advisor.parsers.traces import budget, spill
 from advisor.parsers.traces.flows import FlowTable
+from advisor.parsers.traces.fsdp_passes import grouped_passes
 from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.ordered import (
     OrderedWriter,
@@ -135,6 +136,7 @@ def reduce_in_groups(
     ctx.overlap = {lane: ctx.overlap.get(lane, Intervals()) for lane in lanes}
     data = trace_data(path, raw, ctx, ordered_steps, BEST, rows > 0)
     data.phases = grouped_table(raw.host_ranges)
+    data.allgather_passes = grouped_passes(raw.host_ranges)
     return data
 
 

@@ -36,6 +36,9 @@ _OTHER_INDEX = len(PHASES)
 # a host range that is a garbage collection (phase indices are >= 0; -1: neither)
 GC = -2
 NEITHER = -1
+# FSDP2's ranges (taxonomy host.fsdp): kinds below GC, and their index in HostRanges.fsdp_kinds
+FSDP_KINDS = ("all_gather", "forward", "backward")
+_FSDP_BASE = GC - 1  # FSDP_KINDS[i] is kind _FSDP_BASE - i
 # why a trace without phase ranges has no phases, and the profiler options that record them
 NO_PHASE_RANGES = (
     "the trace has no forward, backward or optimizer ranges (Optimizer.step#..., "
@@ -61,6 +64,10 @@ class HostRanges:
     phases: array[int] = field(default_factory=lambda: array("b"))  # index into PHASES
     gc_starts: array[float] = field(default_factory=lambda: array("d"))
     gc_ends: array[float] = field(default_factory=lambda: array("d"))
+    # FSDP2's all-gather ranges and the hooks around them (index into FSDP_KINDS)
+    fsdp_starts: array[float] = field(default_factory=lambda: array("d"))
+    fsdp_ends: array[float] = field(default_factory=lambda: array("d"))
+    fsdp_kinds: array[int] = field(default_factory=lambda: array("b"))
 
     def add_phase(self, phase: int, start: float, end: float) -> None:
         self.starts.append(start)
@@ -71,30 +78,50 @@ class HostRanges:
         self.gc_starts.append(start)
         self.gc_ends.append(end)
 
+    def add_fsdp(self, kind: int, start: float, end: float) -> None:
+        self.fsdp_starts.append(start)
+        self.fsdp_ends.append(end)
+        self.fsdp_kinds.append(kind)
+
     def extend(self, other: HostRanges) -> None:
         self.starts.extend(other.starts)
         self.ends.extend(other.ends)
         self.phases.extend(other.phases)
         self.gc_starts.extend(other.gc_starts)
         self.gc_ends.extend(other.gc_ends)
+        self.fsdp_starts.extend(other.fsdp_starts)
+        self.fsdp_ends.extend(other.fsdp_ends)
+        self.fsdp_kinds.extend(other.fsdp_kinds)
 
 
 class RangeReader:
-    """Sorts a decoder's host ranges into the phases and the collections, remembering each
-    name's kind (names repeat every step)."""
+    """Sorts a decoder's host ranges into the phases, the collections and FSDP2's all-gather
+    ranges, remembering each name's kind (names repeat every step)."""
 
-    def __init__(self, phases: dict[str, re.Pattern[str]], gc: re.Pattern[str]) -> None:
+    def __init__(
+        self,
+        phases: dict[str, re.Pattern[str]],
+        gc: re.Pattern[str],
+        fsdp: dict[str, re.Pattern[str]] | None = None,
+    ) -> None:
         self.patterns = phase_patterns(phases)
         self.gc = gc
+        self.fsdp = tuple(
+            (_FSDP_BASE - i, (fsdp or {})[name])
+            for i, name in enumerate(FSDP_KINDS)
+            if name in (fsdp or {})
+        )
         self.kinds: dict[str, int] = {}
 
     def kind(self, name: str) -> int:
-        """The name's phase index, GC, or -1 (neither)."""
+        """The name's phase index, GC, an FSDP range's kind, or -1 (neither)."""
         kind = self.kinds.get(name)
         if kind is None:
             kind = phase_of(name, self.patterns)
             if kind < 0 and self.gc.fullmatch(name):
                 kind = GC
+            if kind == NEITHER:
+                kind = phase_of(name, self.fsdp)
             if len(self.kinds) < HOST_KINDS_MAX:
                 self.kinds[name] = kind
         return kind
@@ -105,6 +132,8 @@ class RangeReader:
             out.add_phase(kind, start, end)
         elif kind == GC:
             out.add_gc(start, end)
+        elif kind <= _FSDP_BASE:
+            out.add_fsdp(_FSDP_BASE - kind, start, end)
 
 
 @dataclass(frozen=True)

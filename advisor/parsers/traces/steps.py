@@ -12,6 +12,7 @@ from typing import Protocol
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
 from advisor.parsers.traces.flows import NAN, FlowTable
+from advisor.parsers.traces.fsdp_passes import AllGatherPasses, allgather_passes
 from advisor.parsers.traces.host_calls import BlockingCall, HostCallColumns, HostCalls
 from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
 from advisor.parsers.traces.intervals import (
@@ -93,6 +94,9 @@ class TraceData:
     # each collective's (name, element count, data type) where the trace's events carry them
     # (trace_view.json's hcom tasks); empty: not recorded
     collective_sizes: list[tuple[str, int, str]] = field(default_factory=list)
+    # each step's exposed FSDP all-gather time by the pass that issued it (None: not measured
+    # on this reading path: PyTorch traces, traces read in groups)
+    allgather_passes: AllGatherPasses | None = None
 
 
 class RawTrace(Protocol):
@@ -313,8 +317,16 @@ def reduce_steps(
     # compute hides (communication tasks run on the device lane under their own names)
     computing = ctx.overlap.get("Computing")
     exposed = ctx.overlap.get("Communication(Not Overlapped)")
+    windows = [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())]
+    gathers = raw.collectives.get("allgather")
+    data.allgather_passes = allgather_passes(
+        windows,
+        raw.host_ranges,
+        (gathers[0], gathers[1]) if gathers else None,
+        ctx.computing if len(ctx.computing) else None,
+    )
     data.phases = phase_table(
-        [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())],
+        windows,
         DeviceOps(
             kernel_starts,
             kernel_ends,

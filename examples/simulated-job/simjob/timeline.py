@@ -35,6 +35,9 @@ class Collective:
     name: str  # hcom_allGather__<step>_<n>
     start: int
     dur: int
+    issued: int = 0  # when the host issued it
+    # an all-gather's FSDP hook: (pass, layer, prefetch) — the hook range FSDP2 records it in
+    hook: tuple[str, int, bool] | None = None
 
 
 @dataclass
@@ -111,19 +114,24 @@ class _Step:
             self.sync.append(self.host)
             self.host = self.device + _ns(self.recipe.blocking_sync_us)
 
-    def collective(self, kind: str, dur_us: float, free: int) -> Collective:
+    def collective(
+        self, kind: str, dur_us: float, free: int, hook: tuple[str, int, bool] | None = None
+    ) -> Collective:
         # the collective's stream waits for the compute launched so far and for the host
         start = max(free, self.device, self.host)
         op = "allGather" if kind == "allgather" else "reduceScatter"
         name = f"hcom_{op}__{self.number}_{len(self.comm)}"
-        c = Collective(kind, name, start, _ns(dur_us))
+        c = Collective(kind, name, start, _ns(dur_us), self.host, hook)
         self.comm.append(c)
         return c
 
-    def gather(self, gathered: dict[int, int], layers: list[int]) -> None:
-        for layer in layers:
+    def gather(self, gathered: dict[int, int], layers: list[int], pass_: str) -> None:
+        """The all-gathers of `layers[0]` (its own, unless prefetched) and of the layers after
+        it that are prefetched from its hook."""
+        for i, layer in enumerate(layers):
             if layer not in gathered:
-                c = self.collective("allgather", self.recipe.allgather_us, self.ag_free)
+                hook = (pass_, layer, i > 0)
+                c = self.collective("allgather", self.recipe.allgather_us, self.ag_free, hook)
                 self.ag_free = c.start + c.dur
                 gathered[layer] = self.ag_free
 
@@ -136,12 +144,12 @@ class _Step:
         order = list(range(r.layers))
         gathered: dict[int, int] = {}
         for i in order:
-            self.gather(gathered, order[i : i + 1 + r.forward_prefetch])
+            self.gather(gathered, order[i : i + 1 + r.forward_prefetch], "forward")
             self.layer(r.forward, gathered[i])
         back = order[::-1]
         gathered = {}
         for i, layer in enumerate(back):
-            self.gather(gathered, back[i : i + 1 + r.backward_prefetch])
+            self.gather(gathered, back[i : i + 1 + r.backward_prefetch], "backward")
             self.layer(r.backward, gathered[layer])
             c = self.collective("reducescatter", r.reducescatter_us, self.rs_free)
             self.rs_free = c.start + c.dur

@@ -18,6 +18,9 @@ PID_PYTHON, PID_CANN, PID_DEVICE, PID_HCCL, PID_OVERLAP = (
     4376751100,
 )
 STREAM_COMPUTE = 2
+# an FSDP hook's range on the host around the all-gather it issues (the simulated host issues
+# collectives without spending time; the ranges only say which hook issued each)
+FSDP_HOOK_NS = 2 * NS
 # FSDP2 gathers parameters and reduces gradients on separate streams, one group each
 COMM_STREAMS = {"allgather": 8, "reducescatter": 9}
 GROUPS = {
@@ -140,6 +143,27 @@ def _host_step(w: _TraceWriter, plan: StepPlan, launch_ns: int) -> None:
         w.x("AscendCL@aclMallocMemInner", PID_CANN, PID_PYTHON, at, dur)
 
 
+def _fsdp_ranges(w: _TraceWriter, plan: StepPlan) -> None:
+    """FSDP2's record_function ranges around each all-gather it issues: the hook that asked
+    for it (the layer's own pre-forward / pre-backward unshard, or a prefetch from an earlier
+    layer's hook), with "FSDP::all_gather (<fqn>)" inside."""
+    for c in plan.comm:
+        if c.hook is None:
+            continue
+        pass_, layer, prefetch = c.hook
+        fqn = f"model.layers.{layer}"
+        hook = f"FSDP::{pass_}_prefetch for {fqn}" if prefetch else f"FSDP::pre_{pass_} ({fqn})"
+        w.x(hook, PID_PYTHON, PID_PYTHON, c.issued, FSDP_HOOK_NS, cat="cpu_op")
+        w.x(
+            f"FSDP::all_gather ({fqn})",
+            PID_PYTHON,
+            PID_PYTHON,
+            c.issued + FSDP_HOOK_NS // 4,
+            FSDP_HOOK_NS // 2,
+            cat="cpu_op",
+        )
+
+
 def kernel_name(op_type: str) -> str:
     return f"aclnn{op_type}_{op_type}AiCore_{op_type}"
 
@@ -174,6 +198,7 @@ def write_trace(path: Path, plans: list[StepPlan], launch_ns: int, clock: Clock)
         w.meta(PID_PYTHON, "Python", {PID_PYTHON: f"Thread {PID_PYTHON}"})
         for plan in plans:
             _host_step(w, plan, launch_ns)
+            _fsdp_ranges(w, plan)
             _comm_step(w, plan)
             _overlap_lanes(w, plan)
         w.meta(PID_CANN, "CANN", {PID_PYTHON: f"Thread {PID_PYTHON}"})

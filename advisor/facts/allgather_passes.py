@@ -1,0 +1,69 @@
+"""The exposed FSDP parameter all-gathers of a rank's steady steps, split by the pass that
+issued them (parsers/traces/fsdp_passes.py): what forward prefetch can hide, and what backward
+prefetch can. Per step as every time fact; the two add up to the all-gathers' exposed time
+(attrib.comm_exposed_by_kind_ms allgather) when every all-gather is FSDP's."""
+
+from __future__ import annotations
+
+from advisor.facts.base import Recorder
+from advisor.facts.contract import Deriver, RankInputs, Scope
+from advisor.facts.steady import PerStep
+
+PASS_FACTS = {
+    "forward": "comm.exposed_allgather_forward_ms",
+    "backward": "comm.exposed_allgather_backward_ms",
+}
+NO_TRACE = (
+    "no trace: the all-gathers' pass is read from the host ranges of trace_view.json (keep it: "
+    "profile_export_type text, with CPU activity)"
+)
+NOT_MEASURED = (
+    "the all-gathers' pass is measured on torch_npu traces (trace_view.json), not yet on "
+    "PyTorch traces"
+)
+
+
+def _missing(out: Recorder, reason: str) -> None:
+    for fact_id in PASS_FACTS.values():
+        out.miss(fact_id, reason)
+
+
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank = given.profile
+    if rank.trace is None:
+        _missing(out, NO_TRACE)
+        return
+    split = rank.trace.allgather_passes
+    if split is None:
+        _missing(out, NOT_MEASURED)
+        return
+    if split.absent:
+        _missing(out, split.absent)
+        return
+    rows = [r for r in given.steady.rows if r.step is not None and r.step in split.by_step]
+    if not rows or len(rows) != len(given.steady.rows):
+        _missing(out, "the trace has no ProfilerStep window for every steady step")
+        return
+    per = PerStep.of([r.total for r in rows])
+    source = (
+        f"{rank.trace.path.name}:FSDP::all_gather ranges + hcom_allGather tasks outside the "
+        "Computing lane"
+    )
+    for name, fact_id in PASS_FACTS.items():
+        part = sum(split.by_step[r.step][name] for r in rows if r.step is not None)
+        out.add(
+            fact_id,
+            round(per.ms(part), 4),
+            source,
+            f"all-gathers issued from FSDP's {name} hooks, paired in issue order; {per.note}",
+        )
+
+
+DERIVER = Deriver[RankInputs](
+    name="allgather_passes",
+    scope=Scope.RANK,
+    inputs=frozenset({"profile", "steady"}),
+    reads=frozenset(),
+    writes=frozenset(PASS_FACTS.values()),
+    derive=derive,
+)
