@@ -93,3 +93,26 @@ def test_every_overlap_names_the_compute_it_hides_under_and_every_bound_its_sour
         assert rule.ceiling.source.strip(), rule.id
         if rule.ceiling.mechanism == "overlap":
             assert rule.ceiling.hides_under, rule.id
+
+
+def test_a_prefetch_step_is_bounded_by_its_own_pass_when_the_trace_says_which():
+    ctx = _moe_context()
+    ctx.facts["comm.exposed_allgather_forward_ms"] = 1.5
+    ctx.facts["comm.exposed_allgather_backward_ms"] = 6.5
+    forward = reach_of(_feature("feature.fsdp-forward-prefetch"), ctx)
+    backward = reach_of(_feature("feature.fsdp-backward-prefetch"), ctx)
+    assert forward is not None and forward.ms == pytest.approx(1.5)
+    assert backward is not None and backward.ms == pytest.approx(6.5)
+    # the pass unknown: every exposed all-gather, as before
+    unknown = reach_of(_feature("feature.fsdp-forward-prefetch"), _moe_context())
+    assert unknown is not None and unknown.ms == pytest.approx(8.0)
+
+
+def test_a_fusion_reaches_the_sequence_the_profile_shows_and_is_unknown_without_it():
+    facts = {"attrib.step_ms": 50.0, "ops.fusion_reach_ms": {"rmsnorm": 2.5}}
+    rmsnorm = reach_of(_feature("feature.fused-rmsnorm"), Context(facts=facts))
+    assert rmsnorm is not None and rmsnorm.ms == pytest.approx(2.5)
+    assert rmsnorm.mechanism == "removes"
+    # no RoPE sequence found: unknown (the prediction falls back to the bottleneck's cost),
+    # not zero (which would reject it as below its ceiling)
+    assert reach_of(_feature("feature.fused-rope"), Context(facts=facts)) is None

@@ -314,6 +314,7 @@ def _ceiling(node: _Node) -> Ceiling:
         node.opt_text("hides_under"),
         node.text("source"),
         efficacy,
+        node.opt_text("missing_key") == "unknown",
     )
 
 

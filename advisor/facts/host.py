@@ -16,6 +16,7 @@ TRACE = "trace_view.json"
 TRACE_FACTS = (
     "host.launch_gap_ms_per_step",
     "host.dispatch_bound_ratio",
+    "host.launch_interval_ms",
     "host.sync_calls_per_step",
     "data.loader_ms_per_step",
     "data.loader_ratio",
@@ -47,7 +48,11 @@ def _launch_gaps(
             if not trace.has_device_lane
             else "no HostToDevice/async_npu flows"
         )
-        for fact_id in ("host.launch_gap_ms_per_step", "host.dispatch_bound_ratio"):
+        for fact_id in (
+            "host.launch_gap_ms_per_step",
+            "host.dispatch_bound_ratio",
+            "host.launch_interval_ms",
+        ):
             out.miss(fact_id, f"{TRACE} has {what} to link launches to kernels")
         return
     gaps = sum(s.launch_gap_us or 0.0 for s in steps)
@@ -60,6 +65,20 @@ def _launch_gaps(
             gaps / per.total_us,
             source,
             f"sum of gaps / sum of step time over the {per.steps} steady step(s)",
+        )
+    intervals = [s.launch_interval_us for s in steps if s.launch_interval_us is not None]
+    if intervals:
+        out.add(
+            "host.launch_interval_ms",
+            median(intervals) / 1000.0,
+            source,
+            f"median over {len(intervals)} steady step(s) of each step's median gap between "
+            "consecutive launches",
+        )
+    else:
+        out.miss(
+            "host.launch_interval_ms",
+            "the time between launches is measured on torch_npu traces, not yet on PyTorch traces",
         )
 
 

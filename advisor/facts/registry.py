@@ -24,6 +24,7 @@ from advisor.facts import (
     exposure,
     frequency,
     fusion,
+    fusion_reach,
     gpu_kernels,
     groups,
     host,
@@ -65,6 +66,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     phases.DERIVER,
     gpu_kernels.DERIVER,
     fusion.DERIVER,
+    fusion_reach.DERIVER,
     # the job
     stages.DERIVER,
     op_diff.DERIVER,

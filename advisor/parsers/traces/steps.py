@@ -6,7 +6,9 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
+from statistics import median
 from typing import Protocol
 
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
@@ -78,6 +80,9 @@ class TraceStep:
     # time the device had nothing running
     blocking_idle_us: float | None = None
     device_idle_us: float | None = None  # the window's time without any device operation
+    # the median time between the host's consecutive kernel launches in the window: what one
+    # launch costs the host while it dispatches (None: the trace links no launches)
+    launch_interval_us: float | None = None
 
 
 @dataclass
@@ -240,7 +245,23 @@ def window_step(
         blocking_calls=host.blocking_calls,
         blocking_idle_us=idle[0] if idle else None,
         device_idle_us=idle[1] if idle else None,
+        launch_interval_us=_launch_interval(kernel_starts, launch_at, w)
+        if launch_at is not None
+        else None,
     )
+
+
+def _launch_interval(
+    starts: Sequence[float], launch_at: Sequence[float], w: StepWindow
+) -> float | None:
+    """The median gap between consecutive host launches of the kernels starting in the window
+    (None: fewer than two linked launches). One launch may start several device tasks: each
+    launch time counts once."""
+    lo, hi = bisect_left(starts, w.start), bisect_left(starts, w.end)
+    launches = sorted({at for at in launch_at[lo:hi] if at == at})
+    if len(launches) < 2:
+        return None
+    return median(b - a for a, b in pairwise(launches))
 
 
 def _blocked_idle(
