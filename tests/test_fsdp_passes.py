@@ -125,3 +125,28 @@ def test_the_simulated_job_records_the_passes_fsdp2_records(
     assert forward + backward == pytest.approx(by_kind["allgather"], abs=0.01)
     # forward prefetch hides the forward pass's; the backward pass's wait in the open
     assert forward < 0.5 * backward
+    # the backward pass's device work runs behind the host's launches
+    lag = simulated_facts["host.backward_device_lag_ms"]
+    assert isinstance(lag, float) and lag > 1.0
+
+
+def test_each_pass_lags_the_host_by_what_its_device_work_runs_past_the_last_launch() -> None:
+    # window 1: forward launches at 1, 2 (kernels end 3, 4), the backward hook at 100, backward
+    # launches at 101, 102 whose kernels end 150 and 180: the forward kept up with the host
+    # (2 us behind its last launch), the backward ran 78 us past it
+    starts = array("d", [2.0, 3.0, 120.0, 150.0])
+    ends = array("d", [3.0, 4.0, 150.0, 180.0])
+    launches = array("d", [1.0, 2.0, 101.0, 102.0])
+    split = allgather_passes([(1, 0.0, 200.0)], HOST, DEVICE, COMPUTING, (starts, ends, launches))
+    assert split.lag_by_step == {1: {"forward": 2.0, "backward": 78.0}}
+
+
+def test_without_a_backward_hook_the_lags_are_unknown() -> None:
+    host = _ranges(
+        ("FSDP::pre_forward (model.layers.0)", 0, 4),
+        ("FSDP::all_gather (model.layers.0)", 1, 2),
+    )
+    device = (array("d", [10.0]), array("d", [20.0]))
+    kernels = (array("d", [20.0]), array("d", [30.0]), array("d", [5.0]))
+    split = allgather_passes([(1, 0.0, 200.0)], host, device, COMPUTING, kernels)
+    assert split.absent == "" and split.lag_by_step == {}

@@ -103,6 +103,10 @@ def test_a_prefetch_step_is_bounded_by_its_own_pass_when_the_trace_says_which():
     backward = reach_of(_feature("feature.fsdp-backward-prefetch"), ctx)
     assert forward is not None and forward.ms == pytest.approx(1.5)
     assert backward is not None and backward.ms == pytest.approx(6.5)
+    # a pass the host paces gains only what its device work lags behind the last launch
+    ctx.facts["host.forward_device_lag_ms"] = 0.2
+    paced = reach_of(_feature("feature.fsdp-forward-prefetch"), ctx)
+    assert paced is not None and paced.ms == pytest.approx(0.2)
     # the pass unknown: every exposed all-gather, as before
     unknown = reach_of(_feature("feature.fsdp-forward-prefetch"), _moe_context())
     assert unknown is not None and unknown.ms == pytest.approx(8.0)

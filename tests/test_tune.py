@@ -134,16 +134,10 @@ def test_the_example_is_tuned_to_the_bar(job: Path) -> None:
 
 
 RESPONSES = sorted((JOB / "responses").glob("*.yaml"))
+
+
 # The models on which the loop does not yet come within 15% of the exhaustive best, and why
 # (measured; README's "runs to best"): the rest of the bar is asserted on them all the same.
-SHORT_OF_BEST = {
-    # 49.0 ms against 42.4: two runs go to a second backward prefetch step (predicted from the
-    # forward pass's all-gathers too: the profile does not say which pass launched them) and CPU
-    # binding, which measure nothing, so the grouped expert GEMM gets no run
-    "slow-loader": "a second prefetch step and CPU binding take the runs grouped GEMM needs",
-}
-
-
 def _no_memory_growth_right_after_out_of_memory(result: TuneResult) -> None:
     """After a run that ran out of memory, no change that holds more device memory runs until
     one that lowers the peak is kept (rules/tune.yaml memory_room)."""
@@ -212,10 +206,6 @@ def test_other_responses_are_tuned_to_the_bar(
     assert schema_errors(json.loads(tune_json(result)), "tune.schema.json") == []
     assert result.final is not None and result.final.step_ms is not None
     best = _exhaustive_best(response)
-    if result.final.step_ms > 1.15 * best and response.stem in SHORT_OF_BEST:
-        pytest.xfail(
-            f"{result.final.step_ms} ms, best {best:.1f} ms: {SHORT_OF_BEST[response.stem]}"
-        )
     assert result.final.step_ms <= 1.15 * best, f"{result.final.step_ms} ms, best {best:.1f} ms"
 
 
@@ -224,8 +214,11 @@ def test_a_masked_change_is_tried_again_once_the_host_is_ahead(
 ) -> None:
     """Forward prefetch on a host-bound step shows nothing (the device waits for launches
     instead); once a kept change makes launches cheaper it is proposed again, says why, and
-    is kept."""
+    is kept. The trace carries no FSDP ranges here, so advisor cannot see beforehand that the
+    host paces the forward pass (with them, host.forward_device_lag_ms bounds the change and it
+    waits instead of taking a run)."""
     monkeypatch.setenv("SIMJOB_RESPONSE", str(JOB / "responses" / "slow-loader.yaml"))
+    monkeypatch.setenv("SIMJOB_FSDP_RANGES", "0")
     result = _tune(job)
     prefetch = [c for c in result.changes if c.feature == "feature.fsdp-forward-prefetch"]
     first, again = prefetch[0], prefetch[-1]

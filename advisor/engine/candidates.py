@@ -197,7 +197,7 @@ def _worth_it(
         "ceiling_ratio": reach.ratio,
         "target": rule.ceiling.fact,
         "target_key": ", ".join(rule.ceiling.key) or None,
-        "at_most": rule.ceiling.at_most,
+        "at_most": ", ".join(rule.ceiling.at_most) or None,
         "target_ms": reach.target_ms,
         "mechanism": reach.mechanism,
         "limit": reach.limit,

@@ -80,9 +80,10 @@ def _target_ms(rule: FeatureRule, ctx: Context, step: float) -> float | None:
             else None
         )
     number = as_number(value)
-    if ceiling.at_most is not None:
-        bound = as_number(ctx.facts.get(ceiling.at_most))
-        number = bound if number is None else number if bound is None else min(number, bound)
+    bounds = [as_number(ctx.facts.get(name)) for name in ceiling.at_most]
+    known = [bound for bound in bounds if bound is not None]
+    if known:
+        number = min(known) if number is None else min(number, *known)
     if number is None:
         return None
     ratio = is_known(ceiling.fact) and spec_for(ceiling.fact).unit == "ratio"

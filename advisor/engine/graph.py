@@ -66,7 +66,8 @@ def _facts_named(rule: Rule) -> list[str]:
         names.extend(rule.collects)
         if rule.ceiling is not None:
             names.append(rule.ceiling.fact)
-            names.extend(name for name in (rule.ceiling.at_most, rule.ceiling.hides_under) if name)
+            names.extend(rule.ceiling.at_most)
+            names.extend(name for name in (rule.ceiling.hides_under,) if name)
     return names
 
 

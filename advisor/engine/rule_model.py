@@ -169,7 +169,8 @@ class Ceiling:
 
     fact: str
     key: tuple[str, ...] = ()  # the entries of a per-kind fact it targets, summed
-    at_most: str | None = None  # a measured bound, used alone when `fact` is missing
+    # measured bounds (the smallest known one bounds it; used alone when `fact` is missing)
+    at_most: tuple[str, ...] = ()
     mechanism: str = "removes"
     share: float = 1.0  # the part of the target the mechanism can remove
     hides_under: str | None = None  # an overlap hides at most this much (a fact in ms)

@@ -300,6 +300,8 @@ def _compile(path: Path, raw: Mapping[str, object], settings: RuleSettings, wher
 def _ceiling(node: _Node) -> Ceiling:
     key = node.opt_text("key") if isinstance(node.data.get("key"), str) else None
     keys = (key,) if key is not None else node.texts("key")
+    bound = node.opt_text("at_most") if isinstance(node.data.get("at_most"), str) else None
+    bounds = (bound,) if bound is not None else node.texts("at_most")
     efficacy = None
     if "efficacy" in node:
         prior = node.node("efficacy")
@@ -308,7 +310,7 @@ def _ceiling(node: _Node) -> Ceiling:
     return Ceiling(
         node.text("fact"),
         keys,
-        node.opt_text("at_most"),
+        bounds,
         node.text("mechanism"),
         1.0 if share is None else float(share),
         node.opt_text("hides_under"),

@@ -8,10 +8,16 @@ from __future__ import annotations
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.steady import PerStep
+from advisor.parsers.profile_data import StepRow
+from advisor.parsers.traces.fsdp_passes import AllGatherPasses
 
 PASS_FACTS = {
     "forward": "comm.exposed_allgather_forward_ms",
     "backward": "comm.exposed_allgather_backward_ms",
+}
+LAG_FACTS = {
+    "forward": "host.forward_device_lag_ms",
+    "backward": "host.backward_device_lag_ms",
 }
 NO_TRACE = (
     "no trace: the all-gathers' pass is read from the host ranges of trace_view.json (keep it: "
@@ -24,8 +30,31 @@ NOT_MEASURED = (
 
 
 def _missing(out: Recorder, reason: str) -> None:
-    for fact_id in PASS_FACTS.values():
+    for fact_id in (*PASS_FACTS.values(), *LAG_FACTS.values()):
         out.miss(fact_id, reason)
+
+
+def _lags(
+    split: AllGatherPasses, rows: list[StepRow], per: PerStep, source: str, out: Recorder
+) -> None:
+    """Each pass's device lag behind the host, per steady step as every time fact."""
+    if not all(r.step in split.lag_by_step for r in rows):
+        for fact_id in LAG_FACTS.values():
+            out.miss(
+                fact_id,
+                "needs the launches linked to their kernels and a backward hook "
+                "(FSDP::pre_backward) in every steady step",
+            )
+        return
+    for name, fact_id in LAG_FACTS.items():
+        part = sum(split.lag_by_step[r.step][name] for r in rows if r.step is not None)
+        out.add(
+            fact_id,
+            round(per.ms(part), 4),
+            source,
+            f"the end of the last kernel the {name} pass launched less its last launch: what "
+            f"faster {name} device work can save before the host paces it; {per.note}",
+        )
 
 
 def derive(given: RankInputs, out: Recorder) -> None:
@@ -57,6 +86,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
             source,
             f"all-gathers issued from FSDP's {name} hooks, paired in issue order; {per.note}",
         )
+    _lags(split, rows, per, f"{rank.trace.path.name}:FSDP hooks + launch flows", out)
 
 
 DERIVER = Deriver[RankInputs](
@@ -64,6 +94,6 @@ DERIVER = Deriver[RankInputs](
     scope=Scope.RANK,
     inputs=frozenset({"profile", "steady"}),
     reads=frozenset(),
-    writes=frozenset(PASS_FACTS.values()),
+    writes=frozenset((*PASS_FACTS.values(), *LAG_FACTS.values())),
     derive=derive,
 )

@@ -134,7 +134,7 @@ def _sections(rule: Rule) -> list[tuple[str, object]]:
                     {
                         "fact": rule.ceiling.fact,
                         "key": ", ".join(rule.ceiling.key) or None,
-                        "at_most": rule.ceiling.at_most,
+                        "at_most": ", ".join(rule.ceiling.at_most) or None,
                         "mechanism": rule.ceiling.mechanism,
                         "share": rule.ceiling.share if rule.ceiling.share < 1 else None,
                         "hides_under": rule.ceiling.hides_under,

@@ -17,9 +17,9 @@ share a stream, so none normally) is the forward pass's.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.parsers.traces.intervals import Intervals, clipped_sum, merged_intervals
 from advisor.parsers.traces.phases import FSDP_KINDS, HostRanges, subtract
@@ -40,10 +40,14 @@ NO_COMPUTING = "the trace has no Computing lane to tell exposed from hidden all-
 
 @dataclass(frozen=True)
 class AllGatherPasses:
-    """Per step window, each pass's exposed all-gather time (us); or why it is unknown."""
+    """Per step window, each pass's exposed all-gather time (us); or why it is unknown. With
+    the launches linked, each pass's device lag too: how long the device still ran the pass's
+    work after the host launched the pass's last kernel (a window without a backward hook has
+    none)."""
 
     by_step: dict[int, dict[str, float]]
     absent: str = ""
+    lag_by_step: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
 def _hook_intervals(ranges: HostRanges) -> dict[str, Intervals]:
@@ -93,11 +97,59 @@ def _device_allgathers(starts: Sequence[float], ends: Sequence[float]) -> list[t
     return sorted(set(zip(starts, ends, strict=True)))
 
 
+def _first_backward_hooks(
+    windows: Sequence[tuple[int, float, float]], ranges: HostRanges
+) -> dict[int, float]:
+    """Each window's first backward hook on the host: where its forward launches end."""
+    kind = FSDP_KINDS.index("backward")
+    starts = sorted(
+        s for s, k in zip(ranges.fsdp_starts, ranges.fsdp_kinds, strict=True) if k == kind
+    )
+    out = {}
+    for number, lo, hi in windows:
+        i = bisect_left(starts, lo)
+        if i < len(starts) and starts[i] < hi:
+            out[number] = starts[i]
+    return out
+
+
+def device_lags(
+    windows: Sequence[tuple[int, float, float]],
+    ranges: HostRanges,
+    kernels: tuple[Sequence[float], Sequence[float], Sequence[float]],
+) -> dict[int, dict[str, float]]:
+    """Per window with a backward hook, each pass's device lag: the end of the last kernel the
+    pass launched, less its last launch (kernels launched before the window's first backward
+    hook are the forward's, the rest of the window's the backward's, the optimizer's with
+    them). A pass the host paces ends right after its last launch; speeding up its device
+    work can save at most this lag."""
+    boundary = _first_backward_hooks(windows, ranges)
+    lows = [lo for _, lo, _ in windows]
+    last: dict[tuple[int, str], list[float]] = {}
+    _, ends, launch_at = kernels
+    for end, at in zip(ends, launch_at, strict=True):
+        if at != at:
+            continue
+        i = bisect_right(lows, at) - 1
+        if i < 0 or at >= windows[i][2] or windows[i][0] not in boundary:
+            continue
+        number = windows[i][0]
+        name = "forward" if at < boundary[number] else "backward"
+        slot = last.setdefault((number, name), [at, end])
+        slot[0], slot[1] = max(slot[0], at), max(slot[1], end)
+    return {
+        number: {name: max(0.0, last[number, name][1] - last[number, name][0]) for name in PASSES}
+        for number in boundary
+        if all((number, name) in last for name in PASSES)
+    }
+
+
 def allgather_passes(
     windows: Sequence[tuple[int, float, float]],
     ranges: HostRanges,
     allgathers: tuple[Sequence[float], Sequence[float]] | None,
     computing: Intervals | None,
+    kernels: tuple[Sequence[float], Sequence[float], Sequence[float]] | None = None,
 ) -> AllGatherPasses:
     """Each window's exposed all-gather time by the pass that issued it."""
     passes = issue_passes(ranges)
@@ -128,7 +180,8 @@ def allgather_passes(
                 "backward": clipped_sum(backward, lo, hi),
             }
             for number, lo, hi in windows
-        }
+        },
+        lag_by_step=device_lags(windows, ranges, kernels) if kernels else {},
     )
 
 

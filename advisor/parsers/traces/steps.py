@@ -345,6 +345,7 @@ def reduce_steps(
         raw.host_ranges,
         (gathers[0], gathers[1]) if gathers else None,
         ctx.computing if len(ctx.computing) else None,
+        (kernel_starts, kernel_ends, linked) if linked is not None else None,
     )
     data.phases = phase_table(
         windows,

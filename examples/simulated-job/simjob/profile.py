@@ -158,7 +158,10 @@ def write_rank(
     meta = profiler_metadata(settings, rank)
     (folder / "profiler_metadata.json").write_text(json.dumps(meta, indent=4))
     launch_ns = round(recipe.launch_us * NS)
-    write_trace(output / "trace_view.json", plans, launch_ns, clock)
+    # SIMJOB_FSDP_RANGES=0: a trace without FSDP2's record_function ranges (an older or
+    # patched FSDP, a profile taken without them), which advisor must read as well
+    fsdp_ranges = settings.env_value("SIMJOB_FSDP_RANGES", "1") != "0"
+    write_trace(output / "trace_view.json", plans, launch_ns, clock, fsdp_ranges)
     write_kernels(output / "kernel_details.csv", plans, clock, c.level1)
     write_op_statistic(output / "op_statistic.csv", plans)
     write_step_trace(output / "step_trace_time.csv", plans)

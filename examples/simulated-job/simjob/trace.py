@@ -192,13 +192,16 @@ def _overlap_lanes(w: _TraceWriter, plan: StepPlan) -> None:
                 w.x(name, PID_OVERLAP, tid, a, b - a)
 
 
-def write_trace(path: Path, plans: list[StepPlan], launch_ns: int, clock: Clock) -> None:
+def write_trace(
+    path: Path, plans: list[StepPlan], launch_ns: int, clock: Clock, fsdp_ranges: bool = True
+) -> None:
     with path.open("w", encoding="utf-8") as handle:
         w = _TraceWriter(handle, clock)
         w.meta(PID_PYTHON, "Python", {PID_PYTHON: f"Thread {PID_PYTHON}"})
         for plan in plans:
             _host_step(w, plan, launch_ns)
-            _fsdp_ranges(w, plan)
+            if fsdp_ranges:
+                _fsdp_ranges(w, plan)
             _comm_step(w, plan)
             _overlap_lanes(w, plan)
         w.meta(PID_CANN, "CANN", {PID_PYTHON: f"Thread {PID_PYTHON}"})
