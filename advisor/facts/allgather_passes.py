@@ -1,7 +1,9 @@
 """The exposed FSDP parameter all-gathers of a rank's steady steps, split by the pass that
 issued them (parsers/traces/fsdp_passes.py): what forward prefetch can hide, and what backward
 prefetch can. Per step as every time fact; the two add up to the all-gathers' exposed time
-(attrib.comm_exposed_by_kind_ms allgather) when every all-gather is FSDP's."""
+(attrib.comm_exposed_by_kind_ms allgather) when every all-gather is FSDP's. With the same
+hooks marking where the backward pass starts on the host, each pass's device lag: how long its
+device work still ran after its last launch, what hiding its all-gathers can save at most."""
 
 from __future__ import annotations
 
