@@ -241,11 +241,12 @@ class Grounds(Enum):
     undo = "undo"  # feature: compare said revert
     stale_environment = "stale-environment"  # bottleneck, names, now, ran
     awaiting_measurement = "awaiting-measurement"  # feature
-    # a recommendation's `retry`: why a change reverted for no measurable effect is proposed
-    # again (engine/retry.py); every one also has `kept`, the changes kept since
+    # a recommendation's `retry` (engine/retry.py, memory_room.py; the first three have `kept`)
     masking_relieved = "masking-relieved"  # masked_by, relieved_by: where its freed time went
     leading_changed = "leading-changed"  # was, now: the leading bottleneck
     share_grown = "share-grown"  # was, now, factor: the share of the step it acts on
+    memory_freed = "memory-freed"  # freed_by: ran out of memory, a kept change lowered the peak
+    frees_memory = "frees-memory"  # bottleneck, other: after other ran out, lower the peak first
 
 
 @dataclass(frozen=True)
@@ -330,8 +331,7 @@ class Bottleneck:
     message: str
     title: str = ""
     notes: str = ""
-    # the highest level of its evidence on the evidence's own measures (ranks bottlenecks of
-    # equal cost); `severity` grades the cost: the evidence that costs step time
+    # its evidence's highest level on its own measures (ranks equal costs); `severity`: the cost
     evidence_level: str = ""
     lead: Lead | None = None  # set on the first bottleneck only
     runner_up: tuple[str, float] | None = None  # (id, cost_ratio) of the second, for costs-more

@@ -41,3 +41,25 @@ def test_room_returns_once_a_change_that_lowers_the_peak_is_kept() -> None:
 def test_a_run_that_failed_for_another_cause_leaves_room() -> None:
     rules = load_rules()
     assert out_of_room(rules, _history(("failed", FORWARD, "hccl-timeout"))) is None
+
+
+def test_the_change_that_ran_out_is_proposed_once_more_after_memory_is_freed() -> None:
+    from advisor.engine.memory_room import room_made
+    from advisor.model import Grounds
+
+    rules = load_rules()
+    failed = (("failed", FORWARD, "out-of-memory"),)
+    assert room_made(rules, _history(*failed, ("kept", "feature.fused-rmsnorm", None))) == {}
+    freed = _history(*failed, ("kept", "feature.expandable-segments", None))
+    again = room_made(rules, freed)
+    assert list(again) == [FORWARD] and again[FORWARD].code is Grounds.memory_freed
+    assert again[FORWARD].values["freed_by"] == "feature.expandable-segments"
+    # once: a proposal made again (the ledger's retry) and failed again stays failed
+    retried = History.of(
+        [
+            *freed.events,
+            LedgerEvent.of({"event": "proposed", "feature": FORWARD, "retry": {"code": "x"}}),
+            LedgerEvent.of({"event": "failed", "feature": FORWARD, "failure": "out-of-memory"}),
+        ]
+    )
+    assert room_made(rules, retried) == {}

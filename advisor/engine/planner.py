@@ -20,6 +20,7 @@ from advisor.engine.conditions import Context, Truth
 from advisor.engine.diagnose import Diagnosis, FactView, step_models_only
 from advisor.engine.graph import RuleGraph
 from advisor.engine.loop import History, awaiting, stale, undo
+from advisor.engine.memory_room import out_of_room, room_made
 from advisor.engine.retry import retries
 from advisor.engine.rule_model import BottleneckRule, FeatureRule
 from advisor.engine.templates import render
@@ -174,6 +175,9 @@ def _choose(
     early = _collect_evidence(graph, diagnosis, ctx, history)
     if early is not None:
         return early
+    freeing = _free_memory_first(graph, diagnosis, ctx, history)
+    if freeing is not None:
+        return freeing
     rejected: list[Rejected] = []
     main = diagnosis.bottlenecks[0]
     for bottleneck in diagnosis.bottlenecks:
@@ -194,6 +198,30 @@ def _choose(
     return Suggestion(
         Status.healthy, None, tuple(rejected), Reason(Grounds.features_exhausted, values)
     )
+
+
+def _free_memory_first(
+    graph: RuleGraph, diagnosis: Diagnosis, ctx: Context, history: History
+) -> _Choice | None:
+    """After a run that ran out of memory, the first change (bottlenecks in order, each in its
+    try order) that lowers the memory peak and can be proposed now (engine/memory_room.py)."""
+    failed = out_of_room(graph.ruleset, history)
+    if failed is None:
+        return None
+    platform = ctx.facts.get("profile.platform")
+    for bottleneck in diagnosis.bottlenecks:
+        for _, rule in graph.features_for(bottleneck.id):
+            if rule.effect.device_memory != "less":
+                continue
+            if not rule.runs_on(platform) or not rule.runs_for(ctx.dialect):
+                continue
+            if judge(rule, bottleneck.id, graph, ctx, history) is not None:
+                continue
+            values: dict[str, Value] = {"bottleneck": bottleneck.id, "other": failed}
+            reason = Reason(Grounds.frees_memory, values)
+            ops = abstract_ops(rule, ctx)
+            return _Choice(rule, bottleneck.id, ops, Status.change, reason, ())
+    return None
 
 
 def _rank_by_ceiling(
@@ -289,6 +317,7 @@ def plan(
             return dataclasses.replace(before, warnings=trust.trust_warnings(ctx, needs))
     # a change reverted for no measurable effect, judged again once the job has changed
     again = retries(graph, diagnosis, ctx, history)
+    again.update(room_made(graph.ruleset, history))
     if again:
         history = dataclasses.replace(history, rejected=history.rejected - again.keys())
     choice = _choose(graph, diagnosis, ctx, history)

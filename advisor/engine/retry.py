@@ -31,7 +31,12 @@ from advisor.model import Grounds, Reason, Recommendation, Value
 
 COLLECTION_NOTE = "collection"  # a kept collection change (profile level) changes no speed
 # the grounds of a retry (a recommendation's `retry` Reason)
-RETRY_GROUNDS = (Grounds.masking_relieved, Grounds.leading_changed, Grounds.share_grown)
+RETRY_GROUNDS = (
+    Grounds.masking_relieved,
+    Grounds.leading_changed,
+    Grounds.share_grown,
+    Grounds.memory_freed,
+)
 
 
 @dataclass(frozen=True)

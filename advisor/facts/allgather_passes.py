@@ -1,7 +1,9 @@
 """The exposed FSDP parameter all-gathers of a rank's steady steps, split by the pass that
 issued them (parsers/traces/fsdp_passes.py): what forward prefetch can hide, and what backward
-prefetch can. Per step as every time fact; the two add up to the all-gathers' exposed time
-(attrib.comm_exposed_by_kind_ms allgather) when every all-gather is FSDP's. With the same
+prefetch can (each pass's first all-gather in a step left out: no earlier hook of the pass to
+prefetch it from). Per step as every time fact; with the passes' first all-gathers they add up
+to the all-gathers' exposed time (attrib.comm_exposed_by_kind_ms allgather) when every
+all-gather is FSDP's. With the same
 hooks marking where the backward pass starts on the host, each pass's device lag: how long its
 device work still ran after its last launch, what hiding its all-gathers can save at most."""
 
@@ -21,6 +23,10 @@ LAG_FACTS = {
     "forward": "host.forward_device_lag_ms",
     "backward": "host.backward_device_lag_ms",
 }
+IDLE_FACTS = {
+    "forward": "comm.allgather_idle_forward_ms",
+    "backward": "comm.allgather_idle_backward_ms",
+}
 NO_TRACE = (
     "no trace: the all-gathers' pass is read from the host ranges of trace_view.json (keep it: "
     "profile_export_type text, with CPU activity)"
@@ -32,7 +38,7 @@ NOT_MEASURED = (
 
 
 def _missing(out: Recorder, reason: str) -> None:
-    for fact_id in (*PASS_FACTS.values(), *LAG_FACTS.values()):
+    for fact_id in (*PASS_FACTS.values(), *LAG_FACTS.values(), *IDLE_FACTS.values()):
         out.miss(fact_id, reason)
 
 
@@ -88,6 +94,18 @@ def derive(given: RankInputs, out: Recorder) -> None:
             source,
             f"all-gathers issued from FSDP's {name} hooks, paired in issue order; {per.note}",
         )
+    for name, fact_id in IDLE_FACTS.items():
+        if not all(r.step in split.idle_by_step for r in rows):
+            out.miss(fact_id, "the trace's split has no all-gather stream times for every step")
+            continue
+        part = sum(split.idle_by_step[r.step][name] for r in rows if r.step is not None)
+        out.add(
+            fact_id,
+            round(per.ms(part), 4),
+            source,
+            f"the time between the {name} pass's first and last all-gather that none runs: the "
+            f"room prefetch has to start them earlier; {per.note}",
+        )
     _lags(split, rows, per, f"{rank.trace.path.name}:FSDP hooks + launch flows", out)
 
 
@@ -96,6 +114,6 @@ DERIVER = Deriver[RankInputs](
     scope=Scope.RANK,
     inputs=frozenset({"profile", "steady"}),
     reads=frozenset(),
-    writes=frozenset((*PASS_FACTS.values(), *LAG_FACTS.values())),
+    writes=frozenset((*PASS_FACTS.values(), *LAG_FACTS.values(), *IDLE_FACTS.values())),
     derive=derive,
 )

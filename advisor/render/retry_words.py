@@ -40,7 +40,14 @@ _RETRY: dict[Grounds, Callable[[Values], str]] = {
 
 
 def retry_reason(retry: Reason) -> str:
-    """Why a change reverted for no measurable effect is proposed once more (never again after)."""
+    """Why a change reverted for no measurable effect, or whose run ran out of memory, is
+    proposed once more (never again after)."""
+    if retry.code is Grounds.memory_freed:
+        freed = str(retry.values.get("freed_by", "")).removeprefix("feature.")
+        return (
+            f"Proposed again, once: its earlier run ran out of device memory; {freed}, kept "
+            "since, lowers the memory peak"
+        )
     words = _RETRY.get(retry.code)
     why = words(retry.values) if words is not None else retry.code.value
     return f"Proposed again, once: its earlier run showed no measurable effect; {why}"

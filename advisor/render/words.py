@@ -289,6 +289,11 @@ _GROUNDS: dict[Grounds, Callable[[Values, Suggestion], str]] = {
     Grounds.masking_relieved: lambda v, s: retry_reason(Reason(Grounds.masking_relieved, v)),
     Grounds.leading_changed: lambda v, s: retry_reason(Reason(Grounds.leading_changed, v)),
     Grounds.share_grown: lambda v, s: retry_reason(Reason(Grounds.share_grown, v)),
+    Grounds.memory_freed: lambda v, s: retry_reason(Reason(Grounds.memory_freed, v)),
+    Grounds.frees_memory: lambda v, s: (
+        f"the run of {str(v['other']).removeprefix('feature.')} ran out of device memory: a "
+        f"change that lowers the memory peak comes first ({v['bottleneck']})"
+    ),
     Grounds.awaiting_measurement: lambda v, s: (
         f"{v['feature']} is applied but this profile was taken before it: profile again the "
         "same way (same steps, same ranks), then run advisor compare with this profile as the "

@@ -11,7 +11,8 @@ stream in the order it issues them: the n-th all-gather range on the host is the
 all-gather on the device. That pairing is made only when the two counts agree over the whole
 trace; another all-gather (not FSDP's), or a trace that cut one off, leaves the split unknown
 rather than guessed. Every microsecond counts once: time both passes' all-gathers overlap (they
-share a stream, so none normally) is the forward pass's.
+share a stream, so none normally) is the forward pass's. A pass's first all-gather in a step is
+left out of what its prefetch can hide: no earlier hook of the pass issues it ahead.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class AllGatherPasses:
     by_step: dict[int, dict[str, float]]
     absent: str = ""
     lag_by_step: dict[int, dict[str, float]] = field(default_factory=dict)
+    # per window, each pass's all-gather stream idle time between its first and last
+    # all-gather: the room prefetch has to start them earlier
+    idle_by_step: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
 def _hook_intervals(ranges: HostRanges) -> dict[str, Intervals]:
@@ -168,11 +172,25 @@ def allgather_passes(
     lists: dict[str, tuple[array[float], array[float]]] = {
         name: (array("d"), array("d")) for name in PASSES
     }
+    later: dict[str, tuple[array[float], array[float]]] = {
+        name: (array("d"), array("d")) for name in PASSES
+    }
+    lows = [lo for _, lo, _ in windows]
+    firsts: set[tuple[int, str]] = set()
     for (start, end), name in zip(device, passes, strict=True):
         lists[name][0].append(start)
         lists[name][1].append(end)
-    forward = subtract(merged_intervals(*lists["forward"]), computing)
-    backward = subtract(subtract(merged_intervals(*lists["backward"]), computing), forward)
+        # a pass's first all-gather in a step has no earlier hook of the pass to be
+        # prefetched from: only the later ones are what its prefetch can hide
+        window = bisect_right(lows, start) - 1
+        if (window, name) not in firsts:
+            firsts.add((window, name))
+            continue
+        later[name][0].append(start)
+        later[name][1].append(end)
+    gathered = {name: merged_intervals(*lists[name]) for name in PASSES}
+    forward = subtract(merged_intervals(*later["forward"]), computing)
+    backward = subtract(subtract(merged_intervals(*later["backward"]), computing), forward)
     return AllGatherPasses(
         {
             number: {
@@ -182,7 +200,25 @@ def allgather_passes(
             for number, lo, hi in windows
         },
         lag_by_step=device_lags(windows, ranges, kernels) if kernels else {},
+        idle_by_step={
+            number: {name: stream_idle(gathered[name], lo, hi) for name in PASSES}
+            for number, lo, hi in windows
+        },
     )
+
+
+def stream_idle(gathered: Intervals, lo: float, hi: float) -> float:
+    """The time between the first and the last of a pass's all-gathers in [lo, hi) when none
+    runs: prefetch starts all-gathers earlier, so it can hide at most this much more (a stream
+    busy from the pass's first all-gather to its last leaves nothing to gain)."""
+    starts = [s for s in gathered.starts if lo <= s < hi]
+    if not starts:
+        return 0.0
+    first, last = (
+        min(starts),
+        max(e for s, e in zip(gathered.starts, gathered.ends, strict=True) if lo <= s < hi),
+    )
+    return max(0.0, (last - first) - clipped_sum(gathered, first, last))
 
 
 def grouped_passes(ranges: HostRanges) -> AllGatherPasses:
