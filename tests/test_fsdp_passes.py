@@ -157,3 +157,10 @@ def test_without_a_backward_hook_the_lags_are_unknown() -> None:
     kernels = (array("d", [20.0]), array("d", [30.0]), array("d", [5.0]))
     split = allgather_passes([(1, 0.0, 200.0)], host, device, COMPUTING, kernels)
     assert split.absent == "" and split.lag_by_step == {}
+
+
+def test_a_job_without_all_gathers_has_none_exposed_not_an_unknown_split() -> None:
+    split = allgather_passes([(1, 0.0, 200.0)], HostRanges(), None, COMPUTING)
+    assert split.absent == ""
+    assert split.by_step == {1: {"forward": 0.0, "backward": 0.0}}
+    assert split.lag_by_step == {}

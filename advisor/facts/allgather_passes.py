@@ -50,8 +50,8 @@ def _lags(
         for fact_id in LAG_FACTS.values():
             out.miss(
                 fact_id,
-                "needs the launches linked to their kernels and a backward hook "
-                "(FSDP::pre_backward) in every steady step",
+                "no FSDP pre-backward hook (or no linked launches) in every steady step to "
+                "split its passes",
             )
         return
     for name, fact_id in LAG_FACTS.items():

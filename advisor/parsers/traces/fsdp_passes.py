@@ -157,11 +157,15 @@ def allgather_passes(
 ) -> AllGatherPasses:
     """Each window's exposed all-gather time by the pass that issued it."""
     passes = issue_passes(ranges)
+    device = _device_allgathers(*allgathers) if allgathers else []
+    if passes == NO_FSDP_RANGES and not device:
+        # no all-gather at all (a replicated job): none exposed, none to prefetch
+        nothing = {number: dict.fromkeys(PASSES, 0.0) for number, _, _ in windows}
+        return AllGatherPasses(nothing, idle_by_step=nothing)
     if isinstance(passes, str):
         return AllGatherPasses({}, passes)
     if computing is None:
         return AllGatherPasses({}, NO_COMPUTING)
-    device = _device_allgathers(*allgathers) if allgathers else []
     if len(device) != len(passes):
         return AllGatherPasses(
             {},
