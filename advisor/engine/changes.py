@@ -72,7 +72,7 @@ def _target_ms(rule: FeatureRule, ctx: Context, step: float) -> float | None:
     if ceiling.key:
         # a per-kind fact that lacks a kind: the job has none of it, nothing to recover there;
         # unless the fact lists only what the profile could find (missing_key: unknown)
-        if isinstance(value, Mapping) and ceiling.missing_key_unknown:
+        if isinstance(value, Mapping) and ceiling.missing_key == "unknown":
             value = value if all(key in value for key in ceiling.key) else None
         value = (
             sum(as_number(value.get(key, 0.0)) or 0.0 for key in ceiling.key)

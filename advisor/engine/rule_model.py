@@ -176,8 +176,8 @@ class Ceiling:
     hides_under: str | None = None  # an overlap hides at most this much (a fact in ms)
     source: str = ""  # where the bound is stated
     efficacy: Efficacy | None = None  # the prior; None: rules/prediction.yaml's default
-    # a key the per-kind fact lacks is unknown (True), not none of it (False)
-    missing_key_unknown: bool = False
+    # a key the per-kind fact lacks: "none" of it (nothing to recover), or "unknown"
+    missing_key: str = "none"
 
 
 @dataclass(frozen=True)

@@ -316,7 +316,7 @@ def _ceiling(node: _Node) -> Ceiling:
         node.opt_text("hides_under"),
         node.text("source"),
         efficacy,
-        node.opt_text("missing_key") == "unknown",
+        node.opt_text("missing_key") or "none",
     )
 
 
