@@ -23,7 +23,7 @@ class EventNames:
         self.runtime: dict[str, bool] = {}
         # device events neither a step marker, an overlap lane nor a collective
         self.plain: set[str] = set()
-        self._ranges = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges)
+        self._ranges = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges, taxonomy.fsdp_ranges)
 
     def learn_host(self, cat: str, name: str) -> bool:
         kept = self._host_kept(cat, name)
