@@ -3,6 +3,8 @@ a change that lowers the peak is kept (rules/tune.yaml memory_room; effect.devic
 
 from __future__ import annotations
 
+import pytest
+
 from advisor.engine.loop import History
 from advisor.engine.memory_room import out_of_room, waits_for_room
 from advisor.engine.rules import load_rules
@@ -43,10 +45,26 @@ def test_a_run_that_failed_for_another_cause_leaves_room() -> None:
     assert out_of_room(rules, _history(("failed", FORWARD, "hccl-timeout"))) is None
 
 
-def test_the_change_that_ran_out_is_proposed_once_more_after_memory_is_freed() -> None:
+def test_the_change_that_ran_out_stays_failed_by_default() -> None:
     from advisor.engine.memory_room import room_made
+
+    rules = load_rules()
+    freed = _history(
+        ("failed", FORWARD, "out-of-memory"), ("kept", "feature.expandable-segments", None)
+    )
+    # rules/tune.yaml: a failed run's change is never tried again in the job
+    assert room_made(rules, freed) == {}
+
+
+def test_where_allowed_the_change_that_ran_out_runs_once_more_after_memory_is_freed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from advisor.engine import memory_room as room
+    from advisor.engine.memory_room import MemoryRoom, room_made
     from advisor.model import Grounds
 
+    allowed = MemoryRoom(frozenset({"out-of-memory"}), retry_failed=True)
+    monkeypatch.setattr(room, "memory_room", lambda: allowed)
     rules = load_rules()
     failed = (("failed", FORWARD, "out-of-memory"),)
     assert room_made(rules, _history(*failed, ("kept", "feature.fused-rmsnorm", None))) == {}

@@ -1,7 +1,7 @@
 """After a run that ran out of device memory, a change that lowers the peak comes first, a change
-that holds more device memory waits until one that lowers the peak has been kept, and the change
-that ran out is proposed once more after that (advisor's own policy, rules/tune.yaml
-memory_room).
+that holds more device memory waits until one that lowers the peak has been kept, and, where
+rules/tune.yaml memory_room allows it (retry_failed), the change that ran out is proposed once
+more after that (advisor's own policy).
 
 The failed run proved there is no room for the memory it added; another change that adds memory
 on the same peak (the other direction's prefetch step, say) would die the same way, and two
@@ -24,12 +24,15 @@ from advisor.model import Grounds, Reason
 @dataclass(frozen=True)
 class MemoryRoom:
     failures: frozenset[str]  # failure causes that say the job has no memory to spare
+    retry_failed: bool  # the change that ran out gets one more run once room was made
 
 
 @cache
 def memory_room() -> MemoryRoom:
     data = load_valid(rules_dir() / "tune.yaml", "tune-rules.schema.json")["memory_room"]
-    return MemoryRoom(frozenset(str(cause) for cause in data["failures"]))
+    return MemoryRoom(
+        frozenset(str(cause) for cause in data["failures"]), bool(data["retry_failed"])
+    )
 
 
 def out_of_room(ruleset: RuleSet, history: History) -> str | None:
@@ -55,7 +58,10 @@ def waits_for_room(rule: FeatureRule, ruleset: RuleSet, history: History) -> str
 def room_made(ruleset: RuleSet, history: History) -> dict[str, Reason]:
     """The changes whose run ran out of memory that may be proposed once more: a change that
     lowers the peak has been kept since, and they were not proposed again after it yet."""
-    failures = memory_room().failures
+    room = memory_room()
+    if not room.retry_failed:
+        return {}
+    failures = room.failures
     events = history.events
     found: dict[str, Reason] = {}
     for feature, status in history.statuses.items():
