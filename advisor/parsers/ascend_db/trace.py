@@ -4,6 +4,7 @@ launch flows, reduced per step exactly as a trace_view.json would be."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 
 from advisor.inputs.taxonomy import Taxonomy
@@ -142,14 +143,22 @@ def _phase_ranges(
     named = [k for k, v in strings.items() if reader.kind(v) != NEITHER]
     if not named:
         return
-    marks = ", ".join(str(k) for k in named)
+    for name, start, end in _api_calls(db, strings, origin, named):
+        reader.add(raw.host_ranges, name, start, end)
+
+
+def _api_calls(
+    db: Database, strings: dict[int, str], origin: int, names: list[int]
+) -> Iterator[tuple[str, float, float]]:
+    """PYTORCH_API calls of the given name ids: (name, start, end) in us from the origin."""
+    marks = ", ".join(str(k) for k in names)
     cast = (
         "(SELECT name, CAST(startNs AS INTEGER) AS startNs, CAST(endNs AS INTEGER) AS endNs "
         f"FROM PYTORCH_API WHERE name IN ({marks}))"
     )
     sql = f"SELECT name, startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
     for name, a, b in db.rows("PYTORCH_API", sql):
-        reader.add(raw.host_ranges, strings[name], (a - origin) / 1000.0, (b - origin) / 1000.0)
+        yield strings[name], (a - origin) / 1000.0, (b - origin) / 1000.0
 
 
 def _value_reads(
@@ -161,15 +170,8 @@ def _value_reads(
     reads = [k for k, v in strings.items() if taxonomy.blocking_ops.fullmatch(v)]
     if not reads:
         return
-    marks = ", ".join(str(k) for k in reads)
-    cast = (
-        "(SELECT name, CAST(startNs AS INTEGER) AS startNs, CAST(endNs AS INTEGER) AS endNs "
-        f"FROM PYTORCH_API WHERE name IN ({marks}))"
-    )
-    sql = f"SELECT name, startNs, endNs FROM {cast} WHERE {valid_interval(origin)}"
-    for name, a, b in db.rows("PYTORCH_API", sql):
-        start, end = (a - origin) / 1000.0, (b - origin) / 1000.0
-        raw.blocking.waits.append((start, end, strings[name]))
+    for name, start, end in _api_calls(db, strings, origin, reads):
+        raw.blocking.waits.append((start, end, name))
 
 
 def _launch_flows(db: Database, origin: int, raw: PlainTrace) -> None:
