@@ -183,6 +183,25 @@ def test_check_of_one_config_converts_its_options_without_pydantic_or_rich():
     assert {m.split(".")[0] for m in loaded} & {"pydantic", "rich", "networkx", "msgspec"} == set()
 
 
+# a launch script's reader: the shell reader, Megatron's argument model, the editors
+SCRIPT_READER = {
+    "advisor.shell.launch",
+    "advisor.shell.reader",
+    "advisor.edit.patch",
+    "advisor.dialects.fsdp2.launch",
+    "advisor.dialects.megatron.document",
+}
+
+
+def test_check_of_a_yaml_config_never_loads_the_script_reader():
+    # pre-commit runs `check` on every commit: a YAML config's check pays no script's imports
+    loaded = _loaded_running("check", "-q", str(ROOT / "examples" / "fsdp2" / "config.yaml"))
+    assert "advisor.dialects.fsdp2.config" in loaded  # the config was read
+    assert loaded & SCRIPT_READER == set()
+    scripts = _loaded_running("check", "-q", str(ROOT / "examples" / "fsdp2" / "run.sh"))
+    assert scripts >= SCRIPT_READER  # the names are the modules a script's check loads
+
+
 def test_checking_a_config_again_imports_no_validator():
     # the verdict on a config's exact data is cached: jsonschema's import is most of `check`'s
     # start-up (benchmarks/bench_startup.py)

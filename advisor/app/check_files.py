@@ -18,9 +18,6 @@ from advisor.engine.rule_model import PolicyRule
 from advisor.engine.rules import RuleSet
 from advisor.engine.templates import render
 from advisor.model import Finding, InputError
-from advisor.shell.commands import line_of
-from advisor.shell.expand import ShellError
-from advisor.shell.reader import read_command
 
 _NOT_SOURCES = {"node_modules", "__pycache__", "venv"}
 
@@ -135,6 +132,11 @@ def unreadable_launch(path: Path, named: bool = True) -> tuple[int, str] | None:
     text = read_text(path)
     if not _is_shell(path, text):
         return None
+    # the shell reader loads for a shell file only: a check of YAML configs never needs it
+    from advisor.shell.commands import line_of
+    from advisor.shell.expand import ShellError
+    from advisor.shell.reader import read_command
+
     try:
         if read_command(path, text).command is not None:
             return None  # a launcher command that is read: its program decides, not this

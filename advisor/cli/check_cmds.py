@@ -95,7 +95,6 @@ def check_cmd(
     """
     from advisor.app.check import finding_changes, run_check, safe_fix_changes, write_baseline
     from advisor.app.rulesets import load_policies
-    from advisor.edit.patch import unified_diff
     from advisor.edit.writer import write_changes
     from advisor.engine.policy import fails
     from advisor.model import DataError, Severity
@@ -138,6 +137,9 @@ def check_cmd(
     names = list(result.dialects) + list(result.through) + result.unreadable
     dropped: list[str] = []
     if fix:
+        # the editors (and the shell reader under them) load only to fix
+        from advisor.edit.patch import unified_diff
+
         changes = safe_fix_changes(result)
         dropped = [str(d) for d in result.dropped]
         diff = unified_diff(changes)

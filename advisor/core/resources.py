@@ -6,10 +6,14 @@ install or tests) they are the top-level folders of the repository.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
 
+# found once per process: a check reads ~75 data files, and each lookup through
+# importlib.resources costs more than reading the file
+@cache
 def data_dir(name: str) -> Path:
     """Return the folder `rules` or `schemas`, wherever the package was installed from."""
     shipped = Path(str(resources.files("advisor"))) / "_data" / name

@@ -14,12 +14,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from advisor.core.yamlio import LocatedDocument, locate
 from advisor.engine.rule_model import PolicyRule
 from advisor.model import FileChange, Finding, Patch
-from advisor.shell.launch import LaunchScript
+
+if TYPE_CHECKING:
+    # annotations only: the shell reader's import is paid when a script is read, never by a
+    # check of a YAML config
+    from advisor.shell.launch import LaunchScript
 
 T = TypeVar("T")
 _YAML_SUFFIXES = (".yaml", ".yml")

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
 from advisor.model import Finding
-from advisor.shell.launch import LaunchScript
+
+if TYPE_CHECKING:
+    # annotations only: the shell reader's import is paid when a script is read, never by a
+    # check of a YAML config
+    from advisor.shell.launch import LaunchScript
 
 
 class ScriptDocument(Protocol):

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from advisor.core.resources import schemas_dir
 from advisor.core.validation import schema_violations
@@ -18,7 +18,11 @@ from advisor.dialects.yaml_config import YamlConfig
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
 from advisor.model import Finding, InputError
-from advisor.shell.launch import LaunchScript
+
+if TYPE_CHECKING:
+    # annotations only: the shell reader's import is paid when a script is read, never by a
+    # check of a YAML config
+    from advisor.shell.launch import LaunchScript
 
 MINDFORMERS_SCHEMA = "config/mindformers.schema.json"
 # top-level keys that only MindSpore Transformers configs have

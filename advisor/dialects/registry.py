@@ -18,8 +18,7 @@ from typing import Any
 from advisor.core.text import read_text
 from advisor.dialects.base import Dialect, Document, JobConfig, Probe, plain_config
 from advisor.dialects.fsdp2.dialect import FSDP2_CONFIG, FSDP2_LAUNCH, FSDP2_SERVING
-from advisor.dialects.megatron.dialect import MEGATRON, MEGATRON_SERVING
-from advisor.dialects.megatron.document import training_command
+from advisor.dialects.megatron.dialect import MEGATRON, MEGATRON_SERVING, script_command
 from advisor.dialects.mindformers import MINDFORMERS, MINDFORMERS_INFERENCE
 from advisor.dialects.programs import programs
 from advisor.dialects.yaml_config import yaml_mapping
@@ -87,7 +86,7 @@ def unsupported(probe: Probe) -> str | None:
     not one): a launcher starting one of its programs, a YAML with its own keys."""
     known = programs()
     if probe.is_shell:
-        command = training_command(probe)
+        command = script_command(probe)
         field = command.reading.program_field if command is not None else None
         if field is None:
             return None

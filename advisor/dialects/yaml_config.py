@@ -7,14 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.yamlio import LocatedDocument
 from advisor.dialects.base import Probe, split_lines, yaml_position
-from advisor.edit.patch import place_env, place_yaml, yaml_fix_changes
 from advisor.model import FileChange, InputError, Patch, PatchTarget
-from advisor.shell.launch import LaunchScript
 from advisor.shell.overrides import effective_config
+
+if TYPE_CHECKING:
+    # annotations only: the shell reader's import is paid when a script is read, never by a
+    # check of a YAML config
+    from advisor.shell.launch import LaunchScript
 
 
 def yaml_mapping(probe: Probe) -> tuple[LocatedDocument, dict[str, Any]]:
@@ -77,9 +80,15 @@ class YamlConfig:
         return ()
 
     def place(self, patch: Patch, launch: LaunchScript | None) -> Patch:
+        # the editors (and the shell reader under them) load when a change is built: a check
+        # without --fix never builds one
+        from advisor.edit.patch import place_env, place_yaml
+
         if patch.target is PatchTarget.env:
             return place_env(patch, launch)
         return place_yaml(patch, self.path, self.text, launch, self.schema_problems)
 
     def fix_changes(self, patches: Sequence[Patch]) -> list[FileChange]:
+        from advisor.edit.patch import yaml_fix_changes  # lazy, as in place()
+
         return yaml_fix_changes(self.path, self.text, patches) if patches else []

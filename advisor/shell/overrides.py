@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from advisor.core.values import bool_word, get_path
-from advisor.shell.launch import LaunchScript
+
+if TYPE_CHECKING:
+    # an annotation only: a YAML config reads its own keys without the script reader
+    from advisor.shell.launch import LaunchScript
 
 
 def cli_value(text: str | None) -> object:

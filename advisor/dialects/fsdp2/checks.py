@@ -5,15 +5,20 @@ command's `--section.key` flags, and the sharding size against the processes sta
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from advisor.core.values import get_path
 from advisor.dialects.base import ConfigProblem
 from advisor.dialects.fsdp2.config import FSDP2Config
-from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
 from advisor.dialects.fsdp2.schema import fsdp_size
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
 from advisor.model import Applicability, Finding, Patch, PatchOp, PatchTarget
+
+if TYPE_CHECKING:
+    # annotations only: the launch script's reader loads when a script is read, never for a
+    # YAML config's checks
+    from advisor.dialects.fsdp2.launch import FSDP2LaunchScript
 
 _WRONG_PLACE = ("not a key of", "not a section of", "unknown key", "unknown section")
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from advisor.dialects.base import ConfigProblem, Probe
 from advisor.dialects.fsdp2.repository_schema import KeySchema, repository_schema
 from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys, fsdp_size
 from advisor.dialects.yaml_config import YamlConfig
 from advisor.model import InputError
-from advisor.shell.launch import LaunchScript
 from advisor.shell.overrides import effective_config
+
+if TYPE_CHECKING:
+    # annotations only: the shell reader's import is paid when a script is read, never by a
+    # check of a YAML config
+    from advisor.shell.launch import LaunchScript
 
 
 def detects(probe: Probe) -> bool:

@@ -1,15 +1,24 @@
 """The two FSDP2 dialects as the registry knows them: how each is recognised and read, and the
-structural checks that exist for it."""
+structural checks that exist for it.
+
+The launch scripts' reader (the shell reader, Megatron's argument model, the editors: ~30 ms
+of imports) is imported by the functions that read a script, so a check of a YAML config, the
+command pre-commit runs on every commit, never loads it.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.dialects.base import SHELL_SUFFIXES, Dialect, Probe
-from advisor.dialects.fsdp2 import checks
+from advisor.dialects.fsdp2 import LAUNCH_ID, SERVING_ID, checks
 from advisor.dialects.fsdp2.config import FSDP2Config, detects
-from advisor.dialects.fsdp2.launch import FSDP2LaunchScript, FSDP2ServingScript
 from advisor.dialects.launch_checks import LAUNCH_CHECKS
-from advisor.dialects.megatron.document import training_command
+from advisor.dialects.megatron.dialect import script_command
 from advisor.dialects.programs import programs
+
+if TYPE_CHECKING:
+    from advisor.dialects.fsdp2.launch import FSDP2LaunchScript, FSDP2ServingScript
 
 FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
     id=FSDP2Config.dialect_id,
@@ -29,7 +38,7 @@ FSDP2_CONFIG: Dialect[FSDP2Config] = Dialect(
 def _is_launch(probe: Probe) -> bool:
     """A shell script whose launcher starts an FSDP2 program, or an unknown program taking
     `--section.key` overrides (the Megatron dialects, asked first, take theirs)."""
-    command = training_command(probe) if probe.is_shell else None
+    command = script_command(probe)
     if command is None or command.program is None:
         return False
     known = programs()
@@ -42,12 +51,18 @@ def _is_launch(probe: Probe) -> bool:
     return any("." in o.flag for o in command.args.occurrences)
 
 
+def _load_launch(probe: Probe) -> FSDP2LaunchScript:
+    from advisor.dialects.fsdp2.launch import FSDP2LaunchScript  # lazy: see the module doc
+
+    return FSDP2LaunchScript.load(probe)
+
+
 FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(
-    id=FSDP2LaunchScript.dialect_id,
+    id=LAUNCH_ID,
     label="FSDP2 launch script",
     suffixes=SHELL_SUFFIXES,
     detects=_is_launch,
-    load=FSDP2LaunchScript.load,
+    load=_load_launch,
     checks={
         "config-invalid-value": checks.cli_values,
         "cli-bare-boolean-last": lambda r, d: checks.cli_flags(r, d, "bare-last"),
@@ -63,16 +78,22 @@ FSDP2_LAUNCH: Dialect[FSDP2LaunchScript] = Dialect(
 def _serves(probe: Probe) -> bool:
     """A launcher starting FSDP2's inference program (its own `inference` section, no
     training schedule)."""
-    command = training_command(probe) if probe.is_shell else None
+    command = script_command(probe)
     return command is not None and command.program in programs().fsdp2_serving
 
 
+def _load_serving(probe: Probe) -> FSDP2ServingScript:
+    from advisor.dialects.fsdp2.launch import FSDP2ServingScript  # lazy: see the module doc
+
+    return FSDP2ServingScript.load(probe)
+
+
 FSDP2_SERVING: Dialect[FSDP2ServingScript] = Dialect(
-    id=FSDP2ServingScript.dialect_id,
+    id=SERVING_ID,
     label="FSDP2 inference launch script",
     suffixes=SHELL_SUFFIXES,
     detects=_serves,
-    load=FSDP2ServingScript.load,
+    load=_load_serving,
     checks=LAUNCH_CHECKS,
     not_a_config="is an FSDP2 inference script: no training job to tune",
 )

@@ -14,6 +14,7 @@ from typing import ClassVar, Self
 from advisor.core.text import read_text
 from advisor.core.yamlio import locate
 from advisor.dialects.base import ConfigProblem, Probe, export_location, split_lines
+from advisor.dialects.fsdp2 import LAUNCH_ID, SERVING_ID
 from advisor.dialects.fsdp2.repository_schema import KeySchema, repository_schema
 from advisor.dialects.fsdp2.schema import config_problems, fsdp2_keys
 from advisor.dialects.megatron.document import training_command
@@ -61,7 +62,7 @@ class PartialConfig(Mapping[str, object]):
 
 @dataclass
 class FSDP2LaunchScript:
-    dialect_id: ClassVar[str] = "launch-script"
+    dialect_id: ClassVar[str] = LAUNCH_ID
 
     path: Path
     text: str
@@ -144,4 +145,4 @@ class FSDP2ServingScript(FSDP2LaunchScript):
     only by the rules that hold without a training schedule (rules name it
     `launch-inference`)."""
 
-    dialect_id: ClassVar[str] = "launch-inference"
+    dialect_id: ClassVar[str] = SERVING_ID

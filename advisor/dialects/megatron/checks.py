@@ -5,17 +5,23 @@ Each finding sits on the flag that causes it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from advisor.dialects.launch_checks import LAUNCH_CHECKS
-from advisor.dialects.megatron.document import MegatronDocument as Document
-from advisor.dialects.megatron.document import megatron_flag_position
 from advisor.dialects.megatron.flags import deprecated_in, megatron_flags
 from advisor.engine.rule_model import PolicyRule
 from advisor.engine.templates import render
 from advisor.model import Finding
 
+if TYPE_CHECKING:
+    # annotations only: the registry holds these checks, and the script's reader loads when a
+    # script is read, never by a check of a YAML config
+    from advisor.dialects.megatron.document import MegatronDocument as Document
+
 
 def _finding(rule: PolicyRule, doc: Document, flag: str, message: str) -> Finding:
+    from advisor.dialects.megatron.document import megatron_flag_position  # loaded: doc is one
+
     line, col = megatron_flag_position(doc, flag)
     return Finding(
         rule.id, rule.effective_severity, message, str(doc.path), line, col, f"args:{flag}"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from advisor.dialects.base import Probe, export_location, split_lines
+from advisor.dialects.megatron import SCRIPT_ID, SERVING_ID
 from advisor.dialects.megatron.edit import megatron_changes
 from advisor.dialects.megatron.layout import Layout, layout_of
 from advisor.dialects.megatron.script import MegatronScript, read_megatron
@@ -50,7 +51,7 @@ def training_command(probe: Probe) -> MegatronScript | None:
 
 @dataclass
 class MegatronDocument:
-    dialect_id: ClassVar[str] = "megatron-script"
+    dialect_id: ClassVar[str] = SCRIPT_ID
 
     path: Path
     text: str
@@ -151,4 +152,4 @@ class MegatronServingDocument(MegatronDocument):
     evaluation.py): read as any Megatron script, judged only by the rules that hold without a
     training schedule (rules name it `megatron-inference`)."""
 
-    dialect_id: ClassVar[str] = "megatron-inference"
+    dialect_id: ClassVar[str] = SERVING_ID
