@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -59,6 +58,8 @@ def _replace(path: Path, text: str) -> None:
                 f"has {info.st_nlink} hard links: an atomic replace would split them; not "
                 "written (apply the diff by hand)",
             )
+    import tempfile  # on a write only: `check` without --fix writes nothing (~1.5 ms to import)
+
     try:
         mode = path.stat().st_mode if path.exists() else 0o644
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
