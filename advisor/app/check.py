@@ -46,6 +46,8 @@ class DroppedFix:
 
 @dataclass
 class CheckResult:
+    """What a check found: the findings, the files skipped and why, and the documents the fixes edit."""
+
     # the documents whose findings carry a fix (what --fix and SARIF edit); the others are not
     # kept, so a run's memory does not grow with the files it checks
     documents: list[Document]
@@ -218,6 +220,8 @@ def _first_statement(text: str) -> str:
 
 @dataclass
 class TextCheck:
+    """A check of standard input's text: its result, and the lines whose sourced files it cannot find."""
+
     result: CheckResult
     # the lines that source a file: text read from standard input has no folder to find it in
     unresolved_sources: list[int]

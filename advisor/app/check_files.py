@@ -219,6 +219,9 @@ def _unreadable(path: Path, exc: InputError, named: bool) -> Unreadable | tuple[
 
 @dataclass
 class Loaded:
+    """The files of one check, each read as its dialect, skipped, checked through another, or
+    unreadable."""
+
     dialects: dict[str, str]  # every document read -> its dialect (each went to `visit`)
     skipped: list[tuple[str, str]]
     # a named file that is no training file but that launch scripts of its repository source

@@ -22,6 +22,8 @@ PROGRESS_DELAY_S = 0.5
 
 @dataclass
 class _Verbosity:
+    """This run's -q / -v."""
+
     quiet: bool = False
     verbose: bool = False
 

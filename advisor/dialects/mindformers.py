@@ -77,6 +77,8 @@ def devices(config: Mapping[str, object] | None) -> int | None:
 
 @dataclass
 class MindFormersConfig(YamlConfig):
+    """A MindSpore Transformers training config (YAML)."""
+
     dialect_id: ClassVar[str] = "mindformers-config"
 
     def schema_problems(self, config: Mapping[str, object]) -> Sequence[object]:

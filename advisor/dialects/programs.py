@@ -13,6 +13,8 @@ from advisor.core.values import get_path
 
 @dataclass(frozen=True)
 class Unsupported:
+    """A repository advisor does not support yet: its programs, folders and config keys."""
+
     label: str
     programs: frozenset[str]
     folders: tuple[str, ...]
@@ -31,6 +33,8 @@ class Unsupported:
 
 @dataclass(frozen=True)
 class Programs:
+    """The launchers' programs of rules/programs.yaml, by what they run."""
+
     megatron_training: frozenset[str]
     megatron_serving: frozenset[str]
     fsdp2_training: frozenset[str]

@@ -27,6 +27,8 @@ from advisor.model import InputError
 
 @dataclass(frozen=True)
 class Registry:
+    """The dialects, in the order a file is offered to them."""
+
     dialects: tuple[Dialect[Any], ...]
 
     def of(self, dialect_id: str) -> Dialect[Any]:

@@ -31,6 +31,8 @@ def yaml_mapping(probe: Probe) -> tuple[LocatedDocument, dict[str, Any]]:
 
 @dataclass
 class YamlConfig:
+    """A YAML config file: its text, lines and located data."""
+
     path: Path
     text: str  # exactly as read: edits start from it and the writer compares against it
     lines: list[str]  # LF-normalised, for positions and waivers

@@ -28,6 +28,8 @@ class Truth(Enum):
 
 @dataclass(frozen=True)
 class Outcome:
+    """A condition's truth, and what was missing when it is unknown."""
+
     truth: Truth
     missing: tuple[str, ...] = ()  # "fact:ops.top", "config:parallel.ep_size", "env:X"
 
@@ -143,6 +145,8 @@ def version_key(text: str) -> tuple[tuple[int, int], ...] | None:
 
 @dataclass(frozen=True)
 class Leaf:
+    """One comparison of a fact, config key or environment variable."""
+
     raw: Mapping[str, object]
     source: str
     path: str
@@ -222,6 +226,8 @@ def _combine(outcomes: list[Outcome], all_of: bool) -> Outcome:
 
 @dataclass(frozen=True)
 class AllOf:
+    """True when every condition is true; unknown when one is unknown and none is false."""
+
     raw: Mapping[str, object]
     items: tuple[Condition, ...]
 
@@ -234,6 +240,8 @@ class AllOf:
 
 @dataclass(frozen=True)
 class AnyOf:
+    """True when one condition is true; unknown when one is unknown and none is true."""
+
     raw: Mapping[str, object]
     items: tuple[Condition, ...]
 
@@ -246,6 +254,8 @@ class AnyOf:
 
 @dataclass(frozen=True)
 class Not:
+    """The opposite of a condition (unknown stays unknown)."""
+
     raw: Mapping[str, object]
     inner: Condition
 

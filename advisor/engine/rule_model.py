@@ -40,12 +40,16 @@ class Compare(StrEnum):
 
 @dataclass(frozen=True)
 class Example:
+    """A rule's example: the config before and after."""
+
     before: str
     after: str
 
 
 @dataclass(frozen=True)
 class Docs:
+    """A rule's documentation: why, an example, notes."""
+
     why: str
     example: Example
     notes: str | None = None
@@ -53,12 +57,16 @@ class Docs:
 
 @dataclass(frozen=True)
 class Reference:
+    """The public source a rule's claim is taken from."""
+
     source: str
     section: str
 
 
 @dataclass(frozen=True)
 class Param:
+    """A rule's parameter: its default, unit, meaning and the value in force."""
+
     default: Scalar
     unit: str
     doc: str
@@ -80,6 +88,8 @@ class Levels:
 
 @dataclass(frozen=True)
 class Cost:
+    """The step time a symptom costs."""
+
     scale: str | None = None  # fact multiplying (value - fine) to express it as a step share
     none: bool = False  # evidence only: the symptom costs no measurable step time
     # facts subtracted first: the parts other bottlenecks explain (each counted once)
@@ -88,6 +98,8 @@ class Cost:
 
 @dataclass(frozen=True)
 class Evidence:
+    """The symptoms a bottleneck is diagnosed from."""
+
     any: tuple[str, ...] = ()
     all: tuple[str, ...] = ()
 
@@ -98,6 +110,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Address:
+    """A bottleneck a feature addresses, in the order it is tried."""
+
     bottleneck: str
     order: int
     when: Condition | None = None
@@ -106,12 +120,16 @@ class Address:
 
 @dataclass(frozen=True)
 class Requirement:
+    """What a feature needs, and why."""
+
     condition: Condition
     reason: str
 
 
 @dataclass(frozen=True)
 class Conflict:
+    """What a feature cannot be combined with, and why."""
+
     reason: str
     feature: str | None = None
     condition: Condition | None = None
@@ -119,6 +137,8 @@ class Conflict:
 
 @dataclass(frozen=True)
 class ChangeOp:
+    """One edit of a rule's change."""
+
     op: str  # "set" | "remove" | "increment" | "scale"
     path: str
     value: Scalar = None
@@ -132,6 +152,8 @@ class ChangeOp:
 
 @dataclass(frozen=True)
 class Change:
+    """The edit a rule proposes: where it lands, whether it is written automatically."""
+
     target: PatchTarget
     applicability: Applicability
     ops: tuple[ChangeOp, ...] = ()
@@ -140,6 +162,8 @@ class Change:
 
 @dataclass(frozen=True)
 class Effect:
+    """What a feature's change gains and risks."""
+
     gain: str
     risk: str
     memory: str | None = None
@@ -150,6 +174,8 @@ class Effect:
 
 @dataclass(frozen=True)
 class VerifyItem:
+    """A fact that should move in one direction after a change."""
+
     fact: str
     direction: Direction
 
@@ -182,6 +208,8 @@ class Ceiling:
 
 @dataclass(frozen=True)
 class Location:
+    """Where a policy's finding is placed: a config key or an environment variable."""
+
     config: str | None = None
     env: str | None = None
     value: str | None = None  # the config path {value} shows, when not the located key
@@ -213,6 +241,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class SymptomRule(Rule):
+    """A symptom: a measure crossing a cut, graded by levels."""
+
     measure: str = ""
     compare: Compare = Compare.above
     fine: float = 0.0
@@ -224,6 +254,8 @@ class SymptomRule(Rule):
 
 @dataclass(frozen=True)
 class BottleneckRule(Rule):
+    """A bottleneck: diagnosed from its symptoms."""
+
     evidence: Evidence = Evidence()
     message: str = ""
     needs_level: str | None = None  # Level0 / Level1 / Level2
@@ -231,6 +263,8 @@ class BottleneckRule(Rule):
 
 @dataclass(frozen=True)
 class FeatureRule(Rule):
+    """A feature: a change that addresses bottlenecks, with its limits."""
+
     addresses: tuple[Address, ...] = ()
     change: Change = Change(PatchTarget.none, Applicability.display_only)
     effect: Effect = Effect("", "")
@@ -250,6 +284,8 @@ class FeatureRule(Rule):
 
 @dataclass(frozen=True)
 class PolicyRule(Rule):
+    """A policy: a check of a config or launch script in code review."""
+
     applies_to: tuple[str, ...] = ()
     severity: Severity = Severity.warning  # as the file declares it
     message: str = ""

@@ -53,6 +53,8 @@ R = TypeVar("R", bound=Rule)
 
 @dataclass
 class RuleSet:
+    """The rules loaded, by id, and the folders they came from."""
+
     rules: dict[str, Rule] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
 

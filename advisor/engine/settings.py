@@ -12,6 +12,8 @@ from advisor.model import InputError, Severity
 
 @dataclass(frozen=True)
 class RuleSettings:
+    """A user's settings of one rule: on or off, params, severity."""
+
     enabled: bool | None = None
     params: Mapping[str, Scalar] = field(default_factory=dict)
     severity: Severity | None = None
@@ -19,6 +21,8 @@ class RuleSettings:
 
 @dataclass(frozen=True)
 class Settings:
+    """A settings file (.advisor.yaml): per-rule settings and extra rule folders."""
+
     path: Path | None = None
     rules: Mapping[str, RuleSettings] = field(default_factory=dict)
     rules_dirs: tuple[Path, ...] = ()

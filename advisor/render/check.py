@@ -281,6 +281,8 @@ def findings_gitlab(findings: list[Finding]) -> str:
 
 @dataclass(frozen=True)
 class CheckReport:
+    """A check's findings and files, as every output format renders them."""
+
     findings: list[Finding]
     files: list[str]
     rules: RuleSet

@@ -33,6 +33,8 @@ def detects(probe: Probe) -> bool:
 
 @dataclass
 class FSDP2Config(YamlConfig):
+    """A MindSpeed-LLM FSDP2 YAML config, judged against its repository's key schema when it has one."""
+
     dialect_id: ClassVar[str] = "fsdp2-config"
     # the key schema of the repository the file is in (its own argument dataclasses; None:
     # the bundled schema)

@@ -12,6 +12,8 @@ from advisor.core.resources import rules_dir
 
 @dataclass(frozen=True)
 class MegatronFlags:
+    """What rules/megatron.yaml says of Megatron's flags: spellings, synonyms, switches."""
+
     checkpoint_layout: frozenset[str]
     converts_from_hf: str
     deprecated: dict[str, str]  # old spelling -> the flag to write
