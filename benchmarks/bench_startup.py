@@ -8,8 +8,9 @@ and then --runs times; the median and the minimum are printed, of the wall time 
 time the process used (user + system). On a machine shared with other work the wall time
 swings with the load while the CPU time stays put, so both are shown side by side.
 
---root runs another checkout's package (say, an export of main) with this interpreter, to
-measure before and after in the same run of the same machine.
+--root also runs another checkout's package (say, an export of main) with this interpreter,
+"before" beside this checkout's "after": the two alternate run by run, so both see the same
+load.
 """
 
 from __future__ import annotations
@@ -44,51 +45,70 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _times(cmd: list[str], runs: int, cwd: Path) -> tuple[list[float], list[float]]:
-    wall, cpu = [], []
-    for _ in range(runs):
-        cpu_before = _children_cpu()
-        start = time.perf_counter()
-        subprocess.run(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, cwd=cwd
+def _time(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """One run's wall and CPU seconds."""
+    cpu_before = _children_cpu()
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, cwd=cwd)
+    return time.perf_counter() - start, _children_cpu() - cpu_before
+
+
+def _cases(advisor: list[str]) -> dict[str, list[str]]:
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "advisor --help": [*advisor, "--help"],
+        "advisor check config.yaml": [*advisor, "check", str(CONFIG)],
+    }
+
+
+def _report(label: str, wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    if label:
+        print(label)
+    print(f"{'command':<28} {'wall median':>11} {'wall min':>9} {'cpu median':>11} {'cpu min':>8}")
+    for name in wall:
+        print(
+            f"{name:<28} {statistics.median(wall[name]):>11.3f} {min(wall[name]):>9.3f} "
+            f"{statistics.median(cpu[name]):>11.3f} {min(cpu[name]):>8.3f}"
         )
-        wall.append(time.perf_counter() - start)
-        cpu.append(_children_cpu() - cpu_before)
-    return wall, cpu
+    for name, target in TARGETS.items():
+        wall_gap = statistics.median(wall[name]) - statistics.median(wall["python -c pass"])
+        cpu_gap = statistics.median(cpu[name]) - statistics.median(cpu["python -c pass"])
+        print(
+            f"{name} over bare start-up: wall {wall_gap:.3f} s, cpu {cpu_gap:.3f} s "
+            f"(target <= {target:.3f})"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--root", type=Path, help="a checkout whose advisor package to run")
+    parser.add_argument("--root", type=Path, help="a checkout whose advisor package to run too")
     args = parser.parse_args()
-    root = args.root.resolve() if args.root else None
-    as_installed(root / "advisor" if root else None)
-    advisor = _advisor(root)
-    cases = {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "advisor --help": [*advisor, "--help"],
-        "advisor check config.yaml": [*advisor, "check", str(CONFIG)],
-    }
-    wall_median: dict[str, float] = {}
-    cpu_median: dict[str, float] = {}
-    print(f"{'command':<28} {'wall median':>11} {'wall min':>9} {'cpu median':>11} {'cpu min':>8}")
-    for name, cmd in cases.items():
-        _times(cmd, 1, root or Path.cwd())  # warm: the data files' cache, the OS's file cache
-        wall, cpu = _times(cmd, args.runs, root or Path.cwd())
-        wall_median[name], cpu_median[name] = statistics.median(wall), statistics.median(cpu)
-        print(
-            f"{name:<28} {wall_median[name]:>11.3f} {min(wall):>9.3f} "
-            f"{cpu_median[name]:>11.3f} {min(cpu):>8.3f}"
-        )
+    as_installed()
+    # (label, command line, working folder): a checkout given by --root runs from its folder
+    sides: list[tuple[str, dict[str, list[str]], Path]] = []
+    if args.root:
+        root = args.root.resolve()
+        as_installed(root / "advisor")
+        sides.append((f"before: {root}", _cases(_advisor(root)), root))
+        # this checkout the same way, so that only the package differs
+        sides.append((f"after: {ROOT}", _cases(_advisor(ROOT)), ROOT))
+    else:
+        sides.append(("", _cases(_advisor(None)), Path.cwd()))
+    wall: list[dict[str, list[float]]] = [{name: [] for name in cases} for _, cases, _ in sides]
+    cpu: list[dict[str, list[float]]] = [{name: [] for name in cases} for _, cases, _ in sides]
+    for _, cases, cwd in sides:
+        for cmd in cases.values():
+            _time(cmd, cwd)  # warm: the data files' cache, the OS's file cache
+    for _ in range(args.runs):
+        for side, (_, cases, cwd) in enumerate(sides):
+            for name, cmd in cases.items():
+                run_wall, run_cpu = _time(cmd, cwd)
+                wall[side][name].append(run_wall)
+                cpu[side][name].append(run_cpu)
+    for side, (label, _, _) in enumerate(sides):
+        _report(label, wall[side], cpu[side])
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    for name, target in TARGETS.items():
-        wall_gap = wall_median[name] - wall_median["python -c pass"]
-        cpu_gap = cpu_median[name] - cpu_median["python -c pass"]
-        print(
-            f"{name} over bare start-up: wall {wall_gap:.3f} s, cpu {cpu_gap:.3f} s "
-            f"(target <= {target:.3f})"
-        )
 
 
 if __name__ == "__main__":
