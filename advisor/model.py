@@ -118,8 +118,6 @@ class DataError(AdvisorError):
 
 @dataclass(frozen=True)
 class PatchOp:
-    """One edit of a patch: set or remove a key, flag or variable."""
-
     op: str  # "set" | "remove"
     path: str  # "parallel.num_to_forward_prefetch" or "TASK_QUEUE_ENABLE"
     value: object = None
@@ -136,8 +134,6 @@ class PatchOp:
 
 @dataclass(frozen=True)
 class FileChange:
-    """A file's text before and after a change."""
-
     path: str
     before: str
     after: str
@@ -374,8 +370,6 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The change proposed, the bottleneck it addresses, its evidence, patch and prediction."""
-
     feature: str
     bottleneck: str
     title: str
@@ -399,8 +393,6 @@ class Recommendation:
 
 @dataclass(frozen=True)
 class Suggestion:
-    """What suggest decided: a recommendation or none, what was rejected, and why."""
-
     status: Status
     recommendation: Recommendation | None
     rejected: tuple[Rejected, ...]
