@@ -377,18 +377,10 @@ def load_rules(
                 raise DataError(f"{path}: duplicate rule id {rule_id} (also in {other})")
             raw_rules[rule_id] = (path, raw)
     unread = [rule_id for rule_id in settings.rules if rule_id not in raw_rules]
-    # the ids of the kinds not read are listed only when settings name a rule not read: `check`
-    # would otherwise walk the folders of ~150 rules it does not run
-    skipped = (
-        {
-            f"{kind}.{p.stem}"
-            for kind in KINDS
-            if kind not in wanted
-            for p in rule_files(builtin, True, (kind,))
-        }
-        if unread
-        else set()
-    )
+    # the other kinds' ids are listed only when settings name a rule not read: `check` would
+    # otherwise walk the folders of ~150 rules it does not run
+    others = [kind for kind in KINDS if kind not in wanted] if unread else []
+    skipped = {f"{kind}.{p.stem}" for kind in others for p in rule_files(builtin, True, (kind,))}
     for rule_id in unread:
         if rule_id not in skipped:
             raise InputError(settings.where, f"unknown rule id {rule_id} (see: advisor rules list)")
