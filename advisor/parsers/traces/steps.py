@@ -42,6 +42,9 @@ class LaneNames:
 
     device: str  # the process whose rows are the device's kernels
     flows: tuple[str, ...]  # flow categories linking a host launch to its kernel, best first
+    # the flow category linking the framework operator that enqueued a task to the task (its
+    # start is the operator's), when the format has one: it places the task in a step phase
+    operator_flow: str | None = None
 
 
 @dataclass
@@ -117,6 +120,9 @@ class RawTrace(Protocol):
     # device task start -> host launch time, when the source pairs them itself (a database
     # export joins them by connection id); empty: pair the flow events
     launch_pairs: dict[float, float]
+    # device task start -> start of the framework operator that enqueued it, when the source
+    # pairs them itself (a database export, by connection id); empty: pair the flow events
+    operator_pairs: dict[float, float]
     # the host ranges naming a phase of the step, and the garbage collections
     host_ranges: HostRanges
 
@@ -144,6 +150,30 @@ def _launch_times(
         if paired:
             return cat, launch_at
     return None, None
+
+
+def _operator_times(
+    raw: RawTrace,
+    kernel_starts: Sequence[float],
+    lanes: LaneNames,
+    launches: tuple[str | None, array[float] | None],
+) -> array[float] | None:
+    """Each kernel's enqueueing operator's start (NaN: not linked), or None when the trace
+    links no kernel to its operator. `launches`: the launch times and their category (the
+    operator flow's times again when it is the launch category too)."""
+    if raw.operator_pairs:
+        pairs = raw.operator_pairs
+        return array("d", (pairs.get(s, NAN) for s in kernel_starts))
+    cat = lanes.operator_flow
+    if cat is None:
+        return None
+    if launches[0] == cat:
+        return launches[1]
+    table = raw.flows.get(cat)
+    if table is None:
+        return None
+    enqueued, paired = table.launch_times(kernel_starts)
+    return enqueued if paired else None
 
 
 def first_start(starts: Sequence[float], lo: float, hi: float) -> float | None:
@@ -347,6 +377,12 @@ def reduce_steps(
         ctx.computing if len(ctx.computing) else None,
         (kernel_starts, kernel_ends, linked) if linked is not None else None,
     )
+    # the operator links only place kernels in phases: not paired when no range names one
+    enqueued = (
+        _operator_times(raw, kernel_starts, lanes, (flow_category, launch_at))
+        if len(raw.host_ranges.starts)
+        else None
+    )
     data.phases = phase_table(
         windows,
         DeviceOps(
@@ -356,6 +392,7 @@ def reduce_steps(
             [False] * len(kernel_starts),
             merged_intervals(computing.starts, computing.ends) if computing else None,
             merged_intervals(exposed.starts, exposed.ends) if exposed else Intervals(),
+            enqueued,
         ),
         raw.host_ranges,
         (raw.host.loader_start, raw.host.loader_end),
