@@ -3,14 +3,12 @@ work (forward, backward, optimizer update), the communication no compute hides, 
 time the host spent waiting for data; with the Python garbage collections inside the step.
 
 A device operation belongs to the phase of the outermost phase range (rules/taxonomy.yaml
-host.phases) the framework operator that enqueued it sits in: the operator, not the kernel's
-own time, says which part of the training loop asked for it, as the host runs ahead of the
-device. Not its runtime launch: with torch_npu's task queue on (TASK_QUEUE_ENABLE, the
-default) the launch runs on a thread of its own after the operator returned, often after the
-range around the operator closed. An operation the trace does not link to its operator is
-placed by its runtime launch. Ranges on different threads are read as one timeline (the
-operator's thread is not kept); a range inside another is the outer one's (activation
-recomputation inside a backward node is backward time).
+host.phases) the framework operator that enqueued it sits in (the host runs ahead of the
+device); not its runtime launch, which with torch_npu's task queue on (the default) runs on a
+thread of its own after the operator returned, often after its range closed. An operation not
+linked to its operator is placed by its runtime launch. Ranges on different threads are read
+as one timeline; a range inside another is the outer one's (activation recomputation inside a
+backward node is backward time).
 
 Every microsecond of a step counts once: a moment two phases' kernels run together counts for
 the later phase of the loop (optimizer, then backward, then forward, then work launched outside
@@ -157,9 +155,8 @@ class StepPhases:
 
 @dataclass(frozen=True)
 class Placement:
-    """How many of the trace's device operations (collectives aside) were placed by the
-    framework operator that enqueued them, and how many by their runtime launch (no operator
-    link); the others have no link to the host (outside the phases)."""
+    """How many device operations (collectives aside) were placed by the framework operator
+    that enqueued them, how many by their runtime launch (the others: outside the phases)."""
 
     by_operator: int = 0
     by_launch: int = 0

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
-from advisor.parsers.traces.flows import NAN, FlowTable
+from advisor.parsers.traces.flows import NAN, FlowTable, operator_times
 from advisor.parsers.traces.fsdp_passes import AllGatherPasses, allgather_passes
 from advisor.parsers.traces.host_calls import BlockingCall, HostCallColumns, HostCalls
 from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
@@ -150,30 +150,6 @@ def _launch_times(
         if paired:
             return cat, launch_at
     return None, None
-
-
-def _operator_times(
-    raw: RawTrace,
-    kernel_starts: Sequence[float],
-    lanes: LaneNames,
-    launches: tuple[str | None, array[float] | None],
-) -> array[float] | None:
-    """Each kernel's enqueueing operator's start (NaN: not linked), or None when the trace
-    links no kernel to its operator. `launches`: the launch times and their category (the
-    operator flow's times again when it is the launch category too)."""
-    if raw.operator_pairs:
-        pairs = raw.operator_pairs
-        return array("d", (pairs.get(s, NAN) for s in kernel_starts))
-    cat = lanes.operator_flow
-    if cat is None:
-        return None
-    if launches[0] == cat:
-        return launches[1]
-    table = raw.flows.get(cat)
-    if table is None:
-        return None
-    enqueued, paired = table.launch_times(kernel_starts)
-    return enqueued if paired else None
 
 
 def first_start(starts: Sequence[float], lo: float, hi: float) -> float | None:
@@ -379,7 +355,7 @@ def reduce_steps(
     )
     # the operator links only place kernels in phases: not paired when no range names one
     enqueued = (
-        _operator_times(raw, kernel_starts, lanes, (flow_category, launch_at))
+        operator_times(raw.operator_pairs, raw.flows.get(lanes.operator_flow or ""), kernel_starts)
         if len(raw.host_ranges.starts)
         else None
     )
