@@ -2,7 +2,7 @@
 
 Prints the trace size, wall time and peak memory (max RSS of the child process). Usage:
 
-    python benchmarks/bench_facts.py [--size-mb 1024] [--export text|db|kineto] [--out bench-out] [--keep]
+    python benchmarks/bench_facts.py [--size-mb 1024] [--export text|db|kineto] [--out bench-out] [--keep] [--phases]
     python benchmarks/bench_facts.py --profile bench-out/profile [--root OTHER_CHECKOUT]
 
 --profile reads a profile kept by an earlier run (--keep) instead of generating one, and --root
@@ -11,7 +11,9 @@ hour of the same machine.
 
 The profile is written with the project's synthetic writer (64 layers, eight host operators per
 kernel launch, as real traces are dominated by host events), sized by the number of steps: the
-text export's trace_view.json, or the database export's ascend_pytorch_profiler_0.db.
+text export's trace_view.json, or the database export's ascend_pytorch_profiler_0.db. --phases
+adds the framework ranges of forward, backward and the optimizer step (and the database's links
+from each task's enqueueing operator), so the step phases are measured too.
 """
 
 from __future__ import annotations
@@ -83,10 +85,14 @@ def _generate_kineto(out: Path, size_mb: float, host_ops: int = 0) -> Path:
     return folder
 
 
-def _generate(out: Path, size_mb: float, export: str, host_ops: int = 8) -> Path:
+def _generate(
+    out: Path, size_mb: float, export: str, host_ops: int = 8, phases: bool = False
+) -> Path:
     if export == "kineto":
         return _generate_kineto(out, size_mb, host_ops)
-    base = PRESETS["healthy"].with_(name="benchmark", layers=64, host_ops_per_kernel=8)
+    base = PRESETS["healthy"].with_(
+        name="benchmark", layers=64, host_ops_per_kernel=8, phase_ranges=phases
+    )
     write = write_profile if export == "text" else write_profile_db
     probe = out / "probe"
     trial = write(probe, base.with_(steps=4))
@@ -134,6 +140,11 @@ def main() -> None:
         default=8,
         help="kineto: CPU operators per kernel (8: the kernel density of real traces; 0: dense)",
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="text/db: with forward/backward/optimizer ranges and operator links (step phases)",
+    )
     args = parser.parse_args()
     if args.profile is not None:
         directory = args.profile
@@ -143,7 +154,9 @@ def main() -> None:
         # generated in a process of its own: a child forked from this one, had it built the
         # trace, would start with this one's gigabyte in its peak (ru_maxrss)
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            directory = pool.apply(_generate, (args.out, args.size_mb, args.export, args.host_ops))
+            directory = pool.apply(
+                _generate, (args.out, args.size_mb, args.export, args.host_ops, args.phases)
+            )
     output = directory / "ASCEND_PROFILER_OUTPUT"
     output = output if output.is_dir() else directory
     env = dict(os.environ)

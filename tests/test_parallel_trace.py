@@ -33,6 +33,20 @@ def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.Monkey
     assert parallel.flow_category == sequential.flow_category == "HostToDevice"
 
 
+def test_parallel_phases_equal_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # each part keeps the operator flows (async_npu) beside the launch flows it pairs: the
+    # phases placed by them are the sequential read's
+    written = write_profile(tmp_path, PRESETS["host-bound"].with_(steps=6, phase_ranges=True))
+    path = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
+    parallel = trace_parallel.start_trace(path, default_taxonomy())()
+    sequential = read_trace(path, default_taxonomy())
+    assert parallel.phases is not None and sequential.phases is not None
+    assert parallel.phases == sequential.phases
+    assert parallel.phases.placement.by_operator > 0 == parallel.phases.placement.by_launch
+
+
 def test_parallel_truncated_file_reports_like_sequential(
     trace_file: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -86,9 +100,10 @@ def _flow(ph: str, cat: str, key: int | str, ts: float) -> str:
     return f'{{"ph": "{ph}", "name": "f", "cat": "{cat}", "id": {quoted}, "pid": 1, "ts": "{ts}"}}'
 
 
-def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
-    # HostToDevice is used whenever one of its flows has both ends: from then on async_npu
-    # (as many flows again) is neither kept nor recorded
+def test_the_operator_flows_are_kept_once_the_best_category_pairs():
+    # HostToDevice is used for the launches whenever one of its flows has both ends; async_npu
+    # is still kept and recorded after that: it links each task to the operator that enqueued
+    # it, which places the task in a step phase
     from advisor.parsers.trace_view.accumulator import Accumulator
     from advisor.parsers.trace_view.events import ARRAY_DECODER
 
@@ -99,9 +114,16 @@ def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     acc.add(batch(_flow("s", "async_npu", 1, 1.0), _flow("s", "HostToDevice", "1", 2.0)))
     assert set(acc.flows) == {"async_npu", "HostToDevice"} and not acc.best_paired
     acc.add(batch(_flow("f", "async_npu", 1, 5.0), _flow("f", "HostToDevice", "1", 5.0)))
-    assert acc.best_paired and set(acc.flows) == {"HostToDevice"}
-    acc.add(batch(_flow("s", "async_npu", 2, 6.0)))
-    assert set(acc.flows) == {"HostToDevice"}
+    assert acc.best_paired and set(acc.flows) == {"HostToDevice", "async_npu"}
+    acc.add(batch(_flow("s", "async_npu", 2, 6.0), _flow("f", "async_npu", 2, 9.0)))
+    acc.add(batch(_flow("s", "HostToDevice", "2", 7.0), _flow("f", "HostToDevice", "2", 9.0)))
+    assert list(acc.flows["async_npu"].launch_times([5.0, 9.0])[0]) == [1.0, 6.0]
+    assert list(acc.flows["HostToDevice"].launch_times([5.0, 9.0])[0]) == [2.0, 7.0]
+    # and through a merge of a later part of the file
+    later = Accumulator(default_taxonomy())
+    later.add(batch(_flow("s", "async_npu", 3, 10.0), _flow("f", "async_npu", 3, 12.0)))
+    acc.merge(later)
+    assert list(acc.flows["async_npu"].launch_times([12.0])[0]) == [10.0]
 
     # ends that never match keep both categories: the fallback is what pairs
     lone = Accumulator(default_taxonomy())
@@ -109,9 +131,10 @@ def test_the_fallback_flows_are_dropped_once_the_best_category_pairs():
     lone.add(batch(_flow("s", "async_npu", 7, 1.0), _flow("f", "async_npu", 7, 2.0)))
     assert not lone.best_paired and set(lone.flows) == {"async_npu", "HostToDevice"}
 
-    # a later part that found a pair drops an earlier part's fallback flows at the merge
+    # a later part that found a pair keeps an earlier part's operator flows at the merge
     lone.merge(acc)
-    assert lone.best_paired and set(lone.flows) == {"HostToDevice"}
+    assert lone.best_paired and set(lone.flows) == {"HostToDevice", "async_npu"}
+    assert list(lone.flows["async_npu"].launch_times([2.0, 12.0])[0]) == [1.0, 10.0]
 
 
 def test_without_a_best_pair_the_fallback_category_links_the_kernels(tmp_path: Path):

@@ -15,12 +15,17 @@ from advisor.parsers.traces.intervals import Intervals
 from advisor.parsers.traces.phases import (
     DeviceOps,
     HostRanges,
+    Placement,
     outermost_segments,
+    phase_table,
     step_phases,
     subtract,
 )
 from tests.cli_run import run_cli
 from tests.conftest import REAL
+from tests.synth import PRESETS, write_profile
+from tests.synth.db_file import write_profile_db
+from tests.synth.timeline import PHASE_RANGES, plan_steps
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "profiles" / "step-phases"
 RATIOS = (
@@ -105,6 +110,59 @@ def test_a_trace_with_its_own_compute_lanes_counts_compute_only_there():
     assert step.busy_us == 35.0
 
 
+def test_a_task_launched_after_its_range_closed_is_placed_by_its_operator():
+    """With torch_npu's task queue on, the runtime launch runs on a thread of its own after
+    the operator returned: here after the forward range closed (10, in the backward range),
+    after the backward's (in the optimizer's) and after the optimizer's (30). The operator
+    that enqueued each places it; a task no operator is linked to falls back to its runtime
+    launch."""
+    nan = float("nan")
+    ops = DeviceOps(
+        starts=[40, 50, 60, 70],
+        ends=[50, 60, 70, 80],
+        launch_at=[12, 32, 35, 25],
+        is_comm=[False] * 4,
+        enqueued_at=[9, 19, 29, nan],
+    )
+    table = phase_table([(1, 0, 100)], ops, _ranges(), ([], []), "no ranges")
+    (step,) = table.steps
+    assert step.phase_us == {
+        "optimizer": 20.0,  # 60-70 by its operator (launched at 35, outside), 70-80 by launch
+        "backward": 10.0,  # 50-60: enqueued at 19, launched at 32 (in the optimizer range)
+        "forward": 10.0,  # 40-50: enqueued at 9, launched at 12 (in the backward range)
+        "other": 0.0,
+        "comm_exposed": 0.0,
+    }
+    assert table.placement == Placement(by_operator=3, by_launch=1)
+    # placed by the runtime launch alone, one task moves to the next phase, two out of all
+    ops.enqueued_at = None
+    (by_launch,) = step_phases([(1, 0, 100)], ops, _ranges(), ([], []))
+    assert by_launch.phase_us["forward"] == 0.0
+    assert by_launch.phase_us["other"] == 20.0
+
+
+@pytest.mark.parametrize("writer", [write_profile, write_profile_db], ids=["text", "db"])
+def test_both_exports_place_tasks_by_their_enqueueing_operator(tmp_path: Path, writer):
+    """The synthetic job's ranges close when their last operator returns, before its runtime
+    launch: each phase's time is still exactly its kernels' (the first third forward, then
+    backward to five sixths, the rest the optimizer's), nothing outside."""
+    scenario = PRESETS["healthy"].with_(phase_ranges=True)
+    writer(tmp_path, scenario)
+    facts = profile_facts(tmp_path)
+    plan = plan_steps(scenario)[0]
+    n, lo = len(plan.kernels), 0
+    for (_, upto), phase in zip(PHASE_RANGES, ("forward", "backward", "optimizer"), strict=True):
+        hi = round(n * upto)
+        truth_ms = sum(p.kernel.dur for p in plan.kernels[lo:hi]) / 1e6
+        ratio = facts.value(f"phase.{phase}_ratio")
+        assert ratio * (plan.end - plan.start) / 1e6 == pytest.approx(truth_ms, abs=1e-6)
+        lo = hi
+    assert facts.value("phase.unplaced_ratio") == 0.0
+    note = next(f.note for f in facts.facts if f.id == "phase.optimizer_ratio")
+    assert "placed by the framework operator that enqueued them (" in note
+    assert "runtime launch" not in note
+
+
 def test_the_example_names_its_phases():
     facts = profile_facts(EXAMPLE)
     assert facts.value("phase.optimizer_ratio") == pytest.approx(0.21, abs=0.01)
@@ -138,7 +196,9 @@ def _phase_sum(facts: object) -> float:
 def test_torch_npu_ddp_phases_agree_with_the_step_model():
     facts = profile_facts(REAL / "ascend-ddp-2rank-text")
     assert facts.value("phase.optimizer_ratio") > 0.01
-    assert facts.value("phase.forward_ratio") > facts.value("phase.backward_ratio") > 0
+    # placed by their enqueueing operators, the backward's kernels are backward time (by their
+    # runtime launch, most fell in the optimizer range or outside all: forward led)
+    assert facts.value("phase.backward_ratio") > facts.value("phase.forward_ratio") > 0
     # exposed communication is torch_npu's Communication(Not Overlapped) lane, as in the step
     # model (the step model's step time is step_trace_time.csv's, a few percent apart)
     assert facts.value("phase.comm_exposed_ratio") == pytest.approx(
@@ -190,6 +250,15 @@ def test_a_database_export_s_phases_come_from_its_framework_ranges():
         db.value("step.comm_exposed_ratio"), abs=0.03
     )
     assert _phase_sum(db) <= 1.0
+    # placed by their enqueueing operators, both exports give the optimizer the same share
+    # (by the runtime launch, which runs after the operator returned: 2.9% against 0.8%)
+    assert db.value("phase.optimizer_ratio") == pytest.approx(
+        text.value("phase.optimizer_ratio"), abs=0.002
+    )
+    assert db.value("phase.unplaced_ratio") < 0.005 and text.value("phase.unplaced_ratio") < 0.005
+    for facts in (db, text):
+        note = next(f.note for f in facts.facts if f.id == "phase.optimizer_ratio")
+        assert "by the framework operator that enqueued them" in note
     scopes = {f.scope for f in db.facts if f.id == "phase.table"}
     assert "rank:0" in scopes and "rank:1" not in scopes
     from advisor.inputs.taxonomy import default_taxonomy

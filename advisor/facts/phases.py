@@ -11,7 +11,7 @@ from typing import Any
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.parsers.profile_data import RankProfile
-from advisor.parsers.traces.phases import COMM_EXPOSED, OTHER, PHASES, StepPhases
+from advisor.parsers.traces.phases import COMM_EXPOSED, OTHER, PHASES, Placement, StepPhases
 
 # phase -> the fact of its share of the step
 RATIO_FACTS = {
@@ -74,6 +74,22 @@ def _steady(rank: RankProfile, given: RankInputs) -> list[StepPhases]:
     return steady or table.steps
 
 
+def _placement(placed: Placement) -> tuple[str, str]:
+    """What the phases' device operations were placed by: the source's words and the note's."""
+    parts = []
+    if placed.by_operator:
+        parts.append(
+            f"by the framework operator that enqueued them ({placed.by_operator} device operations)"
+        )
+    if placed.by_launch:
+        where = " where none is linked" if placed.by_operator else ""
+        unit = "" if placed.by_operator else " device operations"
+        parts.append(f"by their runtime launch{where} ({placed.by_launch}{unit})")
+    what = "enqueueing operators" if placed.by_operator else "launches"
+    note = f"placed {', '.join(parts)}" if parts else "no device operation linked to the host"
+    return what, note
+
+
 def _table(steps: list[StepPhases], recorded: tuple[str, ...]) -> list[dict[str, Any]]:
     """The steps' phases in ms; a phase the trace has no range of is left out (unknown)."""
     shown = [n for n in RATIO_FACTS if n not in UNRECORDED or n in recorded]
@@ -96,20 +112,24 @@ def _phases(given: RankInputs, steps: list[StepPhases], out: Recorder) -> None:
     reason = NO_TRACE if table is None else table.absent
     if not reason and not steps:
         reason = "no steps: the phases are measured per ProfilerStep#N window"
-    if reason:
+    if reason or table is None:
         for fact_id in PHASE_FACTS:
             out.miss(fact_id, reason)
         return
     total = sum(s.duration_us for s in steps)
-    source = f"{rank.trace.path.name if rank.trace else ''}:host ranges + launches"
-    recorded = table.recorded if table is not None else ()
+    placed_by, placement = _placement(table.placement)
+    source = f"{rank.trace.path.name if rank.trace else ''}:host ranges + {placed_by}"
+    recorded = table.recorded
     for name, fact_id in RATIO_FACTS.items():
         if name in UNRECORDED and name not in recorded:
             # its work is in phase.unplaced_ratio: unknown, not zero
             out.miss(fact_id, UNRECORDED[name])
             continue
         part = sum(s.phase_us.get(name, 0.0) for s in steps)
-        out.add(fact_id, part / total, source, f"{part / 1000.0 / len(steps):.3f} ms per step")
+        note = f"{part / 1000.0 / len(steps):.3f} ms per step"
+        if name != COMM_EXPOSED:
+            note += f"; {placement}"
+        out.add(fact_id, part / total, source, note)
     wait = sum(s.data_wait_us for s in steps)
     out.add(
         "phase.data_wait_ratio",
@@ -119,11 +139,13 @@ def _phases(given: RankInputs, steps: list[StepPhases], out: Recorder) -> None:
     )
     optimizer = sum(s.phase_us.get("optimizer", 0.0) for s in steps)
     if "optimizer" in recorded:
-        out.add("phase.optimizer_ms_per_step", optimizer / 1000.0 / len(steps), source)
+        out.add("phase.optimizer_ms_per_step", optimizer / 1000.0 / len(steps), source, placement)
     else:
         out.miss("phase.optimizer_ms_per_step", UNRECORDED["optimizer"])
     out.add("phase.data_wait_ms_per_step", wait / 1000.0 / len(steps), source)
-    out.add("phase.table", _table(steps, recorded), source, f"{len(steps)} steady step(s)")
+    out.add(
+        "phase.table", _table(steps, recorded), source, f"{len(steps)} steady step(s); {placement}"
+    )
 
 
 def _gc_known(rank: RankProfile) -> str:

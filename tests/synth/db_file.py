@@ -16,7 +16,7 @@ from tests.synth.layout import (
     subtract_intervals,
 )
 from tests.synth.scenario import Scenario
-from tests.synth.timeline import NS, StepPlan, plan_steps
+from tests.synth.timeline import NS, StepPlan, phase_ranges, plan_steps
 from tests.synth.writer import Written, profiler_info, recorded_env
 
 PROFILER_TABLES = {
@@ -181,6 +181,8 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
         (_abs(plans[0].start) - 1000, _abs(plans[-1].end) + 1000),
     )
     launch = round(s.launch_us * NS)
+    if s.phase_ranges:
+        conn.execute("CREATE TABLE CONNECTION_IDS (id INTEGER, connectionId INTEGER)")
     task_id = 0
     connection = 10**12  # host calls without a device task: ids no launch reaches
     for plan in plans:
@@ -193,18 +195,34 @@ def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> N
             "INSERT INTO PYTORCH_API (startNs, endNs, name) VALUES (?, ?, ?)",
             (str(_abs(lo)), str(_abs(hi)), sid(LOADER)),
         )
-        # host operators around each launch, as real exports are dominated by them
+        # host operators around each launch, as real exports are dominated by them; with
+        # phase ranges, the first links to its kernel as torch_npu's enqueueing operator does
+        # (its row's connectionId -> CONNECTION_IDS -> the task's connectionId)
+        linked = s.phase_ranges
         conn.executemany(
-            "INSERT INTO PYTORCH_API (startNs, endNs, name) VALUES (?, ?, ?)",
+            "INSERT INTO PYTORCH_API (startNs, endNs, name, connectionId) VALUES (?, ?, ?, ?)",
             [
                 (
                     str(_abs(p.launch - launch + j)),
                     str(_abs(p.launch - launch + j + max(1, launch // 2))),
                     sid("aten::" + (p.kernel.op_type.lower() if j == 0 else "empty")),
+                    p.flow_id if linked and j == 0 else None,
                 )
                 for p in plan.kernels
                 for j in range(s.host_ops_per_kernel)
             ],
+        )
+        if linked:
+            conn.executemany(
+                "INSERT INTO CONNECTION_IDS VALUES (?, ?)", [(p.flow_id,) * 2 for p in plan.kernels]
+            )
+            conn.executemany(
+                "INSERT INTO connectionCats VALUES (?, 'async_npu')",
+                [(p.flow_id,) for p in plan.kernels],
+            )
+        conn.executemany(
+            "INSERT INTO PYTORCH_API (startNs, endNs, name) VALUES (?, ?, ?)",
+            [(str(_abs(lo)), str(_abs(hi)), sid(name)) for name, lo, hi in phase_ranges(s, plan)],
         )
         for p in plan.kernels:
             k = p.kernel

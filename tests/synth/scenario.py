@@ -95,6 +95,11 @@ class Scenario:
     host_pause_us: float = 0.0  # every other step the host pauses mid-step (garbage collection)
     partial_last_step: bool = False  # the profiler stop cuts the last step after 30% of kernels
     host_ops_per_kernel: int = 1  # aten operators recorded on the host per launch (trace size)
+    # framework ranges around the loop's parts (timeline.PHASE_RANGES), and in a database
+    # export the links from each kernel's enqueueing operator (CONNECTION_IDS): each range
+    # closes when its last operator returns, before that operator's runtime launch, as with
+    # torch_npu's task queue on
+    phase_ranges: bool = False
     env: dict[str, str] = field(default_factory=lambda: dict(UPSTREAM_ENV))
 
     def with_(self, **changes: object) -> Scenario:

@@ -167,6 +167,40 @@ def loss_kernels(s: Scenario) -> list[Kernel]:
     ]
 
 
+# the framework ranges of a step with phase_ranges: each the next share of the step's kernels
+# (the first third forward, then backward to five sixths, then the optimizer update)
+PHASE_RANGES = (
+    ("nn.Module: GPTModel_0", 1 / 3),
+    ("autograd::engine::evaluate_function: MmBackward0", 5 / 6),
+    ("Optimizer.step#AdamW.step", 1.0),
+)
+
+
+def operator_start(s: Scenario, p: Placed) -> int:
+    """When the host operator that enqueued the kernel starts (its runtime launch follows
+    launch_us later)."""
+    return p.launch - round(s.launch_us * NS)
+
+
+def phase_ranges(s: Scenario, plan: StepPlan) -> list[tuple[str, int, int]]:
+    """The step's framework ranges as (name, start, end): a range opens when its first
+    operator starts and closes when its last operator returns."""
+    if not s.phase_ranges:
+        return []
+    launch = round(s.launch_us * NS)
+    n = len(plan.kernels)
+    out = []
+    lo = 0
+    for name, upto in PHASE_RANGES:
+        hi = round(n * upto)
+        if hi > lo:
+            last = operator_start(s, plan.kernels[hi - 1])
+            end = last + s.host_ops_per_kernel - 1 + max(1, launch // 2)
+            out.append((name, operator_start(s, plan.kernels[lo]), end))
+        lo = hi
+    return out
+
+
 def _union_length(intervals: list[tuple[int, int]]) -> int:
     total, cur_a, cur_b = 0, None, None
     for a, b in sorted(intervals):

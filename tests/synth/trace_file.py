@@ -22,7 +22,7 @@ from tests.synth.layout import (
     us,
 )
 from tests.synth.scenario import Scenario
-from tests.synth.timeline import NS, StepPlan
+from tests.synth.timeline import NS, StepPlan, phase_ranges
 
 
 class _TraceWriter:
@@ -96,6 +96,8 @@ def write_trace(path: Path, s: Scenario, plans: list[StepPlan]) -> None:
                 hi - lo,
                 "cpu_op",
             )
+            for name, lo, hi in phase_ranges(s, plan):
+                w.x(name, PID_PYTHON, PID_PYTHON, lo, hi - lo, "cpu_op")
             for p in plan.kernels:
                 k = p.kernel
                 host_start = p.launch - launch

@@ -3,6 +3,7 @@ launch flows, reduced per step exactly as a trace_view.json would be."""
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,8 @@ def read_db_trace(
     if overlap:
         _phase_ranges(db, strings, origin, raw, taxonomy)
     _launch_flows(db, origin, raw)
+    if raw.host_ranges.starts:
+        _operator_flows(db, origin, raw)
     return reduce_steps(path, raw, TRACE_VIEW, DB_NO_PHASES if overlap else DB_NO_OVERLAP)
 
 
@@ -192,3 +195,30 @@ def _launch_flows(db: Database, origin: int, raw: PlainTrace) -> None:
     for device, host in db.rows("TASK", sql):
         if isinstance(host, int) and not isinstance(host, bool):
             pairs[(device - origin) / 1000.0] = (host - origin) / 1000.0
+
+
+def _operator_flows(db: Database, origin: int, raw: PlainTrace) -> None:
+    """async_npu: the framework operator (PYTORCH_API) that enqueued each device task, by the
+    connection id CONNECTION_IDS gives the operator's row and the task shares; of two
+    operators linked to one task, the later (inner) one. Read only for the step phases."""
+    if not (
+        db.has("CONNECTION_IDS", "id", "connectionId")
+        and db.has("PYTORCH_API", "connectionId", "startNs")
+        and db.has("TASK", "connectionId")
+    ):
+        return
+    # PYTORCH_API (the largest table: every host operator) scanned once, the two others looked
+    # up through automatic indexes: the other order indexes PYTORCH_API, ~3x the time
+    sql = (
+        "SELECT t.startNs, CAST(p.startNs AS INTEGER) FROM PYTORCH_API p "
+        "CROSS JOIN CONNECTION_IDS c CROSS JOIN TASK t "
+        "WHERE p.connectionId IS NOT NULL AND c.id = p.connectionId "
+        f"AND t.connectionId = c.connectionId AND {valid_interval(origin, 't.')}"
+    )
+    pairs = raw.operator_pairs
+    for device, host in db.rows("TASK", sql):
+        if isinstance(host, int) and not isinstance(host, bool):
+            at = (device - origin) / 1000.0
+            enqueued = (host - origin) / 1000.0
+            if enqueued > pairs.get(at, -math.inf):
+                pairs[at] = enqueued

@@ -2,7 +2,8 @@
 
 The device lane's kernel intervals (other processes' rows go to scratch arrays emptied after
 each block), the overlap lanes and collectives, the host calls the step model counts, step
-markers, data loading, and the launch flows of the best category known to pair.
+markers, data loading, the launch flows of the best category known to pair, and the flows
+from each task's enqueueing operator (which place it in a step phase).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
 from advisor.parsers.trace_view.names import NOTHING_SEEN, EventNames
-from advisor.parsers.trace_view.schema import DEVICE_LANE, FLOW_PREFERENCE, OVERLAP_LANES
+from advisor.parsers.trace_view.schema import (
+    DEVICE_LANE,
+    FLOW_PREFERENCE,
+    OPERATOR_FLOW,
+    OVERLAP_LANES,
+)
 from advisor.parsers.trace_view.timestamps import TimestampParser
 from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.flows import FlowTable, flow_key
@@ -26,6 +32,8 @@ from advisor.parsers.traces.steps import StepWindow
 FLOW_CATEGORIES = FLOW_PREFERENCE
 HOST = "host"  # the first part of the host-call columns' keys
 BEST = FLOW_PREFERENCE[0]
+# the categories read once the best pairs: it, and the operator flows the phases place by
+KEPT_FLOWS = frozenset((BEST, OPERATOR_FLOW))
 # flow ids remembered to find the best category's first start/finish pair (see _probe)
 PROBE_MAX = 1 << 16
 _INT64 = 1 << 63  # a flow id that is a signed 64-bit integer is its own key (flow_key)
@@ -67,8 +75,10 @@ class Accumulator:
     # compared with
     collective_sizes: list[tuple[str, int, str]] = field(default_factory=list)
     launch_pairs: dict[float, float] = field(default_factory=dict)  # flows are paired later
+    operator_pairs: dict[float, float] = field(default_factory=dict)  # likewise
     # The best flow category is used whenever one of its flows has both ends: once such a pair
-    # is seen, the other categories (as many flows again) are dropped and no longer recorded
+    # is seen, the other categories (as many flows again) are dropped and no longer recorded,
+    # but for the operator flows (OPERATOR_FLOW), which place each task in a step phase
     best_paired: bool = False
     probe_starts: set[int] = field(default_factory=set)
     probe_finishes: set[int] = field(default_factory=set)
@@ -102,7 +112,7 @@ class Accumulator:
         if other.best_paired and not self.best_paired:
             self._best_paired()
         for cat, flows in other.flows.items():
-            if self.best_paired and cat != FLOW_PREFERENCE[0]:
+            if self.best_paired and cat not in KEPT_FLOWS:
                 continue
             self.flows.setdefault(cat, FlowTable()).extend(flows)
 
@@ -153,8 +163,9 @@ class Accumulator:
 
     def _best_paired(self) -> None:
         self.best_paired = True
-        for cat in FLOW_PREFERENCE[1:]:
-            self.flows.pop(cat, None)
+        for cat in FLOW_PREFERENCE:
+            if cat not in KEPT_FLOWS:
+                self.flows.pop(cat, None)
         self.probe_starts.clear()
         self.probe_finishes.clear()
 
@@ -214,25 +225,26 @@ class Accumulator:
             elif ph == "s" or ph == "f":
                 if not self.best_paired:
                     self._flow(e, ph == "s")
-                elif e.cat == BEST:  # once the best category pairs, the others are not read
-                    self._best_flow(e, ph == "s")
+                elif e.cat in KEPT_FLOWS:  # once the best pairs, the others are not read
+                    self._kept_flow(e, ph == "s")
             elif ph == "M" and e.name == "process_name":
                 args = ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
                 self.process_names[e.pid] = str(args.get("name", ""))
                 self._drop_unused(e.pid)
         del self.scratch_starts[:], self.scratch_ends[:]
 
-    def _best_flow(self, e: TraceEvent, start: bool) -> None:
-        """One end of a flow of the best category once it pairs: _flow's work without its
-        tests (flow_key's common cases inline)."""
+    def _kept_flow(self, e: TraceEvent, start: bool) -> None:
+        """One end of a flow of a kept category once the best pairs: _flow's work without
+        its tests (flow_key's common cases inline)."""
         key = e.id
         if isinstance(key, str) and len(key) <= 18 and key.isdigit():
             key = int(key)
         elif not isinstance(key, int) or not -_INT64 <= key < _INT64:
             key = flow_key(key)
-        table = self.flows.get(BEST)
+        cat = e.cat
+        table = self.flows.get(cat)
         if table is None:
-            table = self.flows[BEST] = FlowTable()
+            table = self.flows[cat] = FlowTable()
         at = self.ts(e.ts)
         if start:
             table.start_ids.append(key)
@@ -349,8 +361,8 @@ class Accumulator:
         cat = e.cat
         if cat not in FLOW_CATEGORIES:
             return
-        best = cat == FLOW_PREFERENCE[0]
-        if self.best_paired and not best:
+        best = cat == BEST
+        if self.best_paired and cat not in KEPT_FLOWS:
             return
         table = self.flows.get(cat)
         if table is None:

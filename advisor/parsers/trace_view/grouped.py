@@ -66,14 +66,16 @@ TIMED = ("overlap", "collective", HOST)
 
 
 def big_columns(devices: set[object]) -> Callable[[Key], bool]:
-    """The columns left in the spill files: the device lane's kernel rows, the best flow
-    category's ends, and the host calls, overlap lanes and collectives."""
+    """The columns left in the spill files: the device lane's kernel rows, the flows (the
+    best category's ends are read per group; the operator flows only place tasks in step
+    phases, which a trace read in groups does not measure), and the host calls, overlap lanes
+    and collectives."""
 
     def big(key: Key) -> bool:
         if key[0] in ("starts", "ends"):
             return key[1] in devices
         if key[0] == "flows":
-            return key[1] == BEST
+            return True
         return key[0] in TIMED
 
     return big

@@ -87,3 +87,17 @@ class FlowTable:
         self, state: tuple[array[int], array[float], array[int], array[float]]
     ) -> None:
         self.start_ids, self.start_ts, self.finish_ids, self.finish_ts = state
+
+
+def operator_times(
+    pairs: dict[float, float], table: FlowTable | None, kernel_starts: Sequence[float]
+) -> array[float] | None:
+    """Each kernel's enqueueing operator's start, aligned with `kernel_starts` (NaN: not
+    linked), from the pairs a source joined itself (device start -> operator start) or else
+    the operator flows' table; None when no kernel is linked to its operator."""
+    if pairs:
+        return array("d", (pairs.get(s, NAN) for s in kernel_starts))
+    if table is None:
+        return None
+    enqueued, paired = table.launch_times(kernel_starts)
+    return enqueued if paired else None

@@ -3,10 +3,12 @@ work (forward, backward, optimizer update), the communication no compute hides, 
 time the host spent waiting for data; with the Python garbage collections inside the step.
 
 A device operation belongs to the phase of the outermost phase range (rules/taxonomy.yaml
-host.phases) its host launch sits in: the launch, not the kernel's own time, says which part of
-the training loop asked for it, as the host runs ahead of the device. Ranges on different
-threads are read as one timeline (the launch's thread is not kept); a range inside another is
-the outer one's (activation recomputation inside a backward node is backward time).
+host.phases) the framework operator that enqueued it sits in (the host runs ahead of the
+device); not its runtime launch, which with torch_npu's task queue on (the default) runs on a
+thread of its own after the operator returned, often after its range closed. An operation not
+linked to its operator is placed by its runtime launch. Ranges on different threads are read
+as one timeline; a range inside another is the outer one's (activation recomputation inside a
+backward node is backward time).
 
 Every microsecond of a step counts once: a moment two phases' kernels run together counts for
 the later phase of the loop (optimizer, then backward, then forward, then work launched outside
@@ -53,6 +55,7 @@ GROUPED = (
 )
 # names whose kind a decoder remembers (Python ranges carry object addresses: unbounded names)
 HOST_KINDS_MAX = 1 << 16
+NAN = float("nan")
 
 
 @dataclass
@@ -151,6 +154,15 @@ class StepPhases:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """How many device operations (collectives aside) were placed by the framework operator
+    that enqueued them, how many by their runtime launch (the others: outside the phases)."""
+
+    by_operator: int = 0
+    by_launch: int = 0
+
+
+@dataclass(frozen=True)
 class PhaseTable:
     """The steps' phases, or why the trace cannot give them."""
 
@@ -161,6 +173,7 @@ class PhaseTable:
     gc_recorded: bool = False
     # the phases the trace has ranges of (a phase without one has no time, not zero time)
     recorded: tuple[str, ...] = ()
+    placement: Placement = field(default_factory=Placement)
 
 
 def phase_patterns(by_phase: dict[str, re.Pattern[str]]) -> tuple[tuple[int, re.Pattern[str]], ...]:
@@ -242,10 +255,12 @@ def _union(a: Intervals, b: Intervals) -> Intervals:
 @dataclass
 class DeviceOps:
     """The device operations the phases read, sorted by start: times, launch times (NaN: not
-    linked) and whether each is a collective. `computing` and `exposed`, when the trace
-    has its own lanes for them (torch_npu's Overlap Analysis: Computing, Communication(Not
-    Overlapped)), are the compute time and the exposed communication; otherwise they are
-    the union of the other operations and the collectives' time outside it."""
+    linked), the start of the framework operator that enqueued each (NaN or None: not
+    linked; where known it places the operation, not the launch) and whether each is a
+    collective. `computing` and `exposed`, when the trace has its own lanes for them
+    (torch_npu's Overlap Analysis: Computing, Communication(Not Overlapped)), are the compute
+    time and the exposed communication; otherwise they are the union of the other operations
+    and the collectives' time outside it."""
 
     starts: Sequence[float]
     ends: Sequence[float]
@@ -253,22 +268,31 @@ class DeviceOps:
     is_comm: Sequence[bool]
     computing: Intervals | None = None
     exposed: Intervals | None = None
+    enqueued_at: Sequence[float] | None = None
 
 
-def _by_phase(ops: DeviceOps, ranges: HostRanges) -> tuple[dict[str, Intervals], Intervals]:
-    """Each phase's merged device intervals (compute and memory operations), and the
-    collectives' merged intervals."""
+def _by_phase(
+    ops: DeviceOps, ranges: HostRanges
+) -> tuple[dict[str, Intervals], Intervals, Placement]:
+    """Each phase's merged device intervals (compute and memory operations), the
+    collectives' merged intervals, and how the operations were placed."""
     seg_starts, seg_ends, seg_phases = outermost_segments(ranges)
     lists: list[tuple[array[float], array[float]]] = [(array("d"), array("d")) for _ in PHASES]
     other: tuple[array[float], array[float]] = (array("d"), array("d"))
     comm: tuple[array[float], array[float]] = (array("d"), array("d"))
-    launch_at = ops.launch_at
+    launch_at, enqueued_at = ops.launch_at, ops.enqueued_at
+    by_operator = by_launch = 0
     for i, (start, end) in enumerate(zip(ops.starts, ops.ends, strict=True)):
         if ops.is_comm[i]:
             comm[0].append(start)
             comm[1].append(end)
             continue
-        at = launch_at[i] if launch_at is not None else float("nan")
+        at = enqueued_at[i] if enqueued_at is not None else NAN
+        if at == at:
+            by_operator += 1
+        elif launch_at is not None and launch_at[i] == launch_at[i]:
+            at = launch_at[i]
+            by_launch += 1
         target = other
         if at == at:
             j = bisect_right(seg_starts, at) - 1
@@ -278,7 +302,7 @@ def _by_phase(ops: DeviceOps, ranges: HostRanges) -> tuple[dict[str, Intervals],
         target[1].append(end)
     merged = {name: merged_intervals(*lists[k]) for k, name in enumerate(PHASES)}
     merged[OTHER] = merged_intervals(*other)
-    return merged, merged_intervals(*comm)
+    return merged, merged_intervals(*comm), Placement(by_operator, by_launch)
 
 
 def _merged(starts: Sequence[float], ends: Sequence[float]) -> Intervals:
@@ -286,10 +310,12 @@ def _merged(starts: Sequence[float], ends: Sequence[float]) -> Intervals:
     return merged_intervals((p[0] for p in pairs), (p[1] for p in pairs))
 
 
-def _disjoint(ops: DeviceOps, ranges: HostRanges) -> tuple[dict[str, Intervals], Intervals]:
+def _disjoint(
+    ops: DeviceOps, ranges: HostRanges
+) -> tuple[dict[str, Intervals], Intervals, Placement]:
     """Each phase's time, disjoint from the others' (the later phase of the loop wins), the
-    exposed communication among them; and the device's busy time."""
-    merged, comm = _by_phase(ops, ranges)
+    exposed communication among them; the device's busy time; how operations were placed."""
+    merged, comm, placement = _by_phase(ops, ranges)
     computing = ops.computing
     if computing is None:
         computing = Intervals()
@@ -307,7 +333,7 @@ def _disjoint(ops: DeviceOps, ranges: HostRanges) -> tuple[dict[str, Intervals],
     # the compute time no phase range launched
     disjoint[OTHER] = subtract(computing, covered)
     disjoint[COMM_EXPOSED] = subtract(exposed, computing)
-    return disjoint, _union(computing, exposed)
+    return disjoint, _union(computing, exposed), placement
 
 
 def step_phases(
@@ -317,7 +343,16 @@ def step_phases(
     loader: tuple[Sequence[float], Sequence[float]],
 ) -> list[StepPhases]:
     """Each window's phases from the operations and host ranges of the whole trace."""
-    disjoint, busy = _disjoint(ops, ranges)
+    return _step_phases(windows, ops, ranges, loader)[0]
+
+
+def _step_phases(
+    windows: Sequence[tuple[int, float, float]],
+    ops: DeviceOps,
+    ranges: HostRanges,
+    loader: tuple[Sequence[float], Sequence[float]],
+) -> tuple[list[StepPhases], Placement]:
+    disjoint, busy, placement = _disjoint(ops, ranges)
     waiting = subtract(_merged(*loader), busy)
     gc_pairs = sorted(zip(ranges.gc_starts, ranges.gc_ends, strict=True))
     gc = _merged(ranges.gc_starts, ranges.gc_ends)
@@ -337,7 +372,7 @@ def step_phases(
                 gc_max_us=longest,
             )
         )
-    return out
+    return out, placement
 
 
 def grouped_table(ranges: HostRanges) -> PhaseTable:
@@ -361,5 +396,5 @@ def phase_table(
         steps = step_phases(windows, ops, ranges, loader) if gc_recorded else []
         return PhaseTable(steps, absent=no_ranges, gc_recorded=gc_recorded)
     recorded = tuple(PHASES[k] for k in sorted(set(ranges.phases)))
-    steps = step_phases(windows, ops, ranges, loader)
-    return PhaseTable(steps, gc_recorded=gc_recorded, recorded=recorded)
+    steps, placement = _step_phases(windows, ops, ranges, loader)
+    return PhaseTable(steps, gc_recorded=gc_recorded, recorded=recorded, placement=placement)

@@ -30,6 +30,7 @@ class PlainTrace:
     flows: dict[str, FlowTable] = field(default_factory=dict)  # the database pairs launches itself
     collectives: dict[str, list[array[float]]] = field(default_factory=dict)
     launch_pairs: dict[float, float] = field(default_factory=dict)
+    operator_pairs: dict[float, float] = field(default_factory=dict)
     host_ranges: HostRanges = field(default_factory=HostRanges)
 
     @property

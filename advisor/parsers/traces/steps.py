@@ -13,7 +13,7 @@ from typing import Protocol
 
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
-from advisor.parsers.traces.flows import NAN, FlowTable
+from advisor.parsers.traces.flows import NAN, FlowTable, operator_times
 from advisor.parsers.traces.fsdp_passes import AllGatherPasses, allgather_passes
 from advisor.parsers.traces.host_calls import BlockingCall, HostCallColumns, HostCalls
 from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
@@ -42,6 +42,9 @@ class LaneNames:
 
     device: str  # the process whose rows are the device's kernels
     flows: tuple[str, ...]  # flow categories linking a host launch to its kernel, best first
+    # the flow category linking the framework operator that enqueued a task to the task (its
+    # start is the operator's), when the format has one: it places the task in a step phase
+    operator_flow: str | None = None
 
 
 @dataclass
@@ -117,6 +120,9 @@ class RawTrace(Protocol):
     # device task start -> host launch time, when the source pairs them itself (a database
     # export joins them by connection id); empty: pair the flow events
     launch_pairs: dict[float, float]
+    # device task start -> start of the framework operator that enqueued it, when the source
+    # pairs them itself (a database export, by connection id); empty: pair the flow events
+    operator_pairs: dict[float, float]
     # the host ranges naming a phase of the step, and the garbage collections
     host_ranges: HostRanges
 
@@ -347,6 +353,12 @@ def reduce_steps(
         ctx.computing if len(ctx.computing) else None,
         (kernel_starts, kernel_ends, linked) if linked is not None else None,
     )
+    # the operator links only place kernels in phases: not paired when no range names one
+    enqueued = (
+        operator_times(raw.operator_pairs, raw.flows.get(lanes.operator_flow or ""), kernel_starts)
+        if len(raw.host_ranges.starts)
+        else None
+    )
     data.phases = phase_table(
         windows,
         DeviceOps(
@@ -356,6 +368,7 @@ def reduce_steps(
             [False] * len(kernel_starts),
             merged_intervals(computing.starts, computing.ends) if computing else None,
             merged_intervals(exposed.starts, exposed.ends) if exposed else Intervals(),
+            enqueued,
         ),
         raw.host_ranges,
         (raw.host.loader_start, raw.host.loader_end),
