@@ -11,7 +11,8 @@ PyTorch traces: decoding (byte-range workers), the launch join (pass 1), sorting
 groups (pass 2), measuring the windows (pass 3). torch_npu text exports: the decoding workers
 (waited for after the CSV files are read), kernel_details.csv, the merge and step reduction.
 The rest of `advisor facts` (facts, rendering) is the line "facts and rendering". For a
-torch_npu export it also prints the wall time two idle cores would take, from the CPU seconds.
+torch_npu export or a PyTorch trace it also prints the wall time two idle cores would take, from
+the CPU seconds.
 """
 
 from __future__ import annotations
@@ -92,12 +93,15 @@ def _instrument(phases: Phases) -> None:
 def _idle_estimate(
     measured: list[tuple[str, float, float, float]], total: tuple[str, float, float, float]
 ) -> None:
-    """torch_npu text exports: the wall time two idle cores would take, from CPU seconds (the
-    wall time of a loaded machine measures its other users). The CSV files the parent reads
+    """The wall time two idle cores would take, from CPU seconds (the wall time of a loaded
+    machine measures its other users). torch_npu text exports: the CSV files the parent reads
     while the workers decode share the two cores with them; the rest of the parent's work
     (merge, reduction, facts, rendering) comes after, alone. Start-up (interpreter and imports,
     ~0.3 s) is not in these figures."""
     by_label = {label: (own, children) for label, _, own, children in measured}
+    if "kineto: decoding (workers)" in by_label:
+        _kineto_idle_estimate(measured, total)
+        return
     csv = by_label.get("npu: kernel_details.csv (parent)")
     if csv is None:
         return
@@ -109,6 +113,21 @@ def _idle_estimate(
         f"on two idle cores: ~{parallel + serial:.2f} s after start-up"
         f" ((workers {workers:.2f} + parent's CSV {concurrent:.2f}) / 2 + the parent's"
         f" serial {serial:.2f}; CPU seconds, inflated by the machine's load)"
+    )
+
+
+def _kineto_idle_estimate(
+    measured: list[tuple[str, float, float, float]], total: tuple[str, float, float, float]
+) -> None:
+    """PyTorch traces: each phase's two workers share the two cores while the parent waits, so
+    the workers' CPU halves; the parent's own CPU (its part of each phase, facts, rendering)
+    runs alone. Start-up (~0.3 s) is not in these figures."""
+    workers = sum(children for _, _, _, children in measured)
+    parent = total[2]
+    print(
+        f"on two idle cores: ~{workers / 2 + parent:.2f} s after start-up"
+        f" (workers {workers:.2f} / 2 + the parent's {parent:.2f};"
+        " CPU seconds, inflated by the machine's load)"
     )
 
 
