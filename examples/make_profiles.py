@@ -39,6 +39,7 @@ SINGLE_RANK = (
     "rdma-retransmission",
     "unfused-norm",
     "low-block-dim",
+    "format-conversions",
 )
 
 

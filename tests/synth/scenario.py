@@ -47,6 +47,9 @@ class Scenario:
     # RMSNorm as elementwise kernels at the start of each layer (Pows, ReduceMean, Adds, Rsqrt,
     # Mul) instead of the fused RmsNorm, this long in all, when > 0
     unfused_rmsnorm_us: float = 0.0
+    # TransData kernels converting each layer's matmul inputs between ND and the private NZ
+    # format (the internal format on), this long in all per layer, when > 0
+    transdata_us: float = 0.0
     mte2_bound: bool = False  # matmuls limited by memory loads (mte2) rather than the cube
     compute_scale: float = 1.0  # >1 makes every kernel slower (a slow rank)
     launch_us: float = 5.0  # host time per kernel launch
@@ -140,6 +143,9 @@ PRESETS: dict[str, Scenario] = {
     "mte2-bound": HEALTHY.with_(name="mte2-bound", mte2_bound=True),
     # a model whose RMSNorm runs as five elementwise kernels per layer (no fused RmsNorm)
     "unfused-norm": HEALTHY.with_(name="unfused-norm", unfused_rmsnorm_us=400.0),
+    # the internal format on: each layer converts its matmul inputs to NZ and back (TransData),
+    # 200 us per layer, about 7% of device compute
+    "format-conversions": HEALTHY.with_(name="format-conversions", transdata_us=200.0),
     "slow-dataloader": HEALTHY.with_(name="slow-dataloader", dataloader_us=2500.0),
     "fragmentation": HEALTHY.with_(
         name="fragmentation",

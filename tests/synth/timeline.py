@@ -85,6 +85,9 @@ def _ns(us: float) -> int:
 # RMSNorm written as x * rsqrt(mean(x^2) + eps): the kernels torch_npu launches for it
 UNFUSED_RMSNORM = ("Pows", "ReduceMean", "Adds", "Rsqrt", "Mul")
 
+# a matmul's input converted between ND and FRACTAL_NZ, as the real Qwen3 profile names it
+TRANSDATA = ("aclnnMatmul_TransData_TransData", "TransData", "AI_VECTOR_CORE")
+
 
 def layer_kernels(s: Scenario) -> list[Kernel]:
     """The kernels of one layer (forward and backward folded together)."""
@@ -107,8 +110,12 @@ def layer_kernels(s: Scenario) -> list[Kernel]:
     for i in range(half):
         t = small_types[i % len(small_types)]
         add(f"aclnn{t}_{t}AiCore_{t}", t, "AI_VECTOR_CORE", s.small_op_us, vector)
+    if s.transdata_us > 0:
+        add(*TRANSDATA, s.transdata_us / 2, vector)
     for _ in range(2):
         add("aclnnMatmul_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", s.matmul_us, cube)
+    if s.transdata_us > 0:
+        add(*TRANSDATA, s.transdata_us / 2, vector)
     a = s.attention_us
     if s.unfused_attention:
         for name, op_type, core, share, ratios in (
