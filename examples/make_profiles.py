@@ -40,6 +40,7 @@ SINGLE_RANK = (
     "unfused-norm",
     "low-block-dim",
     "format-conversions",
+    "unaligned-transfers",
 )
 
 

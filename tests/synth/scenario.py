@@ -63,6 +63,9 @@ class Scenario:
     comm_wait_ratio: float = 0.05  # share of each communication op spent waiting for peers
     # the job spans nodes: each collective also moves this many MB over RDMA, in its transit time
     rdma_mb_per_op: float = 0.0
+    # how each collective's HCCS transfer is cut into pieces (communication.json's Size
+    # Distribution) as (piece size in MB, share of the transit time); empty: no distribution
+    hccs_pieces: tuple[tuple[float, float], ...] = ()
     dataloader_us: float = 200.0
     # host work after data loading and before the first launch (allocator calls, Python): the
     # malloc calls of the step are made then when > 0
@@ -212,6 +215,13 @@ PRESETS: dict[str, Scenario] = {
         rdma_mb_per_op=64.0,
     ),
 }
+
+# DDP whose gradient buckets are not padded: the exposed all-reduce moves most of its HCCS
+# data in 1.937312 MB pieces (not a multiple of 512 bytes), the rest in aligned 2.064384 MB
+# pieces, the two sizes the real DDP profile's all-reduce uses
+PRESETS["unaligned-transfers"] = PRESETS["ddp-allreduce"].with_(
+    name="unaligned-transfers", hccs_pieces=((1.937312, 0.6), (2.064384, 0.4))
+)
 
 # host-bound, plus ASCEND_LAUNCH_BLOCKING=1: every launch synchronises
 PRESETS["launch-blocking"] = PRESETS["host-bound"].with_(

@@ -234,7 +234,7 @@ def communication_json(s: Scenario, plans: list[StepPlan]) -> dict[str, Any]:
                     "Synchronization Time Ratio": round(s.comm_wait_ratio / 2, 4),
                 },
                 "Communication Bandwidth Info": {
-                    "HCCS": _link(HCCS_GBPS * transit, transit),
+                    "HCCS": _link(HCCS_GBPS * transit, transit, s.hccs_pieces),
                     "SDMA": _link(SDMA_GBPS * transit, transit),
                     "RDMA": _link(s.rdma_mb_per_op, transit if s.rdma_mb_per_op else 0.0),
                     "PCIE": _link(0.0, 0.0),
@@ -252,14 +252,29 @@ def communication_json(s: Scenario, plans: list[StepPlan]) -> dict[str, Any]:
     return out
 
 
-def _link(size_mb: float, time_ms: float) -> dict[str, Any]:
+def _link(
+    size_mb: float, time_ms: float, pieces: tuple[tuple[float, float], ...] = ()
+) -> dict[str, Any]:
     bw = round(size_mb / time_ms, 4) if time_ms > 0 else 0
     return {
         "Transit Size(MB)": size_mb,
         "Transit Time(ms)": time_ms,
         "Bandwidth(GB/s)": bw,
         "Large Packet Ratio": 1.0 if size_mb else 0,
-        "Size Distribution": {},
+        "Size Distribution": _size_distribution(size_mb, time_ms, pieces),
+    }
+
+
+def _size_distribution(
+    size_mb: float, time_ms: float, pieces: tuple[tuple[float, float], ...]
+) -> dict[str, list[float]]:
+    """{"<piece MB>": [count, transit ms]}: each piece size's share of the transit time, and as
+    many pieces as carry that share of the data."""
+    if size_mb <= 0:
+        return {}
+    return {
+        str(piece): [max(1, round(size_mb * share / piece)), time_ms * share]
+        for piece, share in pieces
     }
 
 
