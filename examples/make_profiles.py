@@ -41,6 +41,7 @@ SINGLE_RANK = (
     "low-block-dim",
     "format-conversions",
     "unaligned-transfers",
+    "slow-link",
 )
 
 

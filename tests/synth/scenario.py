@@ -66,6 +66,12 @@ class Scenario:
     # how each collective's HCCS transfer is cut into pieces (communication.json's Size
     # Distribution) as (piece size in MB, share of the transit time); empty: no distribution
     hccs_pieces: tuple[tuple[float, float], ...] = ()
+    # communication_matrix.json: the links from this rank to ranks 1..matrix_peers over HCCS,
+    # each carrying the collective's data (1: the one link 0-1)
+    matrix_peers: int = 1
+    # (peer, bandwidth as a share of the other links'): that link is degraded and sets the
+    # collectives' duration, the others finish early; None: every link at the same speed
+    slow_link: tuple[int, float] | None = None
     dataloader_us: float = 200.0
     # host work after data loading and before the first launch (allocator calls, Python): the
     # malloc calls of the step are made then when > 0
@@ -222,6 +228,10 @@ PRESETS: dict[str, Scenario] = {
 PRESETS["unaligned-transfers"] = PRESETS["ddp-allreduce"].with_(
     name="unaligned-transfers", hccs_pieces=((1.937312, 0.6), (2.064384, 0.4))
 )
+
+# one server's eight NPUs: rank 0's HCCS link to rank 5 moves data at 45% of the speed of its
+# six other links (a degraded port); every collective lasts as long as that link takes
+PRESETS["slow-link"] = HEALTHY.with_(name="slow-link", matrix_peers=7, slow_link=(5, 0.45))
 
 # host-bound, plus ASCEND_LAUNCH_BLOCKING=1: every launch synchronises
 PRESETS["launch-blocking"] = PRESETS["host-bound"].with_(

@@ -133,7 +133,7 @@ def write_profile(parent: Path, s: Scenario) -> Written:
         (output / "communication.json").write_text(
             json.dumps(communication_json(s, plans), indent=1)
         )
-        (output / "communication_matrix.json").write_text(json.dumps(_matrix(plans), indent=1))
+        (output / "communication_matrix.json").write_text(json.dumps(_matrix(s, plans), indent=1))
     if s.with_memory:
         write_memory(output / "memory_record.csv", s, plans)
         if s.peak_holders:
@@ -141,21 +141,27 @@ def write_profile(parent: Path, s: Scenario) -> Written:
     return Written(directory, plans)
 
 
-def _matrix(plans: list[StepPlan]) -> dict[str, Any]:
+def _matrix(s: Scenario, plans: list[StepPlan]) -> dict[str, Any]:
+    """Each collective's links from rank 0: every link carries the same data; the slow link
+    (if any) takes the whole op, the others the share of it their speed allows."""
+    slow_peer, slow_share = s.slow_link or (None, 1.0)
     out: dict[str, Any] = {}
     for plan in plans:
         ops = {}
         for c in plan.comm:
             ms = c.dur / NS / 1000.0
-            ops[f"{c.name.split('__')[0]}-top1@{GROUP}"] = {
-                "0-1": {
+            size = HCCS_GBPS * ms * slow_share
+            links = {}
+            for peer in range(1, s.matrix_peers + 1):
+                time = ms if peer == slow_peer else ms * slow_share
+                links[f"0-{peer}"] = {
                     "Transport Type": "HCCS",
-                    "Transit Size(MB)": HCCS_GBPS * ms,
-                    "Transit Time(ms)": ms,
-                    "Bandwidth(GB/s)": HCCS_GBPS,
+                    "Transit Size(MB)": size,
+                    "Transit Time(ms)": time,
+                    "Bandwidth(GB/s)": round(size / time, 4),
                     "Op Name": c.name,
-                },
-            }
+                }
+            ops[f"{c.name.split('__')[0]}-top1@{GROUP}"] = links
         out[f"step{plan.number}"] = {"collective": ops, "p2p": {}}
     return out
 
