@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.synth import PRESETS, Scenario, write_cluster, write_pipeline, write_profile
 from tests.synth.cluster_file import StageSpec, write_cluster_analysis
+from tests.synth.db_file import write_profile_db
 from tests.synth.kineto_jobs import (
     all_to_all_trace,
     blocking_copy_trace,
@@ -64,7 +65,14 @@ def generate(root: Path = ROOT) -> list[Path]:
         write_trace(root / name, trace())
         made.append(root / name)
     made += analyzer_examples(root)
+    for name in DATABASE:
+        write_profile_db(root / name, scenario(name))
+        made.append(root / name)
     return made
+
+
+# database exports (export_type db): what only the database records (AICORE_FREQ)
+DATABASE = ("aicore-freq-drop",)
 
 
 # an all-to-all whose SendRecv kernel NCCL names like pipeline send/recv; a step stalled by a

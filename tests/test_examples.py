@@ -29,7 +29,14 @@ def test_committed_examples_are_reproducible(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "name", [*make_profiles.SINGLE_RANK, "slow-rank", "pipeline-bubble", *make_profiles.GPU_TRACES]
+    "name",
+    [
+        *make_profiles.SINGLE_RANK,
+        "slow-rank",
+        "pipeline-bubble",
+        *make_profiles.GPU_TRACES,
+        *make_profiles.DATABASE,
+    ],
 )
 def test_every_example_reads(name: str):
     facts = profile_facts(make_profiles.ROOT / name)

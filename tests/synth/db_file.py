@@ -144,6 +144,7 @@ def write_profile_db(parent: Path, s: Scenario, analysis: bool = True) -> Writte
     _timeline(conn, s, plans)
     if s.device is not None:
         conn.execute("INSERT INTO NPU_INFO (id, name) VALUES (0, ?)", (s.device,))
+    _aicore_freq(conn, s, plans)
     conn.commit()
     conn.close()
     if analysis:
@@ -154,6 +155,20 @@ def write_profile_db(parent: Path, s: Scenario, analysis: bool = True) -> Writte
         conn.commit()
         conn.close()
     return Written(directory, plans)
+
+
+def _aicore_freq(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> None:
+    """AICORE_FREQ as torch_npu writes it (deviceId, timestampNs, freq): the samples at even
+    intervals from the first step's start to the last step's end."""
+    if not s.aicore_freq_mhz:
+        return
+    conn.execute("CREATE TABLE AICORE_FREQ (deviceId INTEGER, timestampNs NUMERIC, freq INTEGER)")
+    start, end = plans[0].start, plans[-1].end
+    every = (end - start) // len(s.aicore_freq_mhz)
+    conn.executemany(
+        "INSERT INTO AICORE_FREQ (deviceId, timestampNs, freq) VALUES (0, ?, ?)",
+        [(_abs(start + i * every), f) for i, f in enumerate(s.aicore_freq_mhz)],
+    )
 
 
 def _timeline(conn: sqlite3.Connection, s: Scenario, plans: list[StepPlan]) -> None:

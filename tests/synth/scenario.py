@@ -90,6 +90,9 @@ class Scenario:
     allocated_floor_share: float = 0.6
     # the chip a database export records in NPU_INFO (None: no NPU_INFO row)
     device: str | None = None
+    # the AI Core frequency samples (MHz) a database export records in AICORE_FREQ, spread
+    # evenly over the profiled steps; empty: no AICORE_FREQ table
+    aicore_freq_mhz: tuple[int, ...] = ()
     # the kernels' input dtype as kernel_details.csv / COMPUTE_TASK_INFO write it (DT_FLOAT16:
     # an fp16 run, whose loss scaler can overflow)
     compute_dtype: str = "DT_BF16"
@@ -232,6 +235,14 @@ PRESETS["unaligned-transfers"] = PRESETS["ddp-allreduce"].with_(
 # one server's eight NPUs: rank 0's HCCS link to rank 5 moves data at 45% of the speed of its
 # six other links (a degraded port); every collective lasts as long as that link takes
 PRESETS["slow-link"] = HEALTHY.with_(name="slow-link", matrix_peers=7, slow_link=(5, 0.45))
+
+# a database export of a 910B whose AI Core clock falls from its 1800 MHz to 1300 MHz for the
+# last samples of the profile (power capping or thermal throttling)
+PRESETS["aicore-freq-drop"] = HEALTHY.with_(
+    name="aicore-freq-drop",
+    device="Ascend910B",
+    aicore_freq_mhz=(1800, 1800, 1800, 1800, 1650, 1300, 1300, 1300),
+)
 
 # host-bound, plus ASCEND_LAUNCH_BLOCKING=1: every launch synchronises
 PRESETS["launch-blocking"] = PRESETS["host-bound"].with_(
