@@ -103,3 +103,18 @@ def test_the_ascend_blocking_example_names_the_read_and_proposes_unblocking():
     assert chosen.feature == "feature.npu-unblock-host"
     # its ceiling is the blocked idle time, not the whole idle or launch-gap time
     assert chosen.ceiling_ms == pytest.approx(3.0, abs=0.01)
+
+
+def test_the_analyzer_examples_show_what_their_scenarios_wrote():
+    conversions = profile_facts(make_profiles.ROOT / "format-conversions")
+    # two TransData of 100 us per layer against 2620 us of the layer's other kernels
+    assert conversions.value("ops.format_conversion_share") == pytest.approx(200 / 2820, abs=1e-3)
+    assert conversions.value("ops.format_conversion_ms_per_step") == pytest.approx(0.4)
+    unaligned = profile_facts(make_profiles.ROOT / "unaligned-transfers")
+    assert unaligned.value("comm.unaligned_ratio") == pytest.approx(0.6)
+    link = profile_facts(make_profiles.ROOT / "slow-link")
+    assert link.value("comm.links_compared") == 7
+    assert link.value("comm.slowest_link")["link"] == "0-5"
+    assert link.value("comm.slow_link_ratio") == pytest.approx(0.55)
+    clock = profile_facts(make_profiles.ROOT / "aicore-freq-drop")
+    assert clock.value("ops.aicore_freq_min_ratio") == pytest.approx(1300 / 1800)
