@@ -108,3 +108,16 @@ def test_the_formatter_refuses_what_the_check_refuses():
     with pytest.raises(DataError):
         render("{value[0]}", value=[1])
     assert render("{value:>4}|{facts[a.b]}", value="x", facts={"a.b": "y"}) == "   x|y"
+
+
+def test_a_record_fact_s_field_is_quoted_by_name():
+    from advisor.engine.diagnose import FactView
+    from advisor.facts.catalogue import is_known
+
+    fields = {"value", "facts"}
+    quote = "{facts[comm.slowest_link.link]} at {facts[comm.slowest_link.bandwidth_gbps]} GB/s"
+    assert template_errors(quote, fields, is_known) == []
+    # a field of something that is no fact is still refused
+    assert template_errors("{facts[comm.no_such_fact.link]}", fields, is_known) != []
+    view = FactView({"comm.slowest_link": {"link": "0-5", "bandwidth_gbps": 8.1}})
+    assert render(quote, value=0.5, facts=view) == "0-5 at 8.1 GB/s"

@@ -179,7 +179,8 @@ def _grade(rule: SymptomRule, value: float) -> tuple[str | None, float]:
 
 
 class FactView(dict[str, str]):
-    """Lets rule messages quote facts, formatted by unit: `{facts[comm.time_ms_by_op]}`."""
+    """Lets rule messages quote facts, formatted by unit: `{facts[comm.time_ms_by_op]}`, and a
+    field of a record fact by its name: `{facts[comm.slowest_link.link]}`."""
 
     def __init__(self, facts: Mapping[str, object]) -> None:
         super().__init__(
@@ -188,9 +189,16 @@ class FactView(dict[str, str]):
                 for k, v in facts.items()
             }
         )
+        for k, v in facts.items():
+            if isinstance(v, Mapping):
+                self.update({f"{k}.{field}": _field(item) for field, item in v.items()})
 
     def __missing__(self, key: str) -> str:
         return "unknown (this profile does not measure it)"
+
+
+def _field(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _gap(rule: BottleneckRule, unknown: Mapping[str, Unknown]) -> Unknown | None:

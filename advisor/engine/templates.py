@@ -35,6 +35,11 @@ def _fields(template: str) -> list[tuple[str, str | None]]:
     return out
 
 
+def _names_fact(key: str, is_fact: Callable[[str], bool] | None) -> bool:
+    """A fact id, or a field of a record fact (`comm.slowest_link.link`)."""
+    return is_fact is None or is_fact(key) or is_fact(key.rpartition(".")[0])
+
+
 def template_errors(
     template: str, allowed: set[str], is_fact: Callable[[str], bool] | None = None
 ) -> list[str]:
@@ -49,7 +54,7 @@ def template_errors(
             errors.append(f"template field {{{name}}} is not one of {', '.join(sorted(allowed))}")
         elif key is not None and name != "facts":
             errors.append(f"template field {{{name}[{key}]}}: only facts[...] may be indexed")
-        elif key is not None and (not _FACT_KEY.fullmatch(key) or (is_fact and not is_fact(key))):
+        elif key is not None and (not _FACT_KEY.fullmatch(key) or not _names_fact(key, is_fact)):
             errors.append(f"template field {{facts[{key}]}}: no such fact")
         elif name == "facts" and key is None:
             errors.append("template field {facts} must name a fact: {facts[fact.id]}")
