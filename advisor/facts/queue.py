@@ -26,6 +26,10 @@ UNNAMED = "task without a kernel row"
 # what a task waited behind when the device ran nothing during its wait
 NOTHING = "nothing (device idle)"
 
+NO_TRACE = (
+    "no trace_view.json or database export: the launches and device tasks are read from "
+    "either (profile_export_type text keeps trace_view.json)"
+)
 NO_LINKS = (
     "the trace links no launch to its device task (trace_view.json HostToDevice flows; the "
     "database's CANN_API and TASK connection ids): profile with torch_npu's default "
@@ -124,8 +128,9 @@ def derive(given: RankInputs, out: Recorder) -> None:
             out.miss(fact_id, "measured on Ascend profiles (torch_npu trace or database export)")
         return
     if queue is None:
+        why = NO_LINKS if rank.trace is not None else NO_TRACE
         for fact_id in QUEUE_FACTS:
-            out.miss(fact_id, NO_LINKS)
+            out.miss(fact_id, why)
         return
     kept = {row.step for row in given.steady.rows if row.step is not None}
     types = _Types(rank, given.taxonomy)

@@ -51,7 +51,7 @@ def read_kernels(
     key_of = columns.key_getter()
     duration_at = columns.duration
     sequences = SequenceCounter()
-    types_at: dict[float, str] | None = {} if columns.start is not None else None
+    types_at = columns.types_table()
     rows = 0
     for row in table.rows():
         try:
@@ -81,8 +81,7 @@ def read_kernels(
         if step_spans is not None:
             columns.add_span(step_spans, row, key[0], duration)
         sequences.add(group.step, group.op_type, duration)
-        if types_at is not None:
-            types_at = _add_type(types_at, row, columns, group.op_type)
+        types_at = _add_type(types_at, row, columns, group.op_type)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
@@ -100,13 +99,13 @@ def read_kernels(
 
 
 def _add_type(
-    types_at: dict[float, str], row: list[str], columns: _KernelColumns, op_type: str
+    types_at: dict[float, str] | None, row: list[str], columns: _KernelColumns, op_type: str
 ) -> dict[float, str] | None:
     """Keep the kernel's type by its start as trace_view.json's reader parses the same time
-    (the shared epoch prefix cut off); None once more kernels than KERNEL_TYPES_MAX."""
-    if len(types_at) >= KERNEL_TYPES_MAX:
+    (the shared epoch prefix cut off); None once more kernels than KERNEL_TYPES_MAX (or no
+    start column)."""
+    if types_at is None or columns.start is None or len(types_at) >= KERNEL_TYPES_MAX:
         return None
-    assert columns.start is not None
     integer, _, fraction = row[columns.start].strip().partition(".")
     try:
         at = float(integer[-KEPT_INTEGER_DIGITS:] + ("." + fraction if fraction else ""))
@@ -183,6 +182,10 @@ class _KernelColumns:
         self.has_details = self.dtypes is not None or self.op_state is not None
         self.block_dim = table.column("Block Dim")
         self.mix_block_dim = table.column("Mix Block Dim")
+
+    def types_table(self) -> dict[float, str] | None:
+        """An empty table of the kernels' types by start (None: no start column)."""
+        return {} if self.start is not None else None
 
     def add_block_dim(
         self,
