@@ -12,7 +12,7 @@ import pytest
 
 from advisor.app.pipeline import profile_facts
 from advisor.parsers.traces.intervals import Intervals
-from advisor.parsers.traces.queue import DeviceQueue, queued_ops, waits_behind_comm
+from advisor.parsers.traces.queue import DeviceQueue, read_queue
 from tests.conftest import REAL
 from tests.synth import PRESETS, write_profile
 from tests.synth.db_file import write_profile_db
@@ -39,7 +39,7 @@ def _queue() -> DeviceQueue:
 
 
 def test_queue_time_and_what_the_task_waited_behind():
-    found = queued_ops(_queue(), {1}, lambda at: at in (0.0, 50.0))
+    found = read_queue(_queue(), {1}, lambda at: at in (0.0, 50.0)).ops
     # the unlinked task at 60 is left out
     assert [(op.start, op.queue_us) for op in found] == [(0, 0), (10, 1), (10, 9), (50, 38)]
     ops = {op.start: op for op in found}
@@ -57,15 +57,14 @@ def test_a_task_waiting_behind_compute_names_the_kernel():
         collectives={},
         windows=[(1, 0.0, 40.0)],
     )
-    (_, second) = queued_ops(queue, {1})
+    (_, second) = read_queue(queue, {1}).ops
     assert second.queue_us == 28.0
     assert second.behind_kind is None and second.behind_start == 0.0
 
 
 def test_the_comm_share_counts_overlapping_waits_once_and_only_exposed_comm():
-    queue = _queue()
-    ops = queued_ops(queue, {1}, lambda at: at in (0.0, 50.0))
-    waited, behind = waits_behind_comm(queue, ops, lambda at: at in (0.0, 50.0))
+    reading = read_queue(_queue(), {1}, lambda at: at in (0.0, 50.0))
+    waited, behind = reading.waited_us, reading.comm_only_us
     # the waits 1-10, 9-10 and 12-50 (the task at 0 waited none): 47 us once; the device only
     # communicated 10-50 (the kernel 0-10 ends as the all-reduce starts), 38 us of the waits
     assert waited == 47.0
@@ -73,7 +72,7 @@ def test_the_comm_share_counts_overlapping_waits_once_and_only_exposed_comm():
 
 
 def test_steps_outside_the_steady_set_are_left_out():
-    assert queued_ops(_queue(), {2}) == []
+    assert read_queue(_queue(), {2}).ops == []
 
 
 def _table(path: Path) -> tuple[dict[str, dict[str, Any]], float]:

@@ -17,7 +17,7 @@ from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces.intervals import Intervals, merge_unsorted
-from advisor.parsers.traces.queue import QueuedOp, queued_ops, waits_behind_comm
+from advisor.parsers.traces.queue import QueuedOp, read_queue
 
 QUEUE_FACTS = ("ops.queue_by_op", "ops.queue_wait_behind_comm_share")
 # what a device task is called when no kernel row starts with it (memory copies, event
@@ -135,7 +135,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
     kept = {row.step for row in given.steady.rows if row.step is not None}
     types = _Types(rank, given.taxonomy)
     is_kernel = types.is_kernel if types.types else None
-    ops = queued_ops(queue, kept or {n for n, _, _ in queue.windows}, is_kernel)
+    reading = read_queue(queue, kept or {n for n, _, _ in queue.windows}, is_kernel)
+    ops = reading.ops
     steps = len({op.step for op in ops})
     if not ops:
         for fact_id in QUEUE_FACTS:
@@ -148,7 +149,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         "model already counts, not a cost"
     )
     out.add("ops.queue_by_op", _rows(types, ops, steps), source, note)
-    waited, behind = waits_behind_comm(queue, ops, is_kernel)
+    waited, behind = reading.waited_us, reading.comm_only_us
     out.add(
         "ops.queue_wait_behind_comm_share",
         behind / waited if waited > 0 else 0.0,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from operator import sub
 
 from advisor.parsers.traces.intervals import (
     Intervals,
@@ -79,20 +80,23 @@ IsKernel = Callable[[float], bool]
 
 class _Kernels:
     """The kernels (without `is_kernel`, the device operations that are not collectives'
-    tasks): the candidates an operation waited behind, with the longest duration (how far back
-    a scan for one must look)."""
+    tasks) that run in [lo, hi): the candidates an operation waited behind, with the longest
+    duration (how far back a scan for one must look)."""
 
-    def __init__(self, queue: DeviceQueue, is_kernel: IsKernel | None) -> None:
+    def __init__(
+        self, queue: DeviceQueue, is_kernel: IsKernel | None, lo: float, hi: float
+    ) -> None:
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.named = is_kernel
-        for a, b in zip(queue.starts, queue.ends, strict=True):
+        starts, ends = queue.starts, queue.ends
+        reach = max(map(sub, ends, starts), default=0.0)  # no operation starts earlier and runs on
+        for j in range(bisect_left(starts, lo - reach), bisect_left(starts, hi)):
+            a = starts[j]
             if is_kernel(a) if is_kernel is not None else not collective_at(queue.collectives, a):
                 self.starts.append(a)
-                self.ends.append(b)
-        self.longest = max(
-            (b - a for a, b in zip(self.starts, self.ends, strict=True)), default=0.0
-        )
+                self.ends.append(ends[j])
+        self.longest = max(map(sub, self.ends, self.starts), default=0.0)
         # their union: the time the device computed (or copied)
         self.busy = merged_intervals(self.starts, self.ends)
 
@@ -112,23 +116,37 @@ class _Kernels:
         return best, covered
 
 
-def queued_ops(
+@dataclass
+class QueueReading:
+    """The linked operations of the steps read, the time some of them waited to start
+    (overlapping waits once) and the part of it the device only communicated (a collective
+    ran, no kernel did: the exposed communication the step model counts)."""
+
+    ops: list[QueuedOp]
+    waited_us: float = 0.0
+    comm_only_us: float = 0.0
+
+
+def read_queue(
     queue: DeviceQueue, steps: Collection[int], is_kernel: IsKernel | None = None
-) -> list[QueuedOp]:
+) -> QueueReading:
     """The linked operations starting in the given steps' windows, with their queue time and
     what they waited behind."""
-    kernels = _Kernels(queue, is_kernel)
-    out: list[QueuedOp] = []
+    linked: list[tuple[int, int, float]] = []
     for number, lo, hi in queue.windows:
         if number not in steps:
             continue
-        first, last = bisect_left(queue.starts, lo), bisect_left(queue.starts, hi)
-        for i in range(first, last):
-            launch, start = queue.launch_at[i], queue.starts[i]
-            if launch != launch or launch > start:  # not linked, or a clock that disagrees
-                continue
-            out.append(_queued(queue, kernels, number, i, launch))
-    return out
+        for i in range(bisect_left(queue.starts, lo), bisect_left(queue.starts, hi)):
+            launch = queue.launch_at[i]
+            if launch == launch and launch <= queue.starts[i]:  # linked, clocks agreeing
+                linked.append((number, i, launch))
+    if not linked:
+        return QueueReading([])
+    lo = min(launch for _, _, launch in linked)
+    hi = max(queue.starts[i] for _, i, _ in linked)
+    kernels = _Kernels(queue, is_kernel, lo, hi)
+    ops = [_queued(queue, kernels, number, i, launch) for number, i, launch in linked]
+    return QueueReading(ops, *_waits_behind_comm(queue, ops, kernels))
 
 
 def _queued(queue: DeviceQueue, kernels: _Kernels, number: int, i: int, launch: float) -> QueuedOp:
@@ -151,12 +169,9 @@ def _queued(queue: DeviceQueue, kernels: _Kernels, number: int, i: int, launch: 
     )
 
 
-def waits_behind_comm(
-    queue: DeviceQueue, ops: Sequence[QueuedOp], is_kernel: IsKernel | None = None
+def _waits_behind_comm(
+    queue: DeviceQueue, ops: list[QueuedOp], kernels: _Kernels
 ) -> tuple[float, float]:
-    """The time some of the operations waited to start (overlapping waits once), and the part
-    of it the device only communicated (a collective ran, no other operation did: the exposed
-    communication the step model counts)."""
     waits = merge_unsorted([op.launch for op in ops], [op.start for op in ops])
     total = sum(b - a for a, b in zip(waits.starts, waits.ends, strict=True))
     kinds = list(queue.collectives.values())
@@ -165,5 +180,5 @@ def waits_behind_comm(
     comm = merge_unsorted(
         [a for iv in kinds for a in iv.starts], [b for iv in kinds for b in iv.ends]
     )
-    exposed = subtract(comm, _Kernels(queue, is_kernel).busy)
+    exposed = subtract(comm, kernels.busy)
     return total, overlap_sum(waits, exposed, waits.starts[0], waits.ends[-1])
