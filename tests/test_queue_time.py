@@ -141,3 +141,7 @@ def test_real_ddp_text_and_database_exports_agree(ddp):
         assert abs(a - b) <= 0.1 * max(a, b), (op, a, b)
         assert text[op]["waited_behind"] == db[op]["waited_behind"]
     assert abs(text_share - db_share) < 0.05
+    # the database names the tasks that are not kernels by their TASK.taskType; the text
+    # export's kernel_details.csv lists kernels only
+    assert db["MEMCPY_ASYNC task"]["waited_behind"] == "allreduce (collective)"
+    assert "task without a kernel row" in text and "task without a kernel row" not in db

@@ -20,8 +20,9 @@ from advisor.parsers.traces.intervals import Intervals, merge_unsorted
 from advisor.parsers.traces.queue import QueuedOp, read_queue
 
 QUEUE_FACTS = ("ops.queue_by_op", "ops.queue_wait_behind_comm_share")
-# what a device task is called when no kernel row starts with it (memory copies, event
-# records and waits, a collective's own tasks are named by the collective)
+# what a device task is called when no kernel row starts with it and the source names no task
+# kind (trace_view.json's memory copies, event records and waits; a collective's own tasks are
+# named by the collective, the database's other tasks by their TASK.taskType)
 UNNAMED = "task without a kernel row"
 # what a task waited behind when the device ran nothing during its wait
 NOTHING = "nothing (device idle)"
@@ -43,6 +44,7 @@ class _Types:
 
     def __init__(self, rank: RankProfile, taxonomy: Taxonomy) -> None:
         self.types = (rank.kernels.types_at if rank.kernels is not None else None) or {}
+        self.tasks = (rank.kernels.task_kinds_at if rank.kernels is not None else None) or {}
         self.taxonomy = taxonomy
         self.comm: dict[str, str | None] = {}
 
@@ -63,7 +65,10 @@ class _Types:
         if op_type is not None:
             kind = self.collective(op_type) or kind
             return f"{kind} (collective)" if self.collective(op_type) else op_type
-        return f"{kind} (collective)" if kind is not None else UNNAMED
+        if kind is not None:
+            return f"{kind} (collective)"
+        task = self.tasks.get(at)
+        return f"{task} task" if task is not None else UNNAMED
 
     def behind(self, op: QueuedOp) -> str:
         if op.behind_kind is not None:

@@ -161,7 +161,25 @@ def _kernels(
         sequences=sequences,
         block_dims=_block_dims(db, strings, origin),
         types_at=_types_at(db, strings, origin),
+        task_kinds_at=_task_kinds_at(db, strings, origin),
     )
+
+
+def _task_kinds_at(db: Database, strings: dict[int, str], origin: int) -> dict[float, str] | None:
+    """The device tasks that are not kernels, their kind by start (TASK.taskType); None when
+    the table has no task type or above KERNEL_TYPES_MAX tasks."""
+    if not db.has("TASK", "taskType"):
+        return None
+    sql = (
+        "SELECT t.startNs, t.taskType FROM TASK t "
+        "WHERE t.globalTaskId NOT IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO) "
+        f"AND {valid_interval(origin, 't.')} LIMIT {KERNEL_TYPES_MAX + 1}"
+    )
+    kinds: dict[float, str] = {}
+    for start, kind in db.rows("TASK", sql):
+        if isinstance(start, int):
+            kinds[(start - origin) / 1000.0] = strings.get(kind, str(kind))
+    return kinds if len(kinds) <= KERNEL_TYPES_MAX else None
 
 
 def _types_at(db: Database, strings: dict[int, str], origin: int) -> dict[float, str] | None:
