@@ -31,6 +31,10 @@ NO_TRACE = (
     "no trace_view.json or database export: the launches and device tasks are read from "
     "either (profile_export_type text keeps trace_view.json)"
 )
+GROUPED = (
+    "the trace was read in groups (more than 1,000,000 device operations): queue times are "
+    "measured only on smaller traces; profile fewer steps"
+)
 NO_LINKS = (
     "the trace links no launch to its device task (trace_view.json HostToDevice flows; the "
     "database's CANN_API and TASK connection ids): profile with torch_npu's default "
@@ -133,7 +137,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
             out.miss(fact_id, "measured on Ascend profiles (torch_npu trace or database export)")
         return
     if queue is None:
-        why = NO_LINKS if rank.trace is not None else NO_TRACE
+        why = NO_TRACE if rank.trace is None else GROUPED if rank.trace.flow_category else NO_LINKS
         for fact_id in QUEUE_FACTS:
             out.miss(fact_id, why)
         return
