@@ -36,6 +36,7 @@ from advisor.facts import (
     ops,
     phases,
     profile,
+    queue,
     spread,
     stages,
     steps,
@@ -67,6 +68,7 @@ DERIVERS: tuple[Deriver[Any], ...] = (
     gpu_kernels.DERIVER,
     fusion.DERIVER,
     fusion_reach.DERIVER,
+    queue.DERIVER,
     # the job
     stages.DERIVER,
     op_diff.DERIVER,

@@ -109,6 +109,17 @@ class KernelTable:
     sequences: dict[tuple[int | None, str], SequenceCount] | None = None
     # per (step, type, core, block dim, mix block dim); None: the source has no Block Dim
     block_dims: list[BlockDimGroup] | None = None
+    # each kernel's type by its start in the trace's clock (trace_view.json's relative
+    # microseconds; the database's from its origin): the operator of a device task the queue
+    # times name. None: the source has no start column, or more kernels than KERNEL_TYPES_MAX
+    types_at: dict[float, str] | None = None
+    # the other device tasks' kinds by start (the database's TASK.taskType: EVENT_WAIT, SDMA,
+    # Notify Wait...); None: not recorded (kernel_details.csv lists kernels only)
+    task_kinds_at: dict[float, str] | None = None
+
+
+# kernels whose type is kept by start: beyond it (a dict entry is ~100 bytes) not kept
+KERNEL_TYPES_MAX = 1_000_000
 
 
 @dataclass(frozen=True)

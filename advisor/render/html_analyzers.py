@@ -179,6 +179,52 @@ def _fusion(facts: FactSet) -> str:
     return f"<h3>Unfused kernel sequences</h3>{_table(head, rows)}"
 
 
+# operators shown in the queue table, longest queue first (the fact lists them all)
+QUEUE_ROWS_SHOWN = 12
+
+
+def _queue(facts: FactSet) -> str:
+    """The operators waiting longest between their launch and their start on the device."""
+    rows_in = facts.value("ops.queue_by_op")
+    if not isinstance(rows_in, list) or not rows_in:
+        return ""
+    rows = [
+        [
+            str(r.get("type")),
+            f"{r.get('per_step_count')}",
+            f"{float(r.get('queue_median_ms') or 0.0):.2f} ms",
+            f"{float(r.get('queue_p90_ms') or 0.0):.2f} ms",
+            f"{float(r.get('queue_ms_per_step') or 0.0):.2f} ms",
+            f"{float(r.get('exec_ms_per_step') or 0.0):.2f} ms",
+            f"{r.get('waited_behind')} ({format_value(r.get('waited_behind_share'), 'ratio')})",
+        ]
+        for r in rows_in[:QUEUE_ROWS_SHOWN]
+        if isinstance(r, dict)
+    ]
+    head = [
+        "operator",
+        "per step",
+        "queue median",
+        "queue p90",
+        "queued per step",
+        "running per step",
+        "waited behind (share of its queue)",
+    ]
+    share = facts.value("ops.queue_wait_behind_comm_share")
+    lead = (
+        "<p>Launch to device start per operator type (a representative rank's steady steps). "
+        "A view of time the step model already counts: an operator queued behind a "
+        "collective waits through the exposed communication, not a cost of its own."
+        + (
+            f" The device only communicated during {escape(format_value(share, 'ratio'))} "
+            "of the time some operator waited.</p>"
+            if isinstance(share, int | float)
+            else "</p>"
+        )
+    )
+    return f"<h3>Operators waiting longest to start</h3>{lead}{_table(head, rows)}"
+
+
 def _split_row(label: str, split: dict[str, object]) -> list[str]:
     def share(key: str) -> str:
         value = split.get(key)
@@ -238,6 +284,7 @@ def analyzer_section(facts: FactSet) -> str:
         _aicpu(facts),
         _block_dim(facts),
         _fusion(facts),
+        _queue(facts),
         _links(facts),
         _comm_split(facts),
     )

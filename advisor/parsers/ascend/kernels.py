@@ -16,7 +16,14 @@ from advisor.model import InputError
 from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
 from advisor.parsers.kernel_sequences import SequenceCounter
-from advisor.parsers.profile_data import BlockDimGroup, KernelGroup, KernelTable, OpDetail
+from advisor.parsers.profile_data import (
+    KERNEL_TYPES_MAX,
+    BlockDimGroup,
+    KernelGroup,
+    KernelTable,
+    OpDetail,
+)
+from advisor.parsers.trace_view.timestamps import KEPT_INTEGER_DIGITS
 
 _PIPES = ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio", "aiv_mte2_ratio")
 
@@ -44,6 +51,7 @@ def read_kernels(
     key_of = columns.key_getter()
     duration_at = columns.duration
     sequences = SequenceCounter()
+    types_at = columns.types_table()
     rows = 0
     for row in table.rows():
         try:
@@ -73,6 +81,7 @@ def read_kernels(
         if step_spans is not None:
             columns.add_span(step_spans, row, key[0], duration)
         sequences.add(group.step, group.op_type, duration)
+        types_at = _add_type(types_at, row, columns, group.op_type)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
@@ -85,7 +94,25 @@ def read_kernels(
         step_spans=_spans(step_spans),
         sequences=sequences.counts,
         block_dims=_block_dim_groups(path, block_dims, bad) if block_dims is not None else None,
+        types_at=types_at,
     )
+
+
+def _add_type(
+    types_at: dict[float, str] | None, row: list[str], columns: _KernelColumns, op_type: str
+) -> dict[float, str] | None:
+    """Keep the kernel's type by its start as trace_view.json's reader parses the same time
+    (the shared epoch prefix cut off); None once more kernels than KERNEL_TYPES_MAX (or no
+    start column)."""
+    if types_at is None or columns.start is None or len(types_at) >= KERNEL_TYPES_MAX:
+        return None
+    integer, _, fraction = row[columns.start].strip().partition(".")
+    try:
+        at = float(integer[-KEPT_INTEGER_DIGITS:] + ("." + fraction if fraction else ""))
+    except ValueError:
+        return types_at  # an unreadable start: that kernel goes unnamed
+    types_at[at] = op_type
+    return types_at
 
 
 def _block_dim_groups(
@@ -155,6 +182,10 @@ class _KernelColumns:
         self.has_details = self.dtypes is not None or self.op_state is not None
         self.block_dim = table.column("Block Dim")
         self.mix_block_dim = table.column("Mix Block Dim")
+
+    def types_table(self) -> dict[float, str] | None:
+        """An empty table of the kernels' types by start (None: no start column)."""
+        return {} if self.start is not None else None
 
     def add_block_dim(
         self,

@@ -21,6 +21,7 @@ from advisor.parsers.ascend_db.checks import PMU_RATIO_OK, PMU_RATIOS, valid_int
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.kernel_sequences import SequenceCounter
 from advisor.parsers.profile_data import (
+    KERNEL_TYPES_MAX,
     BlockDimGroup,
     KernelGroup,
     KernelTable,
@@ -159,7 +160,41 @@ def _kernels(
         details=details,
         sequences=sequences,
         block_dims=_block_dims(db, strings, origin),
+        types_at=_types_at(db, strings, origin),
+        task_kinds_at=_task_kinds_at(db, strings, origin),
     )
+
+
+def _task_kinds_at(db: Database, strings: dict[int, str], origin: int) -> dict[float, str] | None:
+    """The device tasks that are not kernels, their kind by start (TASK.taskType); None when
+    the table has no task type or above KERNEL_TYPES_MAX tasks."""
+    if not db.has("TASK", "taskType"):
+        return None
+    sql = (
+        "SELECT t.startNs, t.taskType FROM TASK t "
+        "WHERE t.globalTaskId NOT IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO) "
+        f"AND {valid_interval(origin, 't.')} LIMIT {KERNEL_TYPES_MAX + 1}"
+    )
+    kinds: dict[float, str] = {}
+    for start, kind in db.rows("TASK", sql):
+        if isinstance(start, int):
+            kinds[(start - origin) / 1000.0] = strings.get(kind, str(kind))
+    return kinds if len(kinds) <= KERNEL_TYPES_MAX else None
+
+
+def _types_at(db: Database, strings: dict[int, str], origin: int) -> dict[float, str] | None:
+    """Each kernel's type by its start as the trace reader converts TASK times (us from the
+    origin); None above KERNEL_TYPES_MAX kernels."""
+    sql = (
+        "SELECT t.startNs, c.opType FROM COMPUTE_TASK_INFO c "
+        "JOIN TASK t ON t.globalTaskId = c.globalTaskId "
+        f"WHERE {valid_interval(origin, 't.')} LIMIT {KERNEL_TYPES_MAX + 1}"
+    )
+    types_at: dict[float, str] = {}
+    for start, op_type in db.rows("COMPUTE_TASK_INFO", sql):
+        if isinstance(start, int):
+            types_at[(start - origin) / 1000.0] = strings.get(op_type, str(op_type))
+    return types_at if len(types_at) <= KERNEL_TYPES_MAX else None
 
 
 def _sequences(

@@ -44,6 +44,7 @@ from advisor.parsers.traces.ordered import (
 )
 from advisor.parsers.traces.phases import grouped_table
 from advisor.parsers.traces.plain import PlainTrace
+from advisor.parsers.traces.queue import DeviceQueue
 from advisor.parsers.traces.steps import (
     RawTrace,
     StepContext,
@@ -119,9 +120,16 @@ def reduce_in_groups(
             ordered.append(_kernels(spills, devices, lo, hi))
         ordered.close()
 
+        queues: list[DeviceQueue] = []
+
         def measure(group: list[StepWindow], kernels: Rows) -> dict[int, TraceStep]:
             local = _context(ctx, group, spills, lanes, kinds, exposure)
             linked = kernels.launch_at if rows > 0 else None  # as the whole trace's
+            if not cuts and linked is not None and len(kernels.start):
+                # one group holds every kernel: the queue times are read as on a whole trace
+                queues.append(
+                    DeviceQueue(kernels.start, kernels.end, linked, local.collectives, [])
+                )
             return {
                 w.number: window_step(local, w.number, kernels.start, kernels.end, linked)
                 for w in group
@@ -139,6 +147,9 @@ def reduce_in_groups(
     data = trace_data(path, raw, ctx, ordered_steps, BEST, rows > 0)
     data.phases = grouped_table(raw.host_ranges)
     data.allgather_passes = grouped_passes(raw.host_ranges)
+    if len(queues) == 1:
+        data.queue = queues[0]
+        data.queue.windows = [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())]
     return data
 
 

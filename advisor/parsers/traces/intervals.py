@@ -24,6 +24,14 @@ class Intervals:
     def __len__(self) -> int:
         return len(self.starts)
 
+    def __eq__(self, other: object) -> bool:
+        # by value: two readings of one trace hold equal intervals in distinct arrays
+        if not isinstance(other, Intervals):
+            return NotImplemented
+        return self.starts == other.starts and self.ends == other.ends
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: equal by value, not hashable
+
     def pairs(self) -> list[tuple[float, float]]:
         return list(zip(self.starts, self.ends, strict=True))
 

@@ -33,6 +33,7 @@ from advisor.parsers.traces.phases import (
     PhaseTable,
     phase_table,
 )
+from advisor.parsers.traces.queue import DeviceQueue
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ class TraceData:
     # each step's exposed FSDP all-gather time by the pass that issued it (None: not measured
     # on this reading path: PyTorch traces, traces read in groups)
     allgather_passes: AllGatherPasses | None = None
+    # the device operations with their launch times, for each operator's queue time (None:
+    # the trace links no launches, or it was read in groups)
+    queue: DeviceQueue | None = None
 
 
 class RawTrace(Protocol):
@@ -340,11 +344,13 @@ def reduce_steps(
         for number in sorted(ctx.windows)
     ]
     data = trace_data(path, raw, ctx, steps, flow_category, bool(kernel_starts))
+    windows = [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())]
+    if linked is not None:
+        data.queue = DeviceQueue(kernel_starts, kernel_ends, linked, ctx.collectives, windows)
     # the trace's own lanes say which device time computes and which communication no
     # compute hides (communication tasks run on the device lane under their own names)
     computing = ctx.overlap.get("Computing")
     exposed = ctx.overlap.get("Communication(Not Overlapped)")
-    windows = [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())]
     gathers = raw.collectives.get("allgather")
     data.allgather_passes = allgather_passes(
         windows,
