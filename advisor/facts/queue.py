@@ -141,7 +141,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
         for fact_id in QUEUE_FACTS:
             out.miss(fact_id, why)
         return
-    kept = {row.step for row in given.steady.rows if row.step is not None}
+    steady = [row.step for row in given.steady.rows if row.step is not None]
+    kept = set(steady[: given.thresholds.queue_max_steps])
     types = _Types(rank, given.taxonomy)
     is_kernel = types.is_kernel if types.types else None
     reading = read_queue(queue, kept or {n for n, _, _ in queue.windows}, is_kernel)
@@ -154,8 +155,9 @@ def derive(given: RankInputs, out: Recorder) -> None:
     assert rank.trace is not None
     source = f"{rank.trace.path.name}:launch -> device start"
     note = (
-        f"{len(ops)} linked device tasks over {steps} steady step(s); a view of time the step "
-        "model already counts, not a cost"
+        f"{len(ops)} linked device tasks over {steps} steady step(s)"
+        + (f" (the first {steps} of {len(steady)})" if len(steady) > len(kept) else "")
+        + "; a view of time the step model already counts, not a cost"
     )
     out.add("ops.queue_by_op", _rows(types, ops, steps), source, note)
     waited, behind = reading.waited_us, reading.comm_only_us
@@ -171,7 +173,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
 DERIVER = Deriver[RankInputs](
     name="queue",
     scope=Scope.RANK,
-    inputs=frozenset({"profile"}),
+    inputs=frozenset({"profile", "taxonomy", "steady", "thresholds"}),
     reads=frozenset(),
     writes=frozenset(QUEUE_FACTS),
     derive=derive,

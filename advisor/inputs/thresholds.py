@@ -34,6 +34,7 @@ class FactThresholds:
     memory_pressure_ratio: float
     memory_dynamic_share: float
     block_dim_mismatch_share: float
+    queue_max_steps: int
 
 
 @dataclass(frozen=True)

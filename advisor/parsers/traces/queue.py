@@ -18,6 +18,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from operator import sub
 
 from advisor.parsers.traces.intervals import (
@@ -99,8 +100,8 @@ IsKernel = Callable[[float], bool]
 
 class _Kernels:
     """The kernels (without `is_kernel`, the device operations that are not collectives'
-    tasks) that run in [lo, hi): the candidates an operation waited behind, with the longest
-    duration (how far back a scan for one must look)."""
+    tasks) that run in [lo, hi): the candidates an operation waited behind, with the latest
+    end so far of each (how far back a scan for one must look) and their durations."""
 
     def __init__(
         self, queue: DeviceQueue, is_kernel: IsKernel | None, lo: float, hi: float
@@ -115,7 +116,10 @@ class _Kernels:
             if is_kernel(a) if is_kernel is not None else not collective_at(queue.collectives, a):
                 self.starts.append(a)
                 self.ends.append(ends[j])
-        self.longest = max(map(sub, self.ends, self.starts), default=0.0)
+        # the latest end of any kernel so far: a kernel starting before a wait can cover part
+        # of it only while this reaches past the wait's start (a walk back stops there)
+        self.reach = list(accumulate(self.ends, max))
+        self.durations = list(map(sub, self.ends, self.starts))
         # their union: the time the device computed (or copied)
         self.busy = merged_intervals(self.starts, self.ends)
 
@@ -124,14 +128,32 @@ class _Kernels:
 
     def longest_during(self, lo: float, hi: float) -> tuple[float, float]:
         """The kernel covering most of [lo, hi): (its start, the time it covers); NaN, 0 when
-        none runs."""
+        none runs. The kernels wholly inside the wait cover their duration: the longest of
+        them is found at C speed (a long wait holds thousands); those crossing either end are
+        measured one by one. The earliest kernel wins a tie, as in launch order."""
+        starts, ends, reach = self.starts, self.ends, self.reach
+        inside = bisect_left(starts, lo)
+        first = inside
+        while first > 0 and reach[first - 1] > lo:
+            first -= 1
+        last = bisect_left(starts, hi)
+        whole = last  # kernels in [inside, whole) all end by hi
+        while whole > inside and reach[whole - 1] > hi:
+            whole -= 1
         best, covered = float("nan"), 0.0
-        first = bisect_left(self.starts, lo - self.longest)
-        last = bisect_left(self.starts, hi)
-        for j in range(first, last):
-            part = min(self.ends[j], hi) - max(self.starts[j], lo)
+        for j in range(first, inside):
+            part = min(ends[j], hi) - max(starts[j], lo)
             if part > covered:
-                best, covered = self.starts[j], part
+                best, covered = starts[j], part
+        if whole > inside:
+            longest = max(self.durations[inside:whole])
+            if longest > covered:
+                j = self.durations.index(longest, inside, whole)
+                best, covered = starts[j], longest
+        for j in range(whole, last):
+            part = min(ends[j], hi) - max(starts[j], lo)
+            if part > covered:
+                best, covered = starts[j], part
         return best, covered
 
 
