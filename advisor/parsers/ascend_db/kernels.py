@@ -175,11 +175,7 @@ def _task_kinds_at(db: Database, strings: dict[int, str], origin: int) -> dict[f
         "WHERE t.globalTaskId NOT IN (SELECT globalTaskId FROM COMPUTE_TASK_INFO) "
         f"AND {valid_interval(origin, 't.')} LIMIT {KERNEL_TYPES_MAX + 1}"
     )
-    kinds: dict[float, str] = {}
-    for start, kind in db.rows("TASK", sql):
-        if isinstance(start, int):
-            kinds[(start - origin) / 1000.0] = strings.get(kind, str(kind))
-    return kinds if len(kinds) <= KERNEL_TYPES_MAX else None
+    return _named_by_start(db, "TASK", sql, strings, origin)
 
 
 def _types_at(db: Database, strings: dict[int, str], origin: int) -> dict[float, str] | None:
@@ -190,11 +186,19 @@ def _types_at(db: Database, strings: dict[int, str], origin: int) -> dict[float,
         "JOIN TASK t ON t.globalTaskId = c.globalTaskId "
         f"WHERE {valid_interval(origin, 't.')} LIMIT {KERNEL_TYPES_MAX + 1}"
     )
-    types_at: dict[float, str] = {}
-    for start, op_type in db.rows("COMPUTE_TASK_INFO", sql):
+    return _named_by_start(db, "COMPUTE_TASK_INFO", sql, strings, origin)
+
+
+def _named_by_start(
+    db: Database, table: str, sql: str, strings: dict[int, str], origin: int
+) -> dict[float, str] | None:
+    """(start ns, name id) rows as names by start in us from the origin; None above
+    KERNEL_TYPES_MAX rows."""
+    named: dict[float, str] = {}
+    for start, name in db.rows(table, sql):
         if isinstance(start, int):
-            types_at[(start - origin) / 1000.0] = strings.get(op_type, str(op_type))
-    return types_at if len(types_at) <= KERNEL_TYPES_MAX else None
+            named[(start - origin) / 1000.0] = strings.get(name, str(name))
+    return named if len(named) <= KERNEL_TYPES_MAX else None
 
 
 def _sequences(
