@@ -118,3 +118,18 @@ def test_the_analyzer_examples_show_what_their_scenarios_wrote():
     assert link.value("comm.slow_link_ratio") == pytest.approx(0.55)
     clock = profile_facts(make_profiles.ROOT / "aicore-freq-drop")
     assert clock.value("ops.aicore_freq_min_ratio") == pytest.approx(1300 / 1800)
+
+
+def test_a_named_slow_link_is_checked_before_more_ranks_are_profiled():
+    job = JobOptions(
+        profile=make_profiles.ROOT / "slow-link",
+        config=EXAMPLES / "fsdp2" / "config.yaml",
+        launch=EXAMPLES / "fsdp2" / "run.sh",
+    )
+    result = run_suggest(job, options=SuggestOptions(use_ledger=False))
+    chosen = result.suggestion.recommendation
+    assert chosen is not None and chosen.feature == "feature.check-slow-link"
+    assert "Link 0-5 over HCCS moves 8.1 GB/s against a median of 18 GB/s" in chosen.advice
+    # the rank that cannot be named is not the question once the link is named
+    later = {r.feature for r in result.suggestion.rejected}
+    assert "feature.widen-profile-ranks" in later
