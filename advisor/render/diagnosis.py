@@ -94,13 +94,26 @@ def phases_line(phases: dict[str, float]) -> str:
     return ", ".join(parts) + f", other idle {max(0.0, rest):.1%} (device time by phase)"
 
 
+def no_bottleneck_line(diagnosis: Diagnosis) -> str:
+    """No bottleneck: healthy only when no symptom above a note fired either (a warning that
+    belongs to no bottleneck, a clock drop say, is still something to look at)."""
+    flagged = [s for s in diagnosis.symptoms if s.level in ("warning", "error")]
+    if not flagged:
+        return "No bottleneck above its threshold: the profile looks healthy."
+    return (
+        f"No bottleneck above its threshold, but {len(flagged)} symptom(s) to look at: "
+        + ", ".join(s.id for s in flagged)
+        + "."
+    )
+
+
 def diagnosis_text(diagnosis: Diagnosis, costing: CostingEvidence | None = None) -> str:
     """The diagnosis as text (`costing`: which evidence can cost step time, from the rules;
     it narrows the bottlenecks listed as able to lead once measured)."""
     lines: list[str] = []
     main = diagnosis.main
     if main is None:
-        lines.append("No bottleneck above its threshold: the profile looks healthy.")
+        lines.append(no_bottleneck_line(diagnosis))
     else:
         grade = (
             f"{main.severity}, {main.cost_ratio:.1%} of the step"

@@ -22,6 +22,7 @@ from advisor.inputs.ledger import Ledger
 from advisor.model import FactSet, Suggestion
 from advisor.render import effect_words, words
 from advisor.render.compare_words import metric_change, metric_value, note_text
+from advisor.render.diagnosis import no_bottleneck_line
 from advisor.render.html_analyzers import analyzer_section
 from advisor.render.html_bottlenecks import (
     bottleneck_table,
@@ -96,10 +97,9 @@ def _headline(
     lines = [_verdict_line(comparison)] if comparison is not None else []
     main = diagnosis.main
     if main is None:
-        text = "No bottleneck above its threshold" + (
-            "." if revert else ": the profile looks healthy."
-        )
-        cls = "note" if revert else "ok"
+        text = "No bottleneck above its threshold." if revert else no_bottleneck_line(diagnosis)
+        flagged = any(s.level in ("warning", "error") for s in diagnosis.symptoms)
+        cls = "note" if revert or flagged else "ok"
     else:
         cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "a risk"
         text = (
