@@ -245,13 +245,7 @@ class Accumulator:
         table = self.flows.get(cat)
         if table is None:
             table = self.flows[cat] = FlowTable()
-        at = self.ts(e.ts)
-        if start:
-            table.start_ids.append(key)
-            table.start_ts.append(at)
-        else:
-            table.finish_ids.append(key)
-            table.finish_ts.append(at)
+        table.add(start, key, self.ts(e.ts))
 
     def _host_side(self, e: TraceEvent, name: str) -> None:
         """A host-side event: most are operators, which no measure reads (cheap substring
