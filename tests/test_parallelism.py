@@ -215,28 +215,26 @@ def _pp2_megatron_script(tmp_path: Path, extra: str = "") -> Path:
     return script
 
 
-def test_a_megatron_script_gets_the_chunked_loss_as_a_patch(tmp_path: Path):
+def test_a_megatron_script_gets_the_fused_loss_not_the_chunked_one(tmp_path: Path):
     profile = _real("ascend-qwen3-pp2-4rank")
     script = _pp2_megatron_script(tmp_path)
     job = JobOptions(profile=profile, config=script)
     suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
     recommendation = suggestion.recommendation
     assert recommendation is not None
-    # the script's own switch for the loss chain comes before the advice-only fused loss
-    assert recommendation.feature == "feature.mg-chunk-loss"
-    added = [line[1:].strip() for line in recommendation.diff.splitlines() if line.startswith("+ ")]
-    assert added == ["--loss-compute-mode chunk \\", "--loss-chunk-size 1024 \\"]
+    # the loss chain's time goes with a fused cross-entropy; chunking runs the same kernels per
+    # chunk (a memory remedy), so it is no candidate for the pipeline at all
+    assert recommendation.feature == "feature.fused-loss"
+    assert "--cross-entropy-loss-fusion" in (recommendation.advice or "")
+    assert "feature.mg-chunk-loss" not in {r.feature for r in suggestion.rejected}
     reasons = {r.feature: r.code for r in suggestion.rejected}
-    assert reasons["feature.fused-loss"] is RejectCode.try_order
     assert reasons["feature.pipeline-balance-stages"] is RejectCode.after
 
 
-def test_a_script_that_already_chunks_its_loss_is_not_told_to_again(tmp_path: Path):
+def test_a_script_that_already_chunks_its_loss_is_still_told_to_fuse_it(tmp_path: Path):
     profile = _real("ascend-qwen3-pp2-4rank")
     script = _pp2_megatron_script(tmp_path, "    --loss-compute-mode chunk \\\n")
     job = JobOptions(profile=profile, config=script)
     suggestion = run_suggest(job, options=SuggestOptions(use_ledger=False)).suggestion
     assert suggestion.recommendation is not None
-    assert suggestion.recommendation.feature != "feature.mg-chunk-loss"
-    reasons = {r.feature: r.code for r in suggestion.rejected}
-    assert reasons["feature.mg-chunk-loss"] is RejectCode.applied
+    assert suggestion.recommendation.feature == "feature.fused-loss"
