@@ -163,3 +163,40 @@ def test_formats_that_are_not_read_are_named(tmp_path: Path, layout: str, named:
     assert_one_line_error(run("facts", str(tmp_path)), named)
     if target.suffix == ".nsys-rep":
         assert_one_line_error(run("facts", str(target)), named)
+
+
+@pytest.mark.parametrize("name", ["rank0.pt.trace.json", "rank0.json"])
+def test_a_renamed_torch_npu_timeline_is_named_for_what_it_is(
+    tmp_path: Path, profile: Path, name: str
+):
+    # a trace_view.json under a PyTorch trace's name is routed to the PyTorch reader, which finds
+    # no GPU kernels in it: the refusal says what the file is and what to pass instead
+    renamed = tmp_path / "handed" / name
+    renamed.parent.mkdir()
+    renamed.write_bytes((profile / OUT / "trace_view.json").read_bytes())
+    assert_one_line_error(
+        run("facts", str(renamed)), str(renamed), "torch_npu's timeline", "trace_view.json"
+    )
+    if name.endswith(".pt.trace.json"):  # a folder is searched for PyTorch traces by name
+        assert_one_line_error(run("facts", str(renamed.parent)), "torch_npu's timeline")
+
+
+def test_a_pytorch_trace_without_kernels_is_still_called_cpu_only(tmp_path: Path):
+    trace = tmp_path / "cpu.pt.trace.json"
+    events = [
+        {"ph": "X", "name": "aten::mm", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}
+    ]
+    trace.write_text(json.dumps({"traceEvents": events}))
+    assert_one_line_error(run("facts", str(trace)), "CPU-only")
+
+
+def test_the_timeline_file_of_an_export_stands_for_its_folder(profile: Path):
+    by_file = run("facts", str(profile / OUT / "trace_view.json"), "--format", "json")
+    by_folder = run("facts", str(profile), "--format", "json")
+    assert by_file.returncode == 0, by_file.stderr
+
+    def step_time(out: str) -> object:
+        facts = json.loads(out)["facts"]
+        return next(f["value"] for f in facts if f["id"] == "step.time_ms")
+
+    assert step_time(by_file.stdout) == step_time(by_folder.stdout)

@@ -14,10 +14,16 @@ from pathlib import Path
 from advisor.facts.rank import RankSummary, summarize
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.model import AdvisorError, InputError
+from advisor.parsers.ascend.identity import is_ascend_timeline
 from advisor.parsers.ascend.rank import read_rank
 
 ASCEND = "ascend"
 KINETO = "kineto"
+RENAMED_TIMELINE = (
+    'torch_npu\'s timeline (trace_view.json: its device lane is "Ascend Hardware"), not a '
+    "PyTorch profiler trace: pass the folder that holds it under its own name, trace_view.json "
+    "(ASCEND_PROFILER_OUTPUT or its *_ascend_pt directory)"
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,10 @@ def extract_rank(task: RankTask) -> RankOutcome:
         full = task.deep or any(part is not None for part in (profile.trace, profile.kernels))
         summary = summarize(profile, taxonomy, deep=full)
     except InputError as exc:
-        return RankOutcome(task, where=exc.path, problem=exc.problem, warnings=tuple(warnings))
+        problem = exc.problem
+        if task.kind == KINETO and is_ascend_timeline(task.path):
+            problem = RENAMED_TIMELINE
+        return RankOutcome(task, where=exc.path, problem=problem, warnings=tuple(warnings))
     except AdvisorError as exc:
         return RankOutcome(task, where=str(task.path), problem=str(exc), warnings=tuple(warnings))
     summary.warnings = warnings + summary.warnings

@@ -46,10 +46,7 @@ T = TypeVar("T")
 
 
 def framework_of(directory: Path) -> str | None:
-    for suffix, framework in RANK_SUFFIXES.items():
-        if directory.name.endswith(suffix):
-            return framework
-    return None
+    return next((fw for sfx, fw in RANK_SUFFIXES.items() if directory.name.endswith(sfx)), None)
 
 
 def is_output_dir(directory: Path) -> bool:
@@ -82,6 +79,8 @@ def locate(path: Path) -> tuple[list[Path], Path | None]:
     """Rank directories (or bare output folders) under `path`, plus msprof-analyze's cluster folder."""
     if not path.exists():
         raise InputError(str(path), "no such file or directory")
+    if path.is_file() and path.name in KNOWN_OUTPUTS and is_output_dir(path.parent):
+        return locate(path.parent)  # one file of an export stands for the export
     if not path.is_dir():
         unread = [what for pattern, what in UNREAD_FORMATS if path.match(pattern.split("/")[-1])]
         why = f"{unread[0]}; " if unread else ""
