@@ -31,13 +31,22 @@ def _area(fact: Fact) -> str:
 
 
 def _top_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = [f"      {'type':<28} {'share':>7} {'ms/step':>9} {'count':>7} {'mean us':>9}  bound"]
+    # the name last and whole: kernel names share long prefixes (split_embedding_backward_...),
+    # so a cut name makes different operators look alike
+    known_bound = any(row.get("bound") not in (None, "unknown") for row in rows)
+    bound_head = f"  {'bound':<8}" if known_bound else ""
+    lines = [f"      {'share':>7} {'ms/step':>9} {'count':>7} {'mean us':>9}{bound_head}  type"]
     for row in rows:
         share = f"{row['share']:.1%}" if row.get("share") is not None else "-"
         mean = f"{row['mean_us']:.1f}" if row.get("mean_us") is not None else "-"
+        bound = f"  {row.get('bound') or 'unknown':<8}" if known_bound else ""
         lines.append(
-            f"      {row['type'][:28]:<28} {share:>7} {row['per_step_ms']:>9.3f} "
-            f"{row['count']:>7} {mean:>9}  {row['bound']}"
+            f"      {share:>7} {row['per_step_ms']:>9.3f} {row['count']:>7} {mean:>9}{bound}  "
+            f"{row['type']}"
+        )
+    if not known_bound:
+        lines.append(
+            "      (bound: unknown for every operator; the profile has no pipe utilisation)"
         )
     return lines
 
