@@ -17,6 +17,7 @@ ONLY = {
     "click": {"cli/"},
     "jsonschema": {"core/validation.py"},
     "msgspec": {
+        "core/json_text.py",
         "parsers/trace_view/events.py",
         "parsers/trace_view/decode.py",
         "parsers/kineto/stream.py",

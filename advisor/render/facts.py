@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.core.json_text import indented_json
 from advisor.facts.catalogue import AREAS, spec_for
 from advisor.facts.units import format_value
 from advisor.model import JOB_SCOPE, Fact, FactSet
@@ -23,7 +23,7 @@ def facts_json(result: FactSet) -> str:
         "missing": [m.to_json() for m in result.missing],
         "warnings": result.warnings,
     }
-    return json.dumps(payload, indent=2, ensure_ascii=False)
+    return indented_json(payload)
 
 
 def _area(fact: Fact) -> str:
