@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_facts import _tree_rss_kb
 from benchmarks.installed import as_installed
+from benchmarks.peers import tree_rss_kb
 from tests.synth import PRESETS, write_profile
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -84,7 +84,7 @@ def _measure(command: list[str], cwd: Path | None = None) -> tuple[float, float]
     )
     peak = 0
     while proc.poll() is None:
-        peak = max(peak, _tree_rss_kb(proc.pid))
+        peak = max(peak, tree_rss_kb(proc.pid))
         time.sleep(0.02)
     wall = time.perf_counter() - started
     if proc.returncode != 0:

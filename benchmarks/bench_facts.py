@@ -3,7 +3,12 @@
 Prints the trace size, wall time and peak memory (max RSS of the child process). Usage:
 
     python benchmarks/bench_facts.py [--size-mb 1024] [--export text|db|kineto] [--out bench-out] [--keep] [--phases]
-    python benchmarks/bench_facts.py --profile bench-out/profile [--root OTHER_CHECKOUT]
+    python benchmarks/bench_facts.py --profile bench-out/profile [--root OTHER_CHECKOUT] [--peer]
+
+--peer runs the peer tool on the same profile in the same run, after advisor, stopped after
+--peer-limit seconds (600): Holistic Trace Analysis on a PyTorch trace, msprof-analyze's advisor
+on a torch_npu export, each installed on first use into a venv of its own under --peer-venv
+(bench-venvs). Both lines are printed together: wall, CPU, peak memory, or how far the peer got.
 
 --profile reads a profile kept by an earlier run (--keep) instead of generating one, and --root
 runs another checkout's advisor package on it: before and after on the same file, in the same
@@ -23,11 +28,12 @@ import json
 import multiprocessing
 import os
 import shutil
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.peers import HTA_SCRIPT, Run, hta_python, msprof_exe, run_limited
 from tests.synth import PRESETS, write_profile
 from tests.synth.db_file import write_profile_db
 
@@ -106,22 +112,26 @@ def _generate(
     return written.directory
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """Resident memory of a process and all its descendants, from /proc (Linux)."""
-    total = 0
-    pending = [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += next(
-                int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
-            )
-            for task in Path(f"/proc/{current}/task").iterdir():
-                pending.extend(int(c) for c in (task / "children").read_text().split())
-        except (OSError, StopIteration, ValueError):
-            continue
-    return total
+def _race_peer(args: argparse.Namespace, directory: Path, ours: Run) -> None:
+    """The peer tool on the same profile, in the same run, stopped at --peer-limit seconds."""
+    with tempfile.TemporaryDirectory(prefix="bench-peer-") as scratch:
+        if args.export == "kineto":
+            name = "HTA (load + 2 analyses)"
+            python = hta_python(args.peer_venv / "hta")
+            command = [str(python), "-c", HTA_SCRIPT, str(directory.resolve())]
+        else:
+            name = "msprof-analyze advisor all"
+            exe = msprof_exe(args.peer_venv / "msprof")
+            command = [str(exe), "advisor", "all", "-d", str(directory.resolve())]
+            command += ["-o", scratch, "-l", "en"]
+        print(f"peer: {name}, stopped after {args.peer_limit:.0f} s")
+        peer = run_limited(command, args.peer_limit, cwd=Path(scratch))
+    print(peer.line(name))
+    print(ours.line("advisor facts"))
+    if peer.finished and not peer.returncode:
+        print(f"advisor is {peer.wall_s / ours.wall_s:.1f}x faster in wall time")
+    else:
+        print(f"advisor is over {peer.wall_s / ours.wall_s:.0f}x faster in wall time")
 
 
 def main() -> None:
@@ -139,6 +149,20 @@ def main() -> None:
         type=int,
         default=8,
         help="kineto: CPU operators per kernel (8: the kernel density of real traces; 0: dense)",
+    )
+    parser.add_argument(
+        "--peer",
+        action="store_true",
+        help="also run the peer on the same profile: HTA (kineto) or msprof-analyze (text, db)",
+    )
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=Path("bench-venvs"),
+        help="where the peers' virtual environments are (installed there on first use)",
+    )
+    parser.add_argument(
+        "--peer-limit", type=float, default=600.0, help="stop the peer after this many seconds"
     )
     parser.add_argument(
         "--phases",
@@ -167,8 +191,7 @@ def main() -> None:
         # checkout, else the package of the checkout this script runs from is the one timed
         where = args.root.resolve()
     load_before = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.Popen(
+    ours = run_limited(
         [
             sys.executable,
             "-m",
@@ -179,41 +202,27 @@ def main() -> None:
             "json",
         ],
         cwd=where,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
         env=env,
     )
-    tree_peak_kb = 0
-    while True:
-        # wait4: the peak of this child (and the workers it waited for), not of every child
-        # this script ever had (the generator)
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            break
-        tree_peak_kb = max(tree_peak_kb, _tree_rss_kb(proc.pid))
-        time.sleep(0.02)
-    wall = time.perf_counter() - started
-    single_peak_mb = usage.ru_maxrss / 1024
-    if proc.returncode != 0:
-        print(proc.stderr.read() if proc.stderr else "", file=sys.stderr)
-        sys.exit(proc.returncode)
+    if ours.returncode != 0:
+        print(ours.stderr_tail, file=sys.stderr)
+        sys.exit(ours.returncode or 1)
     for file in sorted(output.iterdir()):
         print(f"{file.name:28} {file.stat().st_size / 2**20:10.1f} MiB")
-    print(f"advisor facts wall  {wall:10.2f} s")
+    print(f"advisor facts wall  {ours.wall_s:10.2f} s")
     # the CPU time of the process and the workers it waited for: on a shared machine the wall
     # time says as much of the others' load as of the reader, this much less
-    cpu = usage.ru_utime + usage.ru_stime
-    print(f"advisor facts CPU   {cpu:10.2f} s (user + system, process and workers)")
+    print(f"advisor facts CPU   {ours.cpu_s:10.2f} s (user + system, process and workers)")
     print(
         f"machine load        {load_before:10.2f} -> {os.getloadavg()[0]:.2f}"
         f" (1-minute load average on {os.cpu_count()} cores, before -> after)"
     )
     print(
-        f"advisor facts peak  {tree_peak_kb / 1024:10.1f} MiB (sum of RSS over the process and its workers)"
+        f"advisor facts peak  {ours.peak_mib:10.1f} MiB (sum of RSS over the process and its workers)"
     )
-    print(f"largest process     {single_peak_mb:10.1f} MiB (max RSS of one process)")
+    print(f"largest process     {ours.largest_mib:10.1f} MiB (max RSS of one process)")
+    if args.peer:
+        _race_peer(args, directory, ours)
     if not args.keep and args.profile is None:
         shutil.rmtree(args.out)
 

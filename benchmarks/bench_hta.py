@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import venv
 from pathlib import Path
 
 from advisor.app.pipeline import profile_facts
@@ -38,36 +37,10 @@ from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, MEMORY, Launc
 from advisor.parsers.kineto.events import extract
 from advisor.parsers.kineto.stream import KinetoStream
 from advisor.parsers.traces.intervals import Intervals, clipped_sum, merge_unsorted, overlap_sum
-from benchmarks.bench_facts import _generate_kineto, _tree_rss_kb
+from benchmarks.bench_facts import _generate_kineto
+from benchmarks.peers import HTA_SCRIPT, hta_python, tree_rss_kb
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real"
-HTA_SCRIPT = """
-import json, sys, logging, time
-logging.disable(logging.CRITICAL)
-from hta.trace_analysis import TraceAnalysis
-started = time.perf_counter()
-t = TraceAnalysis(trace_dir=sys.argv[1])
-tb = t.get_temporal_breakdown(visualize=False).to_dict("records")[0]
-try:
-    ov = t.get_comm_comp_overlap(visualize=False).to_dict("records")[0]["comp_comm_overlap_pctg"]
-except Exception:
-    ov = None
-print(json.dumps({"idle": tb["idle_time_pctg"], "compute": tb["compute_time_pctg"],
-                  "non_compute": tb["non_compute_time_pctg"], "overlap": ov,
-                  "seconds": time.perf_counter() - started}))
-"""
-
-
-def _hta_python(where: Path) -> Path:
-    python = where / "bin" / "python"
-    if python.exists():
-        probe = subprocess.run([python, "-c", "import hta"], capture_output=True)
-        if probe.returncode == 0:
-            return python
-    print(f"installing Holistic Trace Analysis into {where} ...", flush=True)
-    venv.create(where, with_pip=True)
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "traceinsight"], check=True)
-    return python
 
 
 def _advisor_same_window(path: Path) -> dict[str, float | None]:
@@ -120,7 +93,7 @@ def _timed(command: list[str]) -> tuple[float, float, str]:
         proc = subprocess.Popen(command, stdout=out, stderr=err, text=True)
         peak_kb = 0
         while proc.poll() is None:
-            peak_kb = max(peak_kb, _tree_rss_kb(proc.pid))
+            peak_kb = max(peak_kb, tree_rss_kb(proc.pid))
             time.sleep(0.05)
         wall = time.perf_counter() - started
         out.seek(0)
@@ -175,11 +148,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench-out/hta-trace"))
     args = parser.parse_args()
     if args.size_mb:
-        return _race(_hta_python(args.venv.resolve()), args.size_mb, args.out)
+        return _race(hta_python(args.venv.resolve()), args.size_mb, args.out)
     if not REAL.is_dir():
         print(f"{REAL} is absent: ../shared is not beside the checkout", file=sys.stderr)
         return 2
-    python = _hta_python(args.venv.resolve())
+    python = hta_python(args.venv.resolve())
     failures = 0
     header = f"{'trace':58} {'metric':12} {'HTA':>6} {'advisor':>7} {'diff pp':>7}"
     print(header)

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.peers import msprof_exe
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("ascend-qwen3-pp2-4rank", "ascend-ddp-2rank-text", "ascend-ddp-2rank-db")
 # msprof-analyze's test inputs: (folder name, kernel table) with its trace_view.json
@@ -38,13 +40,7 @@ ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|")
 
 
 def msprof_venv(out: Path) -> Path:
-    venv = out / "msprof-venv"
-    exe = venv / "bin" / "msprof-analyze"
-    if not exe.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        pip = str(venv / "bin" / "pip")
-        subprocess.run([pip, "install", "--quiet", "msprof-analyze"], check=True)
-    return exe
+    return msprof_exe(out / "msprof-venv")
 
 
 def stage(real: Path, scratch: Path) -> list[Path]:

@@ -1,0 +1,28 @@
+"""The benchmarks' runner of peer tools: a finished run's numbers, a stopped run said so."""
+
+from __future__ import annotations
+
+import sys
+
+from benchmarks.peers import run_limited
+
+
+def test_a_finished_command_reports_its_output_and_exit_code():
+    run = run_limited([sys.executable, "-c", "print('done')"])
+    assert run.finished and run.returncode == 0
+    assert run.stdout.strip() == "done"
+    assert "s wall" in run.line("python")
+
+
+def test_a_command_past_its_limit_is_stopped_with_its_children_and_said_so():
+    # the child starts a grandchild that would outlive it: the whole session is stopped
+    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    run = run_limited([sys.executable, "-c", script], limit_s=0.5)
+    assert not run.finished and run.returncode is None
+    assert "did not finish" in run.line("peer")
+
+
+def test_a_failing_command_is_reported_with_its_last_error_line():
+    run = run_limited([sys.executable, "-c", "import sys; sys.exit('broken input')"])
+    assert run.finished and run.returncode == 1
+    assert "broken input" in run.line("peer")
