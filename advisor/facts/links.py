@@ -1,7 +1,7 @@
 """The slowest communication link: bandwidth per link against the other links of its kind.
 
 Links of one transport type (HCCS inside a node, RDMA between nodes, PCIE...) should move data
-at about the same rate; one that is much slower than its peers is a slow link (a degraded cable
+at about the same rate (SDMA, the on-chip copy engine, and LOCAL copies are not links); one that is much slower than its peers is a slow link (a degraded cable
 or port, a congested switch) and makes every collective over it wait. Links carrying little
 data are latency-bound and not compared.
 """
@@ -14,6 +14,7 @@ from statistics import median
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, JobInputs, Scope
 from advisor.facts.summary import RankSummary
+from advisor.inputs.analyzer_rules import analyzer_rules
 from advisor.inputs.thresholds import FactThresholds
 from advisor.parsers.profile_data import LinkStat, ProfileData
 
@@ -29,7 +30,13 @@ def slowest_link(
         for fact_id in LINK_FACTS:
             out.miss(fact_id, "no communication_matrix.json (profile at level1 or above)")
         return
-    loaded = [s for s in links if s.size_mb >= thresholds.link_min_mb and s.time_ms > 0]
+    # SDMA (the on-chip copy engine) is not a network link: it is never compared as one
+    copies = analyzer_rules().sdma_total
+    loaded = [
+        s
+        for s in links
+        if s.size_mb >= thresholds.link_min_mb and s.time_ms > 0 and s.transport != copies
+    ]
     by_transport: dict[str, list[LinkStat]] = {}
     for stat in loaded:
         by_transport.setdefault(stat.transport, []).append(stat)
