@@ -154,3 +154,17 @@ def test_an_sdma_entry_in_a_matrix_is_never_judged_a_slow_link():
     assert out.facts["comm.links_compared"].value == 3
     assert out.facts["comm.slowest_link"].value["transport"] == "HCCS"
     assert out.facts["comm.slow_link_ratio"].value == 0.0
+
+
+@pytest.mark.parametrize("job", ["ascend-qwen3-pp2-4rank", "ascend-ddp-2rank-db"])
+def test_the_link_peak_share_is_the_representative_rank_s_and_says_which(job: str):
+    """The job's link peak share is one rank's, the rank its per-link shares and bandwidths
+    describe, never a median or the maximum over ranks: the symptom quotes them side by side."""
+    facts = profile_facts(_real(job))
+    ratio = facts.get("comm.link_peak_ratio")
+    by_link = facts.get("comm.link_peak_ratio_by_link")
+    assert ratio is not None and by_link is not None
+    rank = by_link.note.split(" ")[1]
+    assert ratio.note.startswith(f"rank {rank} ")
+    assert ratio.value == min(by_link.value.values())
+    assert ratio.value == facts.value("comm.link_peak_ratio", scope=f"rank:{rank}")
