@@ -341,6 +341,7 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.comm = content.comm
     rank.memory = content.memory
     rank.module_memory = content.module_memory
+    rank.process_sampled_peak_mb = content.process_sampled_peak_mb
     if content.device is not None:
         rank.device, rank.device_source = content.device, f"{path.name}:NPU_INFO"
     rank.trace = content.trace

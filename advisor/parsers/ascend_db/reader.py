@@ -32,6 +32,7 @@ from advisor.parsers.profile_data import (
     KernelTable,
     LinkStat,
     MemorySummary,
+    ModuleMemory,
     StepRow,
 )
 from advisor.parsers.traces.steps import StepWindow, TraceData
@@ -72,7 +73,8 @@ class DbProfile:
     kernels: KernelTable | None = None
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
-    module_memory: dict[str, float] | None = None
+    module_memory: ModuleMemory | None = None
+    process_sampled_peak_mb: float | None = None  # NPU_MEM app rows
     trace: TraceData | None = None
     links: list[LinkStat] | None = None
     device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
@@ -110,6 +112,9 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
             out.absent["npu_module_mem.csv"] = f"{path.name} has no NPU_MODULE_MEM rows"
         else:
             out.sources["npu_module_mem.csv"] = f"{path.name}:NPU_MODULE_MEM"
+        out.process_sampled_peak_mb = _process_memory(db, strings)
+        if out.process_sampled_peak_mb is not None:
+            out.sources["NPU_MEM"] = f"{path.name}:NPU_MEM"
         out.trace = read_db_trace(db, path, strings, origin, windows, taxonomy)
         out.sources["trace_view.json"] = path.name
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
@@ -281,9 +286,9 @@ def _memory(
     return memory.with_holders(summary, _op_memory(db, strings))
 
 
-def _module_memory(db: Database) -> dict[str, float] | None:
+def _module_memory(db: Database) -> ModuleMemory | None:
     """NPU_MODULE_MEM as npu_module_mem.csv: each module's highest reserved MiB (ENUM_MODULE
-    names the modules)."""
+    names the modules) and the highest sum over the modules at one sample time."""
     if not db.has("NPU_MODULE_MEM", "moduleId", "totalReserved") or not db.has(
         "ENUM_MODULE", "id", "name"
     ):
@@ -297,7 +302,35 @@ def _module_memory(db: Database) -> dict[str, float] | None:
         for name, reserved in db.rows("NPU_MODULE_MEM", sql)
         if isinstance(reserved, int | float) and reserved >= 0
     }
-    return peaks or None
+    if not peaks:
+        return None
+    totals: list[float] = []
+    if db.has("NPU_MODULE_MEM", "timestampNs"):
+        # a module sampled twice at one time counts once
+        sql = (
+            "SELECT MAX(total) FROM (SELECT SUM(reserved) AS total FROM (SELECT timestampNs, "
+            "moduleId, MAX(totalReserved) AS reserved FROM NPU_MODULE_MEM "
+            "WHERE totalReserved >= 0 GROUP BY timestampNs, moduleId) GROUP BY timestampNs)"
+        )
+        totals = [t for (t,) in db.rows("NPU_MODULE_MEM", sql) if isinstance(t, int | float)]
+    # without timestamps the modules cannot be added up at one instant: the sum of their peaks
+    # is then the bound
+    total = totals[0] / _BYTES_PER_MB if totals else sum(peaks.values())
+    return ModuleMemory(peaks, total)
+
+
+def _process_memory(db: Database, strings: dict[int, str]) -> float | None:
+    """NPU_MEM's app rows: the whole process's device memory (HBM bytes) the driver sampled,
+    what the text export writes as memory_record.csv's APP rows; highest MiB."""
+    if not db.has("NPU_MEM", "type", "hbm"):
+        return None
+    app = [key for key, name in strings.items() if name.lower() == "app"]
+    if not app:
+        return None
+    marks = ", ".join("?" for _ in app)
+    sql = f"SELECT MAX(hbm) FROM NPU_MEM WHERE type IN ({marks})"
+    found = [v for (v,) in db.rows("NPU_MEM", sql, tuple(app)) if isinstance(v, int | float)]
+    return found[0] / _BYTES_PER_MB if found and found[0] > 0 else None
 
 
 def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:
