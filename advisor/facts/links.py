@@ -24,11 +24,15 @@ MIN_PEERS = 3
 
 
 def slowest_link(
-    links: list[LinkStat] | None, out: Recorder, source: str, thresholds: FactThresholds
+    links: list[LinkStat] | None,
+    out: Recorder,
+    source: str,
+    thresholds: FactThresholds,
+    no_matrix: str = "no communication_matrix.json (profile at level1 or above)",
 ) -> None:
     if not links:
         for fact_id in LINK_FACTS:
-            out.miss(fact_id, "no communication_matrix.json (profile at level1 or above)")
+            out.miss(fact_id, no_matrix)
         return
     # SDMA (the on-chip copy engine) is not a network link: it is never compared as one
     copies = analyzer_rules().sdma_total
@@ -106,7 +110,15 @@ def job_links(
         for stat in rank.links or []:
             # a link seen from both of its ends is counted once
             merged.setdefault((stat.src, stat.dst, stat.transport), stat)
-    slowest_link(list(merged.values()), out, source, thresholds)
+    gpu = bool(ranks) and all(
+        (platform := rank.facts.get("profile.platform")) is not None and platform.value != "ascend"
+        for rank in ranks
+    )
+    if gpu:
+        no_matrix = "a GPU trace records no transfers per link between ranks"
+        slowest_link(list(merged.values()), out, source, thresholds, no_matrix)
+    else:
+        slowest_link(list(merged.values()), out, source, thresholds)
 
 
 def derive(given: JobInputs, job: Recorder) -> None:

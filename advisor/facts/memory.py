@@ -148,6 +148,12 @@ def _process(given: RankInputs, out: Recorder) -> None:
         )
         source = rank.sources.get(MODULES, MODULES)
         out.add("memory.process_peak_bytes", int(modules.total_peak_mb * MIB), source, note)
+    elif rank.origin is not None:
+        out.miss(
+            "memory.process_peak_bytes",
+            "a PyTorch trace records the allocator's [memory] events, not the whole process's "
+            "device memory (torch.cuda.mem_get_info or nvidia-smi / rocm-smi tell it)",
+        )
     else:
         out.miss(
             "memory.process_peak_bytes",
@@ -166,6 +172,8 @@ def _process(given: RankInputs, out: Recorder) -> None:
             "highest reserved of each module outside the allocator's pool (APP), largest first; "
             "MB read as MiB",
         )
+    elif rank.origin is not None:
+        out.miss("memory.module_peaks", "a PyTorch trace records no device memory by module")
     else:
         reason = (
             rank.absent.get(MODULES, "records no module but APP")

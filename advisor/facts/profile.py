@@ -22,6 +22,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
     out.add("profile.platform", rank.platform, rank.path.name, _PLATFORM_NOTE[rank.platform])
     if rank.level:
         out.add("profile.level", rank.level, rank.level_source or INFO, "profiler level")
+    elif rank.origin is not None:
+        out.miss("profile.level", f"{rank.origin}: a PyTorch trace has no profiler level")
     else:
         out.miss(
             "profile.level", f"{INFO} absent and no kernel or communication files to infer it from"
@@ -59,6 +61,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
             f"{rank.origin}:distributedInfo" if rank.origin else f"{META}:distributed_args",
             "world_size recorded by the profiler",
         )
+    elif rank.origin is not None:
+        out.miss("profile.world_size", f"{rank.origin} records no distributedInfo world_size")
     else:
         out.miss(
             "profile.world_size",
