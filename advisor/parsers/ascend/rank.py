@@ -347,7 +347,6 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.trace = content.trace
     rank.links = content.links
     rank.collective_sizes = content.collective_sizes
-    rank.device = rank.device or content.device
     rank.aicore_freq_mhz = content.aicore_freq_mhz
     rank.sources.update(content.sources)
     rank.absent.update(content.absent)

@@ -22,6 +22,7 @@ from advisor.model import InputError
 from advisor.parsers import memory_summary as memory
 from advisor.parsers.ascend_db.analysis import read_comm, read_links, read_step_rows
 from advisor.parsers.ascend_db.checks import check_intervals, check_pmu_ratios, valid_interval
+from advisor.parsers.ascend_db.device_memory import module_memory, process_memory
 from advisor.parsers.ascend_db.kernels import start_kernels
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.ascend_db.trace import read_db_trace
@@ -107,12 +108,12 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
             out.sources["memory_record.csv"] = f"{path.name}:MEMORY_RECORD"
             if out.memory.holders:
                 out.sources["operator_memory.csv"] = f"{path.name}:OP_MEMORY"
-        out.module_memory = _module_memory(db)
+        out.module_memory = module_memory(db)
         if out.module_memory is None:
             out.absent["npu_module_mem.csv"] = f"{path.name} has no NPU_MODULE_MEM rows"
         else:
             out.sources["npu_module_mem.csv"] = f"{path.name}:NPU_MODULE_MEM"
-        out.process_sampled_peak_mb = _process_memory(db, strings)
+        out.process_sampled_peak_mb = process_memory(db, strings)
         if out.process_sampled_peak_mb is not None:
             out.sources["NPU_MEM"] = f"{path.name}:NPU_MEM"
         out.trace = read_db_trace(db, path, strings, origin, windows, taxonomy)
@@ -284,53 +285,6 @@ def _memory(
     if summary is None:
         return None
     return memory.with_holders(summary, _op_memory(db, strings))
-
-
-def _module_memory(db: Database) -> ModuleMemory | None:
-    """NPU_MODULE_MEM as npu_module_mem.csv: each module's highest reserved MiB (ENUM_MODULE
-    names the modules) and the highest sum over the modules at one sample time."""
-    if not db.has("NPU_MODULE_MEM", "moduleId", "totalReserved") or not db.has(
-        "ENUM_MODULE", "id", "name"
-    ):
-        return None
-    sql = (
-        "SELECT m.name, MAX(n.totalReserved) FROM NPU_MODULE_MEM n "
-        "JOIN ENUM_MODULE m ON m.id = n.moduleId GROUP BY m.name"
-    )
-    peaks = {
-        str(name): reserved / _BYTES_PER_MB
-        for name, reserved in db.rows("NPU_MODULE_MEM", sql)
-        if isinstance(reserved, int | float) and reserved >= 0
-    }
-    if not peaks:
-        return None
-    totals: list[float] = []
-    if db.has("NPU_MODULE_MEM", "timestampNs"):
-        # a module sampled twice at one time counts once
-        sql = (
-            "SELECT MAX(total) FROM (SELECT SUM(reserved) AS total FROM (SELECT timestampNs, "
-            "moduleId, MAX(totalReserved) AS reserved FROM NPU_MODULE_MEM "
-            "WHERE totalReserved >= 0 GROUP BY timestampNs, moduleId) GROUP BY timestampNs)"
-        )
-        totals = [t for (t,) in db.rows("NPU_MODULE_MEM", sql) if isinstance(t, int | float)]
-    # without timestamps the modules cannot be added up at one instant: the sum of their peaks
-    # is then the bound
-    total = totals[0] / _BYTES_PER_MB if totals else sum(peaks.values())
-    return ModuleMemory(peaks, total)
-
-
-def _process_memory(db: Database, strings: dict[int, str]) -> float | None:
-    """NPU_MEM's app rows: the whole process's device memory (HBM bytes) the driver sampled,
-    what the text export writes as memory_record.csv's APP rows; highest MiB."""
-    if not db.has("NPU_MEM", "type", "hbm"):
-        return None
-    app = [key for key, name in strings.items() if name.lower() == "app"]
-    if not app:
-        return None
-    marks = ", ".join("?" for _ in app)
-    sql = f"SELECT MAX(hbm) FROM NPU_MEM WHERE type IN ({marks})"
-    found = [v for (v,) in db.rows("NPU_MEM", sql, tuple(app)) if isinstance(v, int | float)]
-    return found[0] / _BYTES_PER_MB if found and found[0] > 0 else None
 
 
 def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:
