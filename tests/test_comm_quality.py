@@ -1,4 +1,4 @@
-"""Communication quality on the real 2-card DDP job: the achieved HCCS/SDMA bandwidth against
+"""Communication quality on the real 2-card DDP job: the achieved HCCS bandwidth against
 the link peak, and the all-reduce transfers that are not 512-byte aligned (what msprof-analyze's
 advisor reports on the same profiles)."""
 
@@ -11,8 +11,12 @@ import pytest
 from advisor.app.diagnose import run_diagnose
 from advisor.app.job import JobOptions
 from advisor.app.pipeline import profile_facts
+from advisor.facts.base import Recorder
+from advisor.facts.links import slowest_link
 from advisor.inputs.taxonomy import default_taxonomy
+from advisor.inputs.thresholds import fact_thresholds
 from advisor.parsers.ascend.files import read_communication
+from advisor.parsers.profile_data import LinkStat
 from tests.conftest import REAL
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2"
@@ -128,3 +132,39 @@ def test_the_buffer_size_advice_is_decided_on_the_text_export(tmp_path: Path):
     )
     # a candidate now, behind the try order's earlier communication remedy
     assert verdict(small) == "try-order"
+
+
+@pytest.mark.parametrize("job", ["ascend-ddp-2rank-text", "ascend-ddp-2rank-db"])
+def test_sdma_is_the_copy_engine_s_total_not_a_link(job: str):
+    """communication.json's SDMA entry repeats the HCCS transfers (the copy engine moved them over
+    HCCS): it is not a link, so it has no bandwidth or peak share of its own."""
+    facts = profile_facts(_real(job))
+    assert set(facts.value("comm.bandwidth_gbps_by_link")) == {"HCCS"}
+    assert set(facts.value("comm.link_peak_ratio_by_link")) == {"HCCS"}
+    assert facts.get("comm.link_peak_ratio").source.endswith(":HCCS")
+
+
+def test_an_sdma_entry_in_a_matrix_is_never_judged_a_slow_link():
+    # three HCCS links at 18 GB/s, and SDMA "links" far slower that are no network link
+    links = [LinkStat(0, d, "HCCS", 180.0, 10.0) for d in (1, 2, 3)]
+    links += [LinkStat(0, d, "SDMA", 20.0, 10.0) for d in (1, 2, 3)]
+    links.append(LinkStat(0, 4, "SDMA", 200.0, 10.0))
+    out = Recorder("job")
+    slowest_link(links, out, "communication_matrix.json", fact_thresholds())
+    assert out.facts["comm.links_compared"].value == 3
+    assert out.facts["comm.slowest_link"].value["transport"] == "HCCS"
+    assert out.facts["comm.slow_link_ratio"].value == 0.0
+
+
+@pytest.mark.parametrize("job", ["ascend-qwen3-pp2-4rank", "ascend-ddp-2rank-db"])
+def test_the_link_peak_share_is_the_representative_rank_s_and_says_which(job: str):
+    """The job's link peak share is one rank's, the rank its per-link shares and bandwidths
+    describe, never a median or the maximum over ranks: the symptom quotes them side by side."""
+    facts = profile_facts(_real(job))
+    ratio = facts.get("comm.link_peak_ratio")
+    by_link = facts.get("comm.link_peak_ratio_by_link")
+    assert ratio is not None and by_link is not None
+    rank = by_link.note.split(" ")[1]
+    assert ratio.note.startswith(f"rank {rank} ")
+    assert ratio.value == min(by_link.value.values())
+    assert ratio.value == facts.value("comm.link_peak_ratio", scope=f"rank:{rank}")

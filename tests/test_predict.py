@@ -49,7 +49,7 @@ def _suggest_json(job: Path, profile: str, *extra: str) -> dict:
 
 def test_suggest_json_carries_a_numeric_prediction_within_the_ceiling(job: Path):
     payload = _suggest_json(job, "comm-bound", "--no-ledger")
-    assert payload["schema"] == "advisor/suggestion@3"
+    assert payload["schema"] == "advisor/suggestion@4"
     assert schema_errors(payload, "suggestion.schema.json") == []
     rec = payload["recommendation"]
     predicted = rec["predicted"]
@@ -57,8 +57,9 @@ def test_suggest_json_carries_a_numeric_prediction_within_the_ceiling(job: Path)
     assert isinstance(change["expected"], float)
     assert change["low"] <= change["expected"] <= change["high"] < 0
     # never more than the mechanism can reach
-    assert -change["low"] * predicted["step_ms"] <= rec["ceiling_ms"] + 1e-3
-    assert predicted["derivation"]["bound_ms"] == pytest.approx(rec["ceiling_ms"], abs=1e-3)
+    assert rec["ceiling"]["bound"] == "at-most"
+    assert -change["low"] * predicted["step_ms"] <= rec["ceiling"]["ms"] + 1e-3
+    assert predicted["derivation"]["bound_ms"] == pytest.approx(rec["ceiling"]["ms"], abs=1e-3)
     assert predicted["derivation"]["efficacy"]["from"] == "default-prior"
 
 
@@ -245,3 +246,29 @@ def test_a_change_without_a_ceiling_is_predicted_from_its_bottlenecks_cost():
     assert predicted.low == pytest.approx(-0.2 * high) and predicted.high == pytest.approx(
         -0.2 * low
     )
+
+
+def test_the_ceiling_on_a_real_job_is_stated_as_a_bound_in_json_and_in_words(tmp_path: Path):
+    """Qwen3 PP2 with an FSDP2 config: the chosen change's ceiling is what its mechanism can
+    remove at most; the JSON says so as a bound, the text and the report's bottleneck table say
+    "at most"."""
+    from tests.conftest import REAL
+
+    profile = REAL / "ascend-qwen3-pp2-4rank"
+    config = REAL / "mindspeed-fsdp2-configs" / "qwen3__pretrain_qwen3_8b_4k_fsdp2_A2.yaml"
+    if not profile.is_dir() or not config.is_file():
+        pytest.skip("../shared/real is not beside the checkout")
+    ran = run_cli("suggest", str(profile), str(config), "--no-ledger", "--format", "json")
+    assert ran.exit_code == 0, ran.stderr
+    payload = json.loads(ran.stdout)
+    assert schema_errors(payload, "suggestion.schema.json") == []
+    ceiling = payload["recommendation"]["ceiling"]
+    assert ceiling["bound"] == "at-most" and ceiling["ms"] > 0 and 0 < ceiling["ratio"] < 1
+    assert "ceiling_ms" not in payload["recommendation"]
+    predicted = payload["recommendation"]["predicted"]["change_ms"]
+    assert -predicted["low"] <= ceiling["ms"] + 1e-3
+    text = run_cli("suggest", str(profile), str(config), "--no-ledger").stdout
+    assert f"Ceiling: it can recover at most {ceiling['ms']:.2f} ms per step" in text
+    out = tmp_path / "report.html"
+    assert run_cli("report", str(profile), "-o", str(out)).exit_code == 0
+    assert 'class="num">at most ' in out.read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
-"""The whole process's device memory (component APP) and its modules outside the allocator:
-memory_record.csv's APP rows (reserved only), torch_npu's npu_module_mem.csv and the database's
-NPU_MODULE_MEM; the pressure is the process's peak against the device."""
+"""The whole process's device memory and its modules outside the allocator: memory_record.csv's
+APP rows (reserved only), the database's NPU_MEM app rows (the same samples), else the modules of
+npu_module_mem.csv / NPU_MODULE_MEM added up at one sample; the pressure is the process's peak
+against the device."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ def test_npu_module_mem_peaks_per_module(tmp_path: Path, device_column: bool) ->
         rows += [f"{first}SLOG,{t}\t,0.0,NPU:0"]
     path = tmp_path / "npu_module_mem.csv"
     path.write_text("\n".join(rows) + "\n")
-    assert read_module_memory(path) == {"APP": 1200, "HCCL": 400, "SLOG": 0.0}
+    modules = read_module_memory(path)
+    assert modules.peaks == {"APP": 1200, "HCCL": 400, "SLOG": 0.0}
+    assert modules.total_peak_mb == 1600  # at t=2.0: the modules added up at one sample
 
 
 def test_the_process_peak_is_what_the_pressure_is_read_from(tmp_path: Path) -> None:
@@ -67,5 +70,57 @@ def test_the_database_export_reads_npu_module_mem() -> None:
     if not real.is_dir():
         pytest.skip("../shared/real is not beside the repository")
     facts = load_job(JobOptions(profile=real)).facts
-    assert "NPU_MODULE_MEM" in (facts.get("memory.process_peak_bytes") or ()).source
+    assert "NPU_MODULE_MEM" in (facts.get("memory.module_peaks") or ()).source
     assert "HCCL" in facts.value("memory.module_peaks")
+
+
+def _real(name: str) -> Path:
+    real = Path("../shared/real") / name
+    if not real.is_dir():
+        pytest.skip("../shared/real is not beside the repository")
+    return real
+
+
+def test_the_text_and_database_exports_of_one_job_agree_on_the_process_peak() -> None:
+    """The database's MEMORY_RECORD leaves out the APP component the text export's
+    memory_record.csv holds; its NPU_MEM app rows are the same samples (2113.7 MB on both ranks of
+    the DDP job), not NPU_MODULE_MEM's APP module, which is only the allocator's pool (1452 MB)."""
+    text = load_job(JobOptions(profile=_real("ascend-ddp-2rank-text"))).facts
+    db = load_job(JobOptions(profile=_real("ascend-ddp-2rank-db"))).facts
+    for rank in ("rank:0", "rank:1"):
+        peak = text.value("memory.process_peak_bytes", rank)
+        assert peak == pytest.approx(2113.73 * 2**20, rel=1e-4)
+        assert db.value("memory.process_peak_bytes", rank) == pytest.approx(peak, rel=1e-5)
+    assert db.get("memory.process_peak_bytes").source.endswith(":NPU_MEM:app hbm")
+    assert db.value("memory.peak_bytes") == db.value("memory.process_peak_bytes")
+    # far above the allocator's reserved pool: the communication buffers and the runtime too
+    assert db.value("memory.process_peak_bytes") > 1.4 * db.value("memory.reserved_peak_bytes")
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_without_an_app_record_the_modules_added_up_are_the_process(
+    tmp_path: Path, export: str
+) -> None:
+    """A profile whose memory record lacks the process (no APP rows, no NPU_MEM): the highest
+    sum of the modules at one sample, ~1.98 GiB on the DDP job, not the APP module alone."""
+    import shutil
+    import sqlite3
+
+    job = tmp_path / "job"
+    shutil.copytree(_real(f"ascend-ddp-2rank-{export}"), job)
+    for rank in (0, 1):
+        out = job / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        if export == "text":
+            record = out / "memory_record.csv"
+            lines = record.read_text().splitlines(keepends=True)
+            record.write_text("".join(x for x in lines if not x.startswith("APP,")))
+        else:
+            db = sqlite3.connect(out / f"ascend_pytorch_profiler_{rank}.db")
+            db.execute("DROP TABLE NPU_MEM")
+            db.commit()
+            db.close()
+    facts = load_job(JobOptions(profile=job)).facts
+    fact = facts.get("memory.process_peak_bytes")
+    assert fact is not None
+    assert fact.source.endswith(("NPU_MODULE_MEM", "npu_module_mem.csv"))
+    assert fact.value == pytest.approx(1.9769 * GIB, rel=1e-3)

@@ -13,6 +13,8 @@ import pytest
 from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.thresholds import reader_thresholds
+from advisor.parsers.ascend.files import read_cluster_step_trace
+from advisor.parsers.bounds import BadValues
 from advisor.parsers.trace_view.decode import read_trace
 
 TRACE = "test__ut__advisor__timeline_advice__trace_view.json"
@@ -134,6 +136,18 @@ def test_real_cluster_step_trace(tmp_path: Path, real_ascend: Path):
     assert facts.value("step.comm_exposed_ratio", "rank:0") == pytest.approx(
         683731.2897031249 / totals[0]
     )
+
+
+def test_real_cluster_stage_row_is_a_stage_not_a_rank_nor_a_bad_row(real_ascend: Path):
+    """The file's last row (Type stage, Index "(0, 1, ..., 7)") holds each column's highest over
+    the stage's ranks: no rank of its own, and its columns need not add up like one rank's."""
+    bad = BadValues()
+    ranks, stages = read_cluster_step_trace(real_ascend / CLUSTER, bad)
+    assert sorted(r.rank for r in ranks) == list(range(8))
+    assert [s.ranks for s in stages] == [tuple(range(8))]
+    assert bad.warnings() == []
+    assert stages[0].row.computing == max(r.row.computing for r in ranks)
+    assert stages[0].row.free == max(r.row.free for r in ranks)
 
 
 def test_older_kernel_layout_without_pipe_ratios(tmp_path: Path, real_ascend: Path):

@@ -201,3 +201,30 @@ def test_deep_zero_on_pytorch_traces_reads_them_in_full_and_says_so(tmp_path: Pa
     facts = profile_facts(trace, reading=ReadOptions(deep="0"))
     assert "--deep 0 ignored" in facts.get("profile.ranks").note
     assert facts.value("ops.kernels_per_step") is not None
+
+
+def test_deep_zero_charges_the_pipeline_wait_once_on_the_real_pp2_job():
+    """Qwen3 PP2: the receive wait of the slowest stage (send/recv, 9.1% of the step) sits in
+    its exposed communication. The cheap tier splits it off as a full read does, so the
+    communication bottleneck's cost leaves it to the pipeline bottleneck on every tier."""
+    from advisor.app.diagnose import run_diagnose
+    from advisor.app.job import JobOptions
+    from tests.conftest import REAL
+
+    real = REAL / "ascend-qwen3-pp2-4rank"
+    if not real.is_dir():
+        pytest.skip(f"{real} is absent: ../shared is not beside the checkout")
+    costs = {}
+    for deep in ("all", "0"):
+        run = run_diagnose(JobOptions(profile=real, reading=ReadOptions(deep=deep, jobs=1)))
+        facts = run.facts
+        wait = facts.value("step.pipeline_wait_ratio")
+        assert wait == pytest.approx(0.0911, abs=1e-3), deep
+        assert facts.value("step.comm_exposed_collective_ratio") == pytest.approx(
+            facts.value("step.comm_exposed_ratio") - wait
+        )
+        costs[deep] = {b.id: b.cost_ratio for b in run.diagnosis.bottlenecks}
+    assert costs["0"]["bottleneck.communication"] == pytest.approx(
+        costs["all"]["bottleneck.communication"]
+    )
+    assert costs["0"]["bottleneck.pipeline"] == pytest.approx(costs["all"]["bottleneck.pipeline"])

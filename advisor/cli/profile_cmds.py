@@ -151,7 +151,7 @@ def suggest(
         typer.Option(
             "--format",
             "-f",
-            help="text, the advisor/suggestion@3 JSON, a git-apply diff, or markdown (a PR comment).",
+            help="text, the advisor/suggestion@4 JSON, a git-apply diff, or markdown (a PR comment).",
         ),
     ] = SuggestFormat.text,
     write: Annotated[

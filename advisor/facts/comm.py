@@ -8,6 +8,7 @@ from advisor.facts.base import Recorder, SteadySteps
 from advisor.facts.contract import Deriver, RankInputs, Scope
 from advisor.facts.groups import GROUP_FACT, rank_groups
 from advisor.facts.wording import collective_tasks, comm_time_column
+from advisor.inputs.analyzer_rules import analyzer_rules
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.profile_data import CommStep
 
@@ -97,6 +98,33 @@ def _composition(
     )
 
 
+def _bandwidth(
+    size: dict[str, float], time: dict[str, float], out: Recorder, source: str, note: str
+) -> None:
+    # SDMA is the on-chip copy engine's total of the transfers over the device's own links
+    # (HCCS, PCIE, SIO), not a link: its bandwidth would repeat theirs
+    copies = analyzer_rules().sdma_total
+    bandwidth = {
+        link: round(size[link] / time[link], 6)
+        for link in sorted(size)
+        if time[link] > 0 and link != copies
+    }
+    if bandwidth:
+        out.add(
+            "comm.bandwidth_gbps_by_link",
+            bandwidth,
+            f"{source}:Communication Bandwidth Info",
+            f"sum of Transit Size(MB) / sum of Transit Time(ms) per link over {note}"
+            + (
+                f"; {copies} (the copy engine's total of the links above) is not a link"
+                if copies in size
+                else ""
+            ),
+        )
+    else:
+        out.miss("comm.bandwidth_gbps_by_link", f"{source} records no transit time on any link")
+
+
 def derive(given: RankInputs, out: Recorder) -> None:
     rank, taxonomy, source = given.profile, given.taxonomy, given.comm_source or COMM
     if rank.comm is None:
@@ -136,16 +164,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         comm_time_column(rank, source),
         f"mean per step over {note}",
     )
-    bandwidth = {link: round(size[link] / time[link], 6) for link in sorted(size) if time[link] > 0}
-    if bandwidth:
-        out.add(
-            "comm.bandwidth_gbps_by_link",
-            bandwidth,
-            f"{source}:Communication Bandwidth Info",
-            f"sum of Transit Size(MB) / sum of Transit Time(ms) per link over {note}",
-        )
-    else:
-        out.miss("comm.bandwidth_gbps_by_link", f"{source} records no transit time on any link")
+    _bandwidth(size, time, out, source, note)
     if not all(st.has_wait for st in steps):
         out.miss(
             "comm.wait_ratio",

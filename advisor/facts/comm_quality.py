@@ -56,12 +56,12 @@ def _peak_ratios(
             size[link] = size.get(link, 0.0) + mb
             time[link] = time.get(link, 0.0) + step.link_time_ms.get(link, 0.0)
     _, peaks, how = _peaks(given.profile.device)
-    rules = analyzer_rules()
-    # SDMA is the sum of the device's own links: compared with the peak of the link it rode
-    aliases = {rules.sdma_total: next((k for k in rules.sdma_links if k in peaks), "")}
+    # SDMA is the copy engine's total of the transfers over the device's own links, not a link:
+    # it has no peak of its own, and against a link's peak it would count those transfers twice
+    copies = analyzer_rules().sdma_total
     ratios = {}
     for link in sorted(size):
-        peak = peaks.get(link) or peaks.get(aliases.get(link, ""))
+        peak = peaks.get(link) if link != copies else None
         if peak and time[link] > 0 and size[link] / len(steps) >= min_mb:
             ratios[link] = round(size[link] / time[link] / peak, 4)
     if not ratios:

@@ -1,7 +1,7 @@
 """The slowest communication link: bandwidth per link against the other links of its kind.
 
 Links of one transport type (HCCS inside a node, RDMA between nodes, PCIE...) should move data
-at about the same rate; one that is much slower than its peers is a slow link (a degraded cable
+at about the same rate (SDMA, the on-chip copy engine, and LOCAL copies are not links); one that is much slower than its peers is a slow link (a degraded cable
 or port, a congested switch) and makes every collective over it wait. Links carrying little
 data are latency-bound and not compared.
 """
@@ -14,6 +14,7 @@ from statistics import median
 from advisor.facts.base import Recorder
 from advisor.facts.contract import Deriver, JobInputs, Scope
 from advisor.facts.summary import RankSummary
+from advisor.inputs.analyzer_rules import analyzer_rules
 from advisor.inputs.thresholds import FactThresholds
 from advisor.parsers.profile_data import LinkStat, ProfileData
 
@@ -23,13 +24,23 @@ MIN_PEERS = 3
 
 
 def slowest_link(
-    links: list[LinkStat] | None, out: Recorder, source: str, thresholds: FactThresholds
+    links: list[LinkStat] | None,
+    out: Recorder,
+    source: str,
+    thresholds: FactThresholds,
+    no_matrix: str = "no communication_matrix.json (profile at level1 or above)",
 ) -> None:
     if not links:
         for fact_id in LINK_FACTS:
-            out.miss(fact_id, "no communication_matrix.json (profile at level1 or above)")
+            out.miss(fact_id, no_matrix)
         return
-    loaded = [s for s in links if s.size_mb >= thresholds.link_min_mb and s.time_ms > 0]
+    # SDMA (the on-chip copy engine) is not a network link: it is never compared as one
+    copies = analyzer_rules().sdma_total
+    loaded = [
+        s
+        for s in links
+        if s.size_mb >= thresholds.link_min_mb and s.time_ms > 0 and s.transport != copies
+    ]
     by_transport: dict[str, list[LinkStat]] = {}
     for stat in loaded:
         by_transport.setdefault(stat.transport, []).append(stat)
@@ -99,7 +110,15 @@ def job_links(
         for stat in rank.links or []:
             # a link seen from both of its ends is counted once
             merged.setdefault((stat.src, stat.dst, stat.transport), stat)
-    slowest_link(list(merged.values()), out, source, thresholds)
+    gpu = bool(ranks) and all(
+        (platform := rank.facts.get("profile.platform")) is not None and platform.value != "ascend"
+        for rank in ranks
+    )
+    if gpu:
+        no_matrix = "a GPU trace records no transfers per link between ranks"
+        slowest_link(list(merged.values()), out, source, thresholds, no_matrix)
+    else:
+        slowest_link(list(merged.values()), out, source, thresholds)
 
 
 def derive(given: JobInputs, job: Recorder) -> None:

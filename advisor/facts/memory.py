@@ -1,8 +1,9 @@
 """Allocator facts from memory_record.csv (profile_with_memory; a PyTorch trace's [memory]
 events alike): the peaks, fragmentation, and the peak split into what stays resident (the
 lowest allocated of the steady steps) and what a step raises, with the operators holding the
-most at the peak (operator_memory.csv); the whole process's device memory (component APP) and
-its modules outside the allocator (npu_module_mem.csv)."""
+most at the peak (operator_memory.csv); the whole process's device memory (component APP, the
+database's NPU_MEM, else the modules' sum) and its modules outside the allocator
+(npu_module_mem.csv)."""
 
 from __future__ import annotations
 
@@ -116,26 +117,51 @@ def _split(given: RankInputs, out: Recorder) -> None:
 
 
 def _process(given: RankInputs, out: Recorder) -> None:
-    """What the whole process holds on the device: memory_record.csv's APP component, else
-    npu_module_mem.csv's APP module; the other modules are the parts outside the allocator."""
+    """What the whole process holds on the device, from the most complete record there is:
+    memory_record.csv's APP component (text export), the database's NPU_MEM app rows (the same
+    samples: the database's MEMORY_RECORD leaves the APP component out), else the highest sum of
+    npu_module_mem.csv's modules at one sample (APP, the allocator's pool, plus HCCL, the
+    runtime...: everything but what no module claims). The modules but APP are the parts outside
+    the allocator."""
     rank = given.profile
-    modules = rank.module_memory or {}
+    modules = rank.module_memory
     process = rank.memory.process_peak_mb if rank.memory is not None else None
     if process is not None:
         source = f"{rank.sources.get(MEMORY, MEMORY)}:APP Total Reserved(MB)"
         note = "the whole process on the device (allocator pool, communication buffers, runtime); MB read as MiB"
         out.add("memory.process_peak_bytes", int(process * MIB), source, note)
-    elif "APP" in modules:
-        note = "the whole process on the device, sampled by the driver; MB read as MiB"
-        source = f"{rank.sources.get(MODULES, MODULES)}:APP"
-        out.add("memory.process_peak_bytes", int(modules["APP"] * MIB), source, note)
+    elif rank.process_sampled_peak_mb is not None:
+        note = (
+            "the whole process on the device as the driver samples it (NPU_MEM app rows: what "
+            "the text export writes as memory_record.csv's APP rows)"
+        )
+        out.add(
+            "memory.process_peak_bytes",
+            int(rank.process_sampled_peak_mb * MIB),
+            "NPU_MEM:app hbm",
+            note,
+        )
+    elif modules is not None:
+        note = (
+            "the highest sum over the modules at one sample (APP, the allocator's pool, plus "
+            "HCCL, the runtime...): the process as its modules account for it; MB read as MiB"
+        )
+        source = rank.sources.get(MODULES, MODULES)
+        out.add("memory.process_peak_bytes", int(modules.total_peak_mb * MIB), source, note)
+    elif rank.origin is not None:
+        out.miss(
+            "memory.process_peak_bytes",
+            "a PyTorch trace records the allocator's [memory] events, not the whole process's "
+            "device memory (torch.cuda.mem_get_info or nvidia-smi / rocm-smi tell it)",
+        )
     else:
         out.miss(
             "memory.process_peak_bytes",
-            f"neither {MEMORY} nor {MODULES} records the process (component APP): profile_memory=True",
+            f"neither {MEMORY} (component APP) nor {MODULES} records the process: profile_memory=True",
         )
+    peaks = modules.peaks if modules is not None else {}
     parts = sorted(
-        ((mib, name) for name, mib in modules.items() if name != "APP" and mib > 0), reverse=True
+        ((mib, name) for name, mib in peaks.items() if name != "APP" and mib > 0), reverse=True
     )
     if parts:
         held = {name: int(mib * MIB) for mib, name in parts[:MODULES_SHOWN]}
@@ -143,12 +169,15 @@ def _process(given: RankInputs, out: Recorder) -> None:
             "memory.module_peaks",
             held,
             rank.sources.get(MODULES, MODULES),
-            "highest reserved of each module, largest first; MB read as MiB",
+            "highest reserved of each module outside the allocator's pool (APP), largest first; "
+            "MB read as MiB",
         )
+    elif rank.origin is not None:
+        out.miss("memory.module_peaks", "a PyTorch trace records no device memory by module")
     else:
         reason = (
             rank.absent.get(MODULES, "records no module but APP")
-            if not modules
+            if not peaks
             else "records no module but APP"
         )
         out.miss("memory.module_peaks", f"{MODULES} {reason}")

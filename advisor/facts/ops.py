@@ -224,6 +224,8 @@ def derive(given: RankInputs, out: Recorder) -> None:
             f"{src}:aic_mte2_ratio,aiv_mte2_ratio",
             f"kernels whose mte2 ratio exceeds mac/vec ratio; {note}",
         )
+    elif given.profile.origin is not None:
+        out.miss("ops.mte2_bound_share", "a GPU trace records no per-kernel pipe utilisation")
     else:
         out.miss(
             "ops.mte2_bound_share",

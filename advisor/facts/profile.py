@@ -16,16 +16,39 @@ _PLATFORM_NOTE = {
 }
 
 
-def derive(given: RankInputs, out: Recorder) -> None:
-    rank, taxonomy = given.profile, given.taxonomy
-    out.add("profile.framework", rank.framework, rank.path.name, rank.framework_source)
-    out.add("profile.platform", rank.platform, rank.path.name, _PLATFORM_NOTE[rank.platform])
+def _level(rank: RankProfile, out: Recorder) -> None:
     if rank.level:
         out.add("profile.level", rank.level, rank.level_source or INFO, "profiler level")
+    elif rank.origin is not None:
+        out.miss("profile.level", f"{rank.origin}: a PyTorch trace has no profiler level")
     else:
         out.miss(
             "profile.level", f"{INFO} absent and no kernel or communication files to infer it from"
         )
+
+
+def _world_size(rank: RankProfile, out: Recorder) -> None:
+    if rank.world_size is not None:
+        out.add(
+            "profile.world_size",
+            rank.world_size,
+            f"{rank.origin}:distributedInfo" if rank.origin else f"{META}:distributed_args",
+            "world_size recorded by the profiler",
+        )
+    elif rank.origin is not None:
+        out.miss("profile.world_size", f"{rank.origin} records no distributedInfo world_size")
+    else:
+        out.miss(
+            "profile.world_size",
+            f"{META} {rank.absent.get(META, 'has no distributed_args.world_size')}",
+        )
+
+
+def derive(given: RankInputs, out: Recorder) -> None:
+    rank, taxonomy = given.profile, given.taxonomy
+    out.add("profile.framework", rank.framework, rank.path.name, rank.framework_source)
+    out.add("profile.platform", rank.platform, rank.path.name, _PLATFORM_NOTE[rank.platform])
+    _level(rank, out)
     has_comm = rank.comm is not None
     if rank.origin:
         out.add(
@@ -52,18 +75,7 @@ def derive(given: RankInputs, out: Recorder) -> None:
         reason = rank.absent.get(META, "has no ENV_VARIABLES")
         out.miss("env.*", f"{META} {reason}: the launch environment is unknown")
     _device(rank, out)
-    if rank.world_size is not None:
-        out.add(
-            "profile.world_size",
-            rank.world_size,
-            f"{rank.origin}:distributedInfo" if rank.origin else f"{META}:distributed_args",
-            "world_size recorded by the profiler",
-        )
-    else:
-        out.miss(
-            "profile.world_size",
-            f"{META} {rank.absent.get(META, 'has no distributed_args.world_size')}",
-        )
+    _world_size(rank, out)
     sizes = recorded_layout(rank.layout, taxonomy.recorded_layout)
     if sizes:
         out.add(

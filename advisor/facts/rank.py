@@ -21,7 +21,10 @@ __all__ = ["RankSummary", "derive_rank", "derive_steps_only", "rename_sources", 
 
 WINDOW = "trace.window_ms"
 # the cheap tier: the profile's header, the step model and, when read, the communication summary
-STEP_MODEL = ("profile", "steps", "comm")
+# the cheap tier's derivers: the header, the step model, the communication summary, and the
+# exposed communication split into pipeline wait and the rest, so the pipeline's receive wait is
+# left out of the communication bottleneck's cost on every tier
+STEP_MODEL = ("profile", "steps", "comm", "exposure")
 
 
 def derive_rank(rank: RankProfile, taxonomy: Taxonomy, scope: str) -> Recorder:
@@ -100,7 +103,7 @@ def derive_steps_only(rank: RankProfile, taxonomy: Taxonomy) -> Recorder:
     summary; nothing is called missing (the deep ranks speak for what this rank was not read
     for)."""
     out = Recorder(JOB_SCOPE)
-    wanted = STEP_MODEL if rank.comm is not None else STEP_MODEL[:2]
+    wanted = STEP_MODEL if rank.comm is not None else tuple(d for d in STEP_MODEL if d != "comm")
     registry.run(Scope.RANK, RankInputs(rank, taxonomy), out, only=wanted)
     if rank.sources:
         rename_sources(out, rank.sources)

@@ -217,6 +217,16 @@ class ProcessGroup:
 
 
 @dataclass(frozen=True)
+class ModuleMemory:
+    """npu_module_mem.csv / NPU_MODULE_MEM: the device's memory by the module that reserved it,
+    sampled by the driver (APP: the framework's allocator pool; HCCL, RUNTIME, GE...: the parts
+    outside it)."""
+
+    peaks: dict[str, float]  # each module's highest reserved MiB
+    total_peak_mb: float  # the highest sum over every module at one sample time
+
+
+@dataclass(frozen=True)
 class MemorySummary:
     allocated_peak_mb: float
     reserved_peak_mb: float
@@ -267,9 +277,12 @@ class RankProfile:
     op_stats: list[OpStat] | None = None
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
-    # npu_module_mem.csv: the highest reserved MiB of each module of the device's memory
-    # (APP: the whole process; HCCL, RUNTIME...: the parts outside the framework's allocator)
-    module_memory: dict[str, float] | None = None
+    # npu_module_mem.csv / NPU_MODULE_MEM: each module's highest reserved MiB and their highest
+    # sum at one sample
+    module_memory: ModuleMemory | None = None
+    # the database export's NPU_MEM app rows: the whole process's device memory the driver
+    # sampled (what the text export writes as memory_record.csv's APP rows), highest MiB
+    process_sampled_peak_mb: float | None = None
     trace: TraceData | None = None
     links: list[LinkStat] | None = None  # communication_matrix.json totals per link
     # each collective's element count and data type (database export); None: not recorded

@@ -63,7 +63,7 @@ def _ceiling(evidence: Sequence[str], symptoms: dict[str, Symptom], step: float 
     # the time the symptom claims after the parts other bottlenecks explain, so no millisecond
     # is a ceiling twice (the pipeline's receive wait is not also communication's)
     share = worst.claimed_ratio if worst.claimed_ratio is not None else worst.value
-    return f"{share * step:.2f} ms ({share:.1%})"
+    return f"at most {share * step:.2f} ms ({share:.1%})"
 
 
 def _measure(fact: str, value: float) -> str:

@@ -1,4 +1,4 @@
-"""Render a suggestion: text for people, the advisor/suggestion@3 JSON, or a git-apply diff.
+"""Render a suggestion: text for people, the advisor/suggestion@4 JSON, or a git-apply diff.
 
 The JSON carries the engine's codes and values; its `summary` and `message` fields are the
 same words the text shows (render/words.py)."""
@@ -18,7 +18,7 @@ from advisor.render.retry_words import retry_reason
 
 # @3: the recommendation's `predicted` (its expected effect) and `reach` (what bounded the
 # ceiling); the reject code numerics-last
-SUGGESTION_SCHEMA = "advisor/suggestion@3"
+SUGGESTION_SCHEMA = "advisor/suggestion@4"
 
 
 def suggestion_json(s: Suggestion, notes: list[str]) -> str:
@@ -39,8 +39,7 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
             "expected": words.expected(rec),
             "risk": words.risk(rec),
             "verify": [_verify_json(v) for v in rec.verify],
-            "ceiling_ms": None if rec.ceiling_ms is None else round(rec.ceiling_ms, 3),
-            "ceiling_ratio": None if rec.ceiling_ratio is None else round(rec.ceiling_ratio, 4),
+            "ceiling": _ceiling_json(rec),
             "reach": reach_json(rec.reach) if rec.reach else None,
             "predicted": _predicted_json(rec),
         }
@@ -68,6 +67,18 @@ def suggestion_json(s: Suggestion, notes: list[str]) -> str:
         ],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def _ceiling_json(rec: Recommendation) -> dict[str, object] | None:
+    """The most step time the change can recover: an upper bound (what its mechanism can remove
+    of the time it targets), never an expected gain; `predicted` is the estimate."""
+    if rec.ceiling_ms is None or rec.ceiling_ratio is None:
+        return None
+    return {
+        "bound": "at-most",
+        "ms": round(rec.ceiling_ms, 3),
+        "ratio": round(rec.ceiling_ratio, 4),
+    }
 
 
 def _predicted_json(rec: Recommendation) -> dict[str, object] | None:

@@ -46,9 +46,15 @@ def read_json(path: Path) -> Any:
 
 
 def _step_row(
-    table: CsvTable, row: list[str], idx: dict[str, int | None], bad: BadValues
+    table: CsvTable,
+    row: list[str],
+    idx: dict[str, int | None],
+    bad: BadValues,
+    identities: bool = True,
 ) -> StepRow | None:
-    """One step row; None when a value cannot be right and the row is dropped."""
+    """One step row; None when a value cannot be right and the row is dropped. `identities`
+    False: the columns are not one device's step (a cluster file's stage row holds each column's
+    highest over the stage's ranks), so only each value is checked, not their sums."""
     values: dict[str, float | None] = {}
     for name in (*STEP_COLUMNS, "Preparing", "Bubble", "Stage"):
         i = idx[name]
@@ -63,7 +69,7 @@ def _step_row(
     if absent:
         bad.reject(table.path, f"row {table.line}", ", ".join(absent), "missing in a step row")
         return None
-    breach = step_model_breach(values)
+    breach = step_model_breach(values) if identities else None
     if breach is not None:
         column, why = breach
         bad.drop(table.path, f"row {table.line}, {column}", row[idx[column] or 0], why)
@@ -114,7 +120,9 @@ def read_cluster_step_trace(
         kind = clean(row[type_i]).lower()
         if kind == "stage":
             ranks = tuple(int(r) for r in re.findall(r"\d+", row[index_i]))
-            stage_row = _step_row(table, row, idx, bad)
+            # each column the highest of the stage's ranks (msprof-analyze's cluster analysis):
+            # the step model's sums do not hold across ranks
+            stage_row = _step_row(table, row, idx, bad, identities=False)
             if ranks and stage_row is not None:
                 staged.append(ClusterStage(ranks=ranks, row=stage_row))
             continue

@@ -20,7 +20,7 @@ from advisor.parsers.memory_summary import (
     summarise,
     with_holders,
 )
-from advisor.parsers.profile_data import MemorySummary
+from advisor.parsers.profile_data import MemorySummary, ModuleMemory
 
 KIB_PER_MIB = 1024.0
 T = TypeVar("T")
@@ -100,18 +100,28 @@ def read_memory_record(
     return replace(summary, process_peak_mb=max(process)) if process else summary
 
 
-def read_module_memory(path: Path, bad: BadValues | None = None) -> dict[str, float]:
-    """npu_module_mem.csv: each module's highest Total Reserved(MB), sampled by the driver (APP
-    is the whole process; the others are parts of it: HCCL's buffers, the runtime...)."""
+def read_module_memory(path: Path, bad: BadValues | None = None) -> ModuleMemory:
+    """npu_module_mem.csv: each module's highest Total Reserved(MB), sampled by the driver (APP is
+    the framework's allocator pool; the others are outside it: HCCL's buffers, the runtime...),
+    and the highest sum over the modules at one sample time: the process as they account for it."""
     bad = bad or BadValues()
     table = CsvTable(path)
     comp_i, res_i = table.require("Component", "Total Reserved(MB)")
+    time_i = table.column("Timestamp(us)")
     peaks: dict[str, float] = {}
+    at_time: dict[str, dict[str, float]] = {}  # sample time -> module -> MiB
     for row in table.rows():
         reserved = bad.measure(path, f"row {table.line}, Total Reserved(MB)", row[res_i])
         if isinstance(reserved, float):
             name = clean(row[comp_i])
             peaks[name] = max(peaks.get(name, 0.0), reserved)
+            if time_i is not None:
+                # a module sampled twice at one time counts once
+                modules = at_time.setdefault(clean(row[time_i]), {})
+                modules[name] = max(modules.get(name, 0.0), reserved)
     if not peaks:
         raise InputError(str(path), "no module memory samples")
-    return peaks
+    # without timestamps the modules cannot be added up at one instant: the sum of their peaks
+    # is then the bound
+    total = max(sum(m.values()) for m in at_time.values()) if at_time else sum(peaks.values())
+    return ModuleMemory(peaks, total)

@@ -340,12 +340,12 @@ def _apply_db(rank: RankProfile, content: DbProfile, path: Path) -> None:
     rank.comm = content.comm
     rank.memory = content.memory
     rank.module_memory = content.module_memory
+    rank.process_sampled_peak_mb = content.process_sampled_peak_mb
     if content.device is not None:
         rank.device, rank.device_source = content.device, f"{path.name}:NPU_INFO"
     rank.trace = content.trace
     rank.links = content.links
     rank.collective_sizes = content.collective_sizes
-    rank.device = rank.device or content.device
     rank.aicore_freq_mhz = content.aicore_freq_mhz
     rank.sources.update(content.sources)
     rank.absent.update(content.absent)

@@ -22,6 +22,7 @@ from advisor.model import InputError
 from advisor.parsers import memory_summary as memory
 from advisor.parsers.ascend_db.analysis import read_comm, read_links, read_step_rows
 from advisor.parsers.ascend_db.checks import check_intervals, check_pmu_ratios, valid_interval
+from advisor.parsers.ascend_db.device_memory import module_memory, process_memory
 from advisor.parsers.ascend_db.kernels import start_kernels
 from advisor.parsers.ascend_db.sqlite import Database
 from advisor.parsers.ascend_db.trace import read_db_trace
@@ -32,6 +33,7 @@ from advisor.parsers.profile_data import (
     KernelTable,
     LinkStat,
     MemorySummary,
+    ModuleMemory,
     StepRow,
 )
 from advisor.parsers.traces.steps import StepWindow, TraceData
@@ -72,7 +74,8 @@ class DbProfile:
     kernels: KernelTable | None = None
     comm: list[CommStep] | None = None
     memory: MemorySummary | None = None
-    module_memory: dict[str, float] | None = None
+    module_memory: ModuleMemory | None = None
+    process_sampled_peak_mb: float | None = None  # NPU_MEM app rows
     trace: TraceData | None = None
     links: list[LinkStat] | None = None
     device: str | None = None  # NPU_INFO's chip name (Ascend910B...)
@@ -105,11 +108,14 @@ def read_database(path: Path, taxonomy: Taxonomy, bad: BadValues | None = None) 
             out.sources["memory_record.csv"] = f"{path.name}:MEMORY_RECORD"
             if out.memory.holders:
                 out.sources["operator_memory.csv"] = f"{path.name}:OP_MEMORY"
-        out.module_memory = _module_memory(db)
+        out.module_memory = module_memory(db)
         if out.module_memory is None:
             out.absent["npu_module_mem.csv"] = f"{path.name} has no NPU_MODULE_MEM rows"
         else:
             out.sources["npu_module_mem.csv"] = f"{path.name}:NPU_MODULE_MEM"
+        out.process_sampled_peak_mb = process_memory(db, strings)
+        if out.process_sampled_peak_mb is not None:
+            out.sources["NPU_MEM"] = f"{path.name}:NPU_MEM"
         out.trace = read_db_trace(db, path, strings, origin, windows, taxonomy)
         out.sources["trace_view.json"] = path.name
         out.comm = _comm_from_ops(db, strings, origin, windows, taxonomy)
@@ -279,25 +285,6 @@ def _memory(
     if summary is None:
         return None
     return memory.with_holders(summary, _op_memory(db, strings))
-
-
-def _module_memory(db: Database) -> dict[str, float] | None:
-    """NPU_MODULE_MEM as npu_module_mem.csv: each module's highest reserved MiB (ENUM_MODULE
-    names the modules)."""
-    if not db.has("NPU_MODULE_MEM", "moduleId", "totalReserved") or not db.has(
-        "ENUM_MODULE", "id", "name"
-    ):
-        return None
-    sql = (
-        "SELECT m.name, MAX(n.totalReserved) FROM NPU_MODULE_MEM n "
-        "JOIN ENUM_MODULE m ON m.id = n.moduleId GROUP BY m.name"
-    )
-    peaks = {
-        str(name): reserved / _BYTES_PER_MB
-        for name, reserved in db.rows("NPU_MODULE_MEM", sql)
-        if isinstance(reserved, int | float) and reserved >= 0
-    }
-    return peaks or None
 
 
 def _op_memory(db: Database, strings: dict[int, str]) -> list[memory.Block]:
