@@ -17,7 +17,8 @@ from advisor.facts.registry import derive_log as log_derive
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.inputs.thresholds import cluster_thresholds, fact_thresholds
 from advisor.model import JOB_SCOPE, FactSet, InputError
-from advisor.parsers.ascend.rank import cluster_is_empty, locate, read_cluster_output
+from advisor.parsers.ascend.locate import locate
+from advisor.parsers.ascend.rank import cluster_is_empty, read_cluster_output
 from advisor.parsers.cluster.database import CLUSTER_DB
 from advisor.parsers.kineto.files import is_kineto_file, kineto_files
 from advisor.parsers.profile_data import ProfileData

@@ -20,7 +20,7 @@ from typing import Any
 from advisor.core.checked_data import load_valid
 from advisor.core.resources import rules_dir
 from advisor.model import InputError
-from advisor.parsers.ascend.rank import is_rank_dir
+from advisor.parsers.ascend.locate import is_rank_dir
 
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL of a run's process group
 SEARCH_DEPTH = 3  # rank folders are searched this deep below the profile folder (node/rank)

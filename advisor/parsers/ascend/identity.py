@@ -10,6 +10,7 @@ This is only asked after such a read failed, so it may read the whole file.
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,7 +30,7 @@ def is_ascend_timeline(path: Path) -> bool:
                     return True
                 # a marker split between two chunks is found in the next round
                 tail = chunk[-len(_MARKER) :]
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError
         return False
     return False
 
