@@ -1,5 +1,6 @@
-"""Events of the typed decoder and of plain JSON (a block the typed decoder refuses) fill the
-columns alike, odd values included."""
+"""The launches and kernels the extractor appends without its general path (a shape seen
+before: name, category, process and thread) fill the columns exactly as the general path does,
+odd values of the same shapes included."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto.events import KinetoEvents, extract
+from advisor.parsers.kineto.events import Extractor, KinetoEvents, extract
 from advisor.parsers.kineto.stream import KinetoEvent
 from tests.synth.kineto_file import kineto_trace
 
@@ -86,6 +88,39 @@ def _columns(out: KinetoEvents) -> dict[str, Any]:
         "collectives": out.launch_collectives,
         "memory": (list(out.memory.ts), list(out.memory.allocated), list(out.memory.reserved)),
     }
+
+
+def _read(monkeypatch: pytest.MonkeyPatch, plain: bool) -> tuple[dict[str, Any], int]:
+    general_calls = 0
+    general = Extractor._event
+
+    def counted(self: Extractor, event: Any, center: float, index: int) -> int:
+        nonlocal general_calls
+        general_calls += 1
+        return general(self, event, center, index)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Extractor, "_event", counted)
+        if not plain:
+            patch.setattr(Extractor, "_plain", lambda self, event, row: None)
+        events = _events(real=True)
+        blocks = [events[i : i + 50] for i in range(0, len(events), 50)]
+        out = extract(blocks, default_taxonomy(), Path("t.json"), BadValues(skip=True))
+    return _columns(out), general_calls
+
+
+def test_plain_shapes_fill_the_columns_as_the_general_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast, fast_calls = _read(monkeypatch, plain=True)
+    slow, slow_calls = _read(monkeypatch, plain=False)
+    assert fast == slow
+    assert slow_calls == len(_events(real=True))
+    # most events took the plain path, and the odd ones did not
+    assert fast_calls < slow_calls / 2
+    assert fast["events"][1] > 0  # the dropped events were judged
+    assert fast["odd"]  # the text correlation id was numbered apart
+    assert len(fast["copies"]) == 3
 
 
 def test_an_event_the_typed_decoder_refuses_keeps_every_argument() -> None:
