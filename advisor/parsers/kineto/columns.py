@@ -9,7 +9,7 @@ import sys
 from array import array
 from bisect import bisect_left
 
-from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import in_order, last_per_key, nearly_sorted_order, permuted
 
 # a device operation's kind, as stored in Signatures.kind
 COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
@@ -131,7 +131,8 @@ class LaunchIndex:
         if consecutive(keys):  # each id once, in order: the times are the table as they are
             self.base, self.table = keys[0], array("d", times)
             return
-        low, high = min(keys), max(keys)
+        # in order (as launches mostly are): the ends are the lowest and highest, no search
+        low, high = (keys[0], keys[-1]) if in_order(keys) else (min(keys), max(keys))
         if high - low < DENSE_KEYS_PER_LAUNCH * len(keys) + 1024:
             self.base = low
             table = array("d", [NAN]) * (high - low + 1)
