@@ -48,3 +48,44 @@ def test_keys_once_in_order_make_the_table_their_times() -> None:
     assert index.base == 7
     assert index.table == array("d", [1.0, 2.0, 3.0])
     assert [index.get(k) for k in (6, 7, 9, 10)] == [None, 1.0, 3.0, None]
+
+
+def test_a_run_of_consecutive_ids_is_copied_from_the_table_as_looked_up() -> None:
+    rng = random.Random(11)
+    keys = array("q", rng.sample(range(100, 300), 150))  # holes: NaN in the table
+    index = LaunchIndex(keys, array("d", (rng.uniform(0, 1e6) for _ in keys)))
+    assert index.table is not None
+    for first, n in ((100, 200), (150, 20), (90, 20), (290, 20), (40, 5), (299, 1), (100, 1)):
+        wanted = array("q", range(first, first + n))
+        expected = _by_key(index, wanted)
+        assert _found(launch_times_in_place(array("q", wanted), index)) == expected
+    consecutive_keys = LaunchIndex(array("q", range(5, 9)), array("d", [4.0, 3.0, 2.0, 1.0]))
+    assert consecutive_keys.base == 5
+    found = launch_times_in_place(array("q", [6, 7]), consecutive_keys)
+    assert _found(found) == [3.0, 2.0]
+
+
+def test_long_runs_of_consecutive_ids_in_tables_and_sorted_keys() -> None:
+    """Runs longer than launch_times_in_place's RUN, broken at random places, over a dense
+    table and over sorted keys (ids a billion apart between runs, as one process's ranges)."""
+    rng = random.Random(3)
+    for sparse in (False, True):
+        for _ in range(20):
+            keys: array[int] = array("q")
+            for run in range(rng.randint(2 if sparse else 1, 4)):
+                first = run * (10**9 if sparse else 300) + rng.randint(0, 50)
+                keys.extend(range(first, first + rng.randint(1, 1200)))
+            if rng.random() < 0.3:
+                keys.pop(rng.randrange(len(keys)))  # a hole: one id never launched
+            times = array("d", (rng.uniform(0, 1e6) for _ in keys))
+            index = LaunchIndex(keys, times)
+            assert (index.table is None) == sparse
+            wanted = array("q", keys)
+            cut = rng.randrange(len(wanted))
+            wanted = wanted[cut:] + wanted[:cut]  # the order broken once
+            if rng.random() < 0.5:
+                wanted.insert(rng.randrange(len(wanted)), NO_CORRELATION)
+            if rng.random() < 0.5:
+                wanted.extend(range(wanted[-1] + 1, wanted[-1] + 300))  # past the last launch
+            expected = _by_key(index, wanted)
+            assert _found(launch_times_in_place(array("q", wanted), index)) == expected

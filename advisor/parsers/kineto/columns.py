@@ -9,7 +9,7 @@ import sys
 from array import array
 from bisect import bisect_left
 
-from advisor.parsers.traces.columns import last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import in_order, last_per_key, nearly_sorted_order, permuted
 
 # a device operation's kind, as stored in Signatures.kind
 COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
@@ -102,6 +102,16 @@ class DeviceOps:
             setattr(self, column, permuted(getattr(self, column), order))
 
 
+def consecutive(keys: array[int]) -> bool:
+    """Whether the keys are k, k + 1, k + 2, ... (a launch per id, in id order, as a trace of
+    launches and kernels alone holds them): the last minus the first first, then all of them,
+    at C speed."""
+    n = len(keys)
+    if not n or keys[-1] - keys[0] != n - 1:
+        return False
+    return keys == array(keys.typecode, range(keys[0], keys[0] + n))
+
+
 class LaunchIndex:
     """Correlation key -> host launch time. Correlation ids are mostly consecutive integers:
     then a table indexed by key (8 bytes per id in the range); otherwise two arrays sorted by
@@ -118,7 +128,11 @@ class LaunchIndex:
         self.times: array[float] = array("d")
         if not keys:
             return
-        low, high = min(keys), max(keys)
+        if consecutive(keys):  # each id once, in order: the times are the table as they are
+            self.base, self.table = keys[0], array("d", times)
+            return
+        # in order (as launches mostly are): the ends are the lowest and highest, no search
+        low, high = (keys[0], keys[-1]) if in_order(keys) else (min(keys), max(keys))
         if high - low < DENSE_KEYS_PER_LAUNCH * len(keys) + 1024:
             self.base = low
             table = array("d", [NAN]) * (high - low + 1)

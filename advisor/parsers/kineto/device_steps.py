@@ -24,6 +24,8 @@ from advisor.parsers.profile_data import RankProfile
 STEPLESS_NUMBER = 0
 NO_STEP = -1  # a device operation no profiled step launched (else its window's index)
 INF = float("inf")
+# operations whose correlation ids are tried as one run of consecutive ids (launch_times_in_place)
+RUN = 256
 
 
 @dataclass
@@ -57,19 +59,74 @@ def distinct_steps(windows: list[HostWindow]) -> list[HostWindow]:
 def launch_times_in_place(correlation: array[int], launches: LaunchIndex) -> memoryview[float]:
     """Each operation's host launch time (NaN: none in the trace), written over its correlation
     key (both 8 bytes a row, each key read before its row is written): the keys are not needed
-    once the launches are found. Lookups written out: this runs once per kernel."""
+    once the launches are found. A run of RUN operations whose ids are consecutive and launched
+    once each, as a trace of launches and kernels alone holds them, is copied from the launch
+    times at C speed; other runs are looked up key by key."""
     launch_at: memoryview[float] = memoryview(correlation).cast("B").cast("d")
+    cursor = -1  # keys sorted: operations come mostly in key order, the next key tried first
+    for lo in range(0, len(correlation), RUN):
+        hi = min(len(correlation), lo + RUN)
+        copied = _copy_run(correlation, launch_at, lo, hi, launches)
+        if copied >= 0:
+            cursor = copied
+        elif launches.table is not None:
+            _by_table(correlation, launch_at, lo, hi, launches)
+        else:
+            cursor = _by_keys(correlation, launch_at, lo, hi, launches, cursor)
+    return launch_at
+
+
+def _copy_run(
+    correlation: array[int], launch_at: memoryview[float], lo: int, hi: int, launches: LaunchIndex
+) -> int:
+    """Rows [lo, hi) copied from the launch times when their ids are consecutive and each was
+    launched: the cursor after them in the sorted keys (-1: not copied, look them up)."""
+    first, n = correlation[lo], hi - lo
+    if correlation[hi - 1] - first != n - 1 or first < 0:  # most runs that are not: in O(1)
+        return -1
+    table = launches.table
+    if table is None:
+        # sorted and distinct: keys from `first` to `first + n - 1` are n consecutive ids, and
+        # the rows equal to them (compared at C speed) are the same ids
+        keys = launches.keys
+        at = bisect_left(keys, first)
+        if at + n > len(keys) or keys[at + n - 1] != first + n - 1:
+            return -1
+        if correlation[lo:hi] != keys[at : at + n]:
+            return -1
+        launch_at[lo:hi] = memoryview(launches.times)[at : at + n]
+        return at + n - 1
+    at = first - launches.base
+    if at < 0 or at + n > len(table):
+        return -1
+    if correlation[lo:hi] != array("q", range(first, first + n)):
+        return -1
+    launch_at[lo:hi] = memoryview(table)[at : at + n]
+    return 0  # no cursor over a table
+
+
+def _by_table(
+    correlation: array[int], launch_at: memoryview[float], lo: int, hi: int, launches: LaunchIndex
+) -> None:
     table, base = launches.table, launches.base
-    if table is not None:
-        size = len(table)
-        for i in range(len(correlation)):
-            offset = correlation[i] - base  # NO_CORRELATION (-1) is below every key
-            launch_at[i] = table[offset] if 0 <= offset < size else NAN
-        return launch_at
-    # keys sorted: operations come mostly in key order, so the next key is tried first
+    assert table is not None
+    size = len(table)
+    for i in range(lo, hi):
+        offset = correlation[i] - base  # NO_CORRELATION (-1) is below every key
+        launch_at[i] = table[offset] if 0 <= offset < size else NAN
+
+
+def _by_keys(
+    correlation: array[int],
+    launch_at: memoryview[float],
+    lo: int,
+    hi: int,
+    launches: LaunchIndex,
+    cursor: int,
+) -> int:
     keys, times = launches.keys, launches.times
-    found, cursor = len(keys), -1
-    for i in range(len(correlation)):
+    found = len(keys)
+    for i in range(lo, hi):
         key = correlation[i]
         j = cursor + 1
         if not (j < found and keys[j] == key):
@@ -79,7 +136,7 @@ def launch_times_in_place(correlation: array[int], launches: LaunchIndex) -> mem
                 continue
         cursor = j
         launch_at[i] = times[j]
-    return launch_at
+    return cursor
 
 
 def assign_steps(

@@ -107,6 +107,10 @@ class Extractor:
         self.streams: dict[tuple[Any, Any], int] = {}
         # (name, pid, tid, role) -> the operation's signature, or _COLLECTIVE
         self.op_signatures: dict[tuple[str, Any, Any, str], int] = {}
+        # (name, category, ph, pid, tid) of the events `block` appends itself -> an operation's
+        # signature (>= 0) or a launch's thread as ~thread (< 0): kernels and memory operations
+        # that are no collective and no blocking copy, runtime calls that only launch
+        self.plain: dict[tuple[Any, Any, Any, Any, Any], int] = {}
         self.launchers = Launchers(
             taxonomy, self.out.strings, self.out.collective_spans, self._thread
         )
@@ -117,53 +121,89 @@ class Extractor:
         self.launch_rows = (out.launch_keys.append, out.launch_ts.append, out.launch_thread.append)
 
     def block(self, events: list[Any], center: float, index: int) -> int:
-        """The events of one decoded block into the columns; the index of its last event."""
-        roles = self.roles
-        counted = 0
-        device_op, runtime = self._device_op, self._runtime
+        """The events of one decoded block into the columns; the index of its last event.
+
+        Nearly every event is a launch or a kernel of a shape seen before: the same name,
+        category, process and thread, a plain correlation id, a time well inside the trace.
+        Those are appended here, with no call; the rest (and each shape's first event, which
+        decides whether its shape is plain) go through `_event`."""
+        plain = self.plain
+        add_start, add_end, add_signature, add_key = self.op_rows
+        add_launch, add_launch_at, add_thread = self.launch_rows
+        general = self._event
         # well inside the span the trace's events may lie in (abs(ts - center) <= MAX_SPAN_US):
         # a timestamp outside is judged exactly by timeline_span
         near_low, near_high = center - MAX_SPAN_US / 2, center + MAX_SPAN_US / 2
+        counted = 0
         for event in events:
             index += 1
-            if event.__class__ is not KinetoEvent:
-                if not isinstance(event, dict):
-                    continue
-                event = typed_event(event)
-            if event.ph != "X":
-                self.out.memory.read(event)  # of the other events, only memory samples count
-                continue
-            counted += 1
-            cat = event.cat
-            role = roles.get(cat if cat.__class__ is str else str(cat))
-            if role is None:
-                continue
-            ts, dur = event.ts, event.dur
-            if (
-                ts.__class__ is float
-                and dur.__class__ is float
-                and 0.0 <= dur <= MAX_DURATION_US
-                and near_low <= ts <= near_high
-            ):
-                start, end = ts, ts + dur
-            else:
-                times = timeline_span(ts, dur, center)
-                if times is None:
-                    self._reject(event, index)
-                    continue
-                start, end = times
-            name = event.name
-            if name.__class__ is not str:
-                name = "" if name is UNSET else str(name)
-            # the two roles of nearly every event first, each in one call
-            if role == "kernel" or role == "memory":
-                device_op(event, role, name, start, end)
-            elif role == "runtime":
-                runtime(event, name, start, end)
-            else:
-                self._host_event(event, role, name, start, end)
+            if event.__class__ is KinetoEvent and (args := event.args) is not None:
+                ts, dur, corr = event.ts, event.dur, args.correlation
+                if (
+                    ts.__class__ is float
+                    and dur.__class__ is float
+                    and corr.__class__ is int
+                    and 0.0 <= dur <= MAX_DURATION_US
+                    and near_low <= ts <= near_high
+                    and 0 <= corr < INTERNED_CORRELATION
+                ):
+                    try:
+                        shape = plain[(event.name, event.cat, event.ph, event.pid, event.tid)]
+                    except (KeyError, TypeError):
+                        pass
+                    else:
+                        if shape >= 0:  # an operation's signature
+                            add_start(ts)
+                            add_end(ts + dur)
+                            add_signature(shape)
+                            add_key(corr)
+                        else:  # a launch's thread, as ~thread
+                            add_launch(corr)
+                            add_launch_at(ts)
+                            add_thread(~shape)
+                        counted += 1
+                        continue
+            counted += general(event, center, index)
         self.out.events += counted
         return index
+
+    def _event(self, event: Any, center: float, index: int) -> int:
+        """One event into the columns, by its role; 1 when it is a complete event ("X")."""
+        if event.__class__ is not KinetoEvent:
+            if not isinstance(event, dict):
+                return 0
+            event = typed_event(event)
+        if event.ph != "X":
+            self.out.memory.read(event)  # of the other events, only memory samples count
+            return 0
+        cat = event.cat
+        role = self.roles.get(cat if cat.__class__ is str else str(cat))
+        if role is None:
+            return 1
+        ts, dur = event.ts, event.dur
+        if (
+            ts.__class__ is float
+            and dur.__class__ is float
+            and 0.0 <= dur <= MAX_DURATION_US
+            and abs(ts - center) <= MAX_SPAN_US / 2
+        ):
+            start, end = ts, ts + dur
+        else:
+            times = timeline_span(ts, dur, center)
+            if times is None:
+                self._reject(event, index)
+                return 1
+            start, end = times
+        name = event.name
+        if name.__class__ is not str:
+            name = "" if name is UNSET else str(name)
+        if role == "kernel" or role == "memory":
+            self._device_op(event, role, name, start, end)
+        elif role == "runtime":
+            self._runtime(event, name, start, end)
+        else:
+            self._host_event(event, role, name, start, end)
+        return 1
 
     def _host_event(
         self, event: KinetoEvent, role: str, name: str, start: float, end: float
@@ -210,6 +250,8 @@ class Extractor:
         add_key(key)
         if role == "memory" and self.taxonomy.blocking_copies.fullmatch(name):
             self.out.blocking.device_copy(key, name, None if args is None else args.bytes)
+        else:
+            self._plain(event, sig)
 
     def _signature(self, event: KinetoEvent, role: str, name: str) -> int:
         """An operation's signature (or _COLLECTIVE: its arguments decide), remembered."""
@@ -248,6 +290,16 @@ class Extractor:
             call = self.runtime_calls[name] = self._runtime_call(name)
         if call != _LAUNCH_ONLY:
             self._host_call(call, key, name, start, end)
+        elif key != NO_CORRELATION:
+            self._plain(event, ~thread)
+
+    def _plain(self, event: KinetoEvent, row: int) -> None:
+        """Remember that events of this one's shape are appended by `block` as `row` says (an
+        operation's signature, or ~ a launch's thread). A name or category that is no string
+        is left to `_event`, which reads it as text (1 and True would share a key)."""
+        if event.name.__class__ is str and event.cat.__class__ is str:
+            with contextlib.suppress(TypeError):  # an unhashable pid or tid
+                self.plain[(event.name, event.cat, event.ph, event.pid, event.tid)] = row
 
     def _host_call(self, call: int, key: int, name: str, start: float, end: float) -> None:
         """A runtime call the host-side measures count."""

@@ -47,12 +47,14 @@ class KinetoArgs(msgspec.Struct, gc=False):
     device_type: Any = msgspec.field(default=msgspec.UNSET, name="Device Type")
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = getattr(self, _ARG_FIELDS.get(key, "-"), msgspec.UNSET)
+        value = getattr(self, ARG_FIELDS.get(key, "-"), msgspec.UNSET)
         return default if value is msgspec.UNSET else value
 
 
-_ARG_FIELDS = {
+# the trace's argument key -> KinetoArgs' field
+ARG_FIELDS = {
     "correlation": "correlation",
+    "bytes": "bytes",
     "Collective name": "collective",
     "Process Group Name": "group",
     "Process Group Ranks": "group_ranks",

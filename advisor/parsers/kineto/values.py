@@ -10,7 +10,7 @@ from typing import Any
 
 from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.kineto.columns import NO_CORRELATION
-from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
+from advisor.parsers.kineto.stream import ARG_FIELDS, UNSET, KinetoArgs, KinetoEvent
 
 # a profiling session lasts minutes: an event a day away from the others is corruption
 MAX_SPAN_US = 86_400e6
@@ -76,16 +76,11 @@ def typed_event(event: dict[str, Any]) -> KinetoEvent:
     raw_args = event.get("args")
     args = None
     if isinstance(raw_args, dict):
+        # every argument the typed decoder keeps (a copy's bytes, a memory sample's totals...)
         args = KinetoArgs(
             **{
                 field_name: raw_args[key]
-                for key, field_name in (
-                    ("correlation", "correlation"),
-                    ("Collective name", "collective"),
-                    ("Process Group Name", "group"),
-                    ("Process Group Ranks", "group_ranks"),
-                    ("Process Group Description", "group_description"),
-                )
+                for key, field_name in ARG_FIELDS.items()
                 if key in raw_args
             }
         )
