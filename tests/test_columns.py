@@ -80,6 +80,28 @@ def test_flow_launch_times_pair_as_dictionaries_would() -> None:
         assert [None if t != t else t for t in got] == expected
 
 
+def test_flows_started_and_ended_once_in_one_order_pair_as_dictionaries_would() -> None:
+    """The common case taken without a lookup per flow: each id starts once and ends once, in
+    the same (sorted) order; its finishes at any times, some equal."""
+    from advisor.parsers.traces.flows import FlowTable
+
+    rng = random.Random(5)
+    for _ in range(200):
+        table = FlowTable()
+        ids = sorted(rng.sample(range(100), rng.randint(1, 20)))
+        for key in ids:
+            table.add(True, key, float(rng.randint(0, 15)))
+        for key in ids:
+            table.add(False, key, float(rng.randint(0, 15)))
+        assert table.start_ids == table.finish_ids
+        launched = dict(zip(table.start_ids, table.start_ts, strict=True))
+        pairs = {at: launched[key] for key, at in zip(ids, table.finish_ts, strict=True)}
+        kernels = sorted(float(rng.randint(0, 15)) for _ in range(10))
+        got, paired = table.launch_times(kernels)
+        assert paired
+        assert [None if t != t else t for t in got] == [pairs.get(s) for s in kernels]
+
+
 def test_last_per_key_keeps_the_last_value_and_reuses_ordered_columns() -> None:
     from advisor.parsers.traces.columns import last_per_key
 

@@ -34,6 +34,29 @@ def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.Monkey
     assert parallel.flow_category == sequential.flow_category == "HostToDevice"
 
 
+def test_workers_cut_the_first_timestamp_s_prefix_wherever_their_range_starts(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The second half's timestamps have another epoch prefix (the trace crosses a 1e10 us
+    boundary): a worker starting there still measures from the file's first timestamp."""
+    data = trace_file.read_bytes()
+    half = len(data) // 2
+    first = re.search(rb'"ts": "([0-9]{6})', data)
+    assert first is not None
+    prefix = first.group(1)
+    later = str(int(prefix) + 1).encode()
+    trace_file.write_bytes(
+        data[:half] + data[half:].replace(b'"ts": "' + prefix, b'"ts": "' + later)
+    )
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    jobs = trace_parallel._plan_jobs(trace_file, default_taxonomy())
+    assert len(jobs) == 2 and all(job[5] is not None for job in jobs)
+    parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
+    sequential = read_trace(trace_file, default_taxonomy())
+    assert parallel.steps == sequential.steps
+
+
 def test_parallel_phases_equal_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     # each part keeps the operator flows (async_npu) beside the launch flows it pairs: the
     # phases placed by them are the sequential read's

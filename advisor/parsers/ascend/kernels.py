@@ -51,7 +51,8 @@ def read_kernels(
     key_of = columns.key_getter()
     duration_at = columns.duration
     sequences = SequenceCounter()
-    types_at = columns.types_table()
+    types_at = columns.types_table()  # None without a start column
+    start_at = columns.start_cell()
     rows = 0
     for row in table.rows():
         try:
@@ -81,7 +82,7 @@ def read_kernels(
         if step_spans is not None:
             columns.add_span(step_spans, row, key[0], duration)
         sequences.add(group.step, group.op_type, duration)
-        types_at = _add_type(types_at, row, columns, group.op_type)
+        types_at = _add_type(types_at, row[start_at], group.op_type)
     if rows == 0:
         raise InputError(str(path), "no kernel rows")
     return KernelTable(
@@ -99,16 +100,23 @@ def read_kernels(
 
 
 def _add_type(
-    types_at: dict[float, str] | None, row: list[str], columns: _KernelColumns, op_type: str
+    types_at: dict[float, str] | None, cell: str, op_type: str
 ) -> dict[float, str] | None:
     """Keep the kernel's type by its start as trace_view.json's reader parses the same time
     (the shared epoch prefix cut off); None once more kernels than KERNEL_TYPES_MAX (or no
     start column)."""
-    if types_at is None or columns.start is None or len(types_at) >= KERNEL_TYPES_MAX:
+    if types_at is None or len(types_at) >= KERNEL_TYPES_MAX:
         return None
-    integer, _, fraction = row[columns.start].strip().partition(".")
+    # the last KEPT_INTEGER_DIGITS digits before the point and the rest, cut from the cell as
+    # it is (float() ignores the blanks around it: torch_npu writes a TAB after each start)
+    dot = cell.find(".")
+    kept = (
+        cell[max(0, dot - KEPT_INTEGER_DIGITS) :]
+        if dot >= 0
+        else cell.strip()[-KEPT_INTEGER_DIGITS:]
+    )
     try:
-        at = float(integer[-KEPT_INTEGER_DIGITS:] + ("." + fraction if fraction else ""))
+        at = float(kept)
     except ValueError:
         return types_at  # an unreadable start: that kernel goes unnamed
     types_at[at] = op_type
@@ -182,6 +190,10 @@ class _KernelColumns:
         self.has_details = self.dtypes is not None or self.op_state is not None
         self.block_dim = table.column("Block Dim")
         self.mix_block_dim = table.column("Mix Block Dim")
+
+    def start_cell(self) -> int:
+        """Where a row's start is (0 without a start column: the types table is None then)."""
+        return self.start if self.start is not None else 0
 
     def types_table(self) -> dict[float, str] | None:
         """An empty table of the kernels' types by start (None: no start column)."""
@@ -265,6 +277,17 @@ class _PipeReader:
         self.mte2_bound = limits.mte2_bound_min_ratio
         self.compute_used = limits.compute_well_used_ratio
         self.values: dict[str, float | _OutOfRange | None] = {}
+        # what a row's four ratio cells make of it, by the cells (they repeat: a model runs
+        # few kernel shapes): (compute, mte2, memory-bound), or None for no pipe data
+        present = [
+            at
+            for at in (columns.aic_mac, columns.aic_mte2, columns.aiv_vec, columns.aiv_mte2)
+            if at >= 0
+        ]
+        self.cells_of: Callable[[list[str]], object] = (
+            itemgetter(*present) if len(present) > 1 else itemgetter(present[0])
+        )
+        self.verdicts: dict[object, tuple[float, float, bool] | None] = {}
 
     def value(self, cell: str) -> float | _OutOfRange | None:
         """A ratio cell's value, learnt once (cells repeat)."""
@@ -274,18 +297,35 @@ class _PipeReader:
         return known
 
     def add(self, row: list[str], group: KernelGroup, duration: float) -> None:
+        cells = self.cells_of(row)
+        known = self.verdicts.get(cells, _UNSEEN)
+        verdict = self._verdict(row, cells) if known is _UNSEEN else known
+        if verdict is None:
+            return
+        compute, mte2, bound = cast(tuple[float, float, bool], verdict)
+        group.pmu_us += duration
+        group.compute_pipe_us += duration * compute
+        group.mte2_pipe_us += duration * mte2
+        if bound:
+            group.mte2_bound_us += duration
+
+    def _verdict(self, row: list[str], cells: object) -> tuple[float, float, bool] | None:
+        """What the row's ratio cells say, remembered by the cells; a cell out of range is
+        reported for each row that holds it, so that verdict is not remembered."""
         columns = self.columns
         found = self._pair(row, columns.aic_mac, columns.aic_mte2)
         if found is None:
             found = self._pair(row, columns.aiv_vec, columns.aiv_mte2)
-        if found is None or found is _OUT_OF_RANGE:
-            return
-        compute, mte2 = found  # type: ignore[misc]
-        group.pmu_us += duration
-        group.compute_pipe_us += duration * compute
-        group.mte2_pipe_us += duration * mte2
-        if mte2 > compute and mte2 >= self.mte2_bound and compute < self.compute_used:
-            group.mte2_bound_us += duration
+        if found is _OUT_OF_RANGE:
+            return None
+        verdict = None
+        if isinstance(found, tuple):
+            compute, mte2 = found
+            bound = mte2 > compute and mte2 >= self.mte2_bound and compute < self.compute_used
+            verdict = (compute, mte2, bound)
+        if len(self.verdicts) < _CELLS_MAX:
+            self.verdicts[cells] = verdict
+        return verdict
 
     def _pair(
         self, row: list[str], compute_at: int, mte2_at: int

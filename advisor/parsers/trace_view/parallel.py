@@ -25,7 +25,8 @@ from advisor.parsers.traces.spill import SpillWriter, segments
 from advisor.parsers.traces.steps import TraceData, reduce_steps
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
 
-_TS_SAMPLE = re.compile(rb'"ts":\\s*"([0-9]+\\.[0-9]*)"')
+# the file's first string timestamp: every worker cuts the same epoch prefix from its times
+_TS_SAMPLE = re.compile(rb'"ts":\s*"([0-9]+\.[0-9]*)"')
 MIB = 1024 * 1024
 # the block a worker decodes at a time (read when the worker starts: tests make it small)
 RANGE_BLOCK_BYTES = BLOCK_BYTES
