@@ -78,11 +78,13 @@ def _diff(
 
 
 def _cause(
-    rows: list[tuple[str, float, float, float]], extra: float, rules: AnalyzerRules
+    rows: list[tuple[str, float, float, float]], extra: float, step: float, rules: AnalyzerRules
 ) -> tuple[str, float]:
     """The cause and the loss chain's extra time (ms per step)."""
     loss = sum(max(0.0, e) for t, e, _, _ in rows if t in rules.loss_chain)
-    if extra > 0 and loss / extra >= rules.loss_min_share:
+    if step <= 0 or extra < rules.min_extra_ratio * step:
+        return "none", loss
+    if loss / extra >= rules.loss_min_share:
         return "loss", loss
     grown = sum(
         max(0.0, e) for _, e, s, f in rows if f > 0 and abs(s - f) / f <= rules.same_count_tolerance
@@ -129,7 +131,7 @@ def _record_diff(
     rules = analyzer_rules()
     slow, fast = pair
     extra = sum(e for _, e, _, _ in rows)
-    cause, loss = _cause(rows, extra, rules)
+    cause, loss = _cause(rows, extra, step, rules)
     top = [r for r in rows if round(r[1], 1) > 0][: rules.slow_fast_top]
     job.add("ops.slow_fast_ranks", {"slow": slow, "fast": fast}, source, note)
     job.add("ops.slow_fast_extra_ratio", extra / step if step > 0 else 0.0, source, note)
@@ -142,13 +144,20 @@ def _record_diff(
     )
     job.add("ops.slow_fast_cause", cause, source, _cause_note(cause, rules))
     loss_note = f"the loss chain's types (rules/analyzers.yaml) on rank {slow} beyond rank {fast}"
-    job.add("ops.slow_stage_loss_share", loss / extra if extra > 0 else 0.0, source, loss_note)
+    # a share of the extra time only where there is extra time to share (cause "none": nothing)
+    share = min(1.0, loss / extra) if cause != "none" else 0.0
+    job.add("ops.slow_stage_loss_share", share, source, loss_note)
     job.add("ops.slow_stage_loss_ratio", loss / step if step > 0 else 0.0, source, loss_note)
     chain = {t: round(e, 1) for t, e, _, _ in rows if t in rules.loss_chain and round(e, 1) > 0}
     job.add("ops.slow_stage_loss_by_type", chain, source, loss_note)
 
 
 def _cause_note(cause: str, rules: AnalyzerRules) -> str:
+    if cause == "none":
+        return (
+            f"the two ranks compute within {rules.min_extra_ratio:.0%} of the step of each other: "
+            "no extra time to attribute"
+        )
     if cause == "loss":
         return (
             f"the loss chain's types carry at least {rules.loss_min_share:.0%} of the extra time: "

@@ -32,6 +32,7 @@ class AnalyzerRules:
     loss_chain: frozenset[str]
     loss_min_share: float
     same_count_tolerance: float
+    min_extra_ratio: float  # below it the slow and fast ranks compute alike: no cause
     slow_fast_top: int
     aicpu_top: int
     fallback_dtypes: frozenset[str]
@@ -65,6 +66,7 @@ def _build(raw: dict[str, Any]) -> AnalyzerRules:
         loss_chain=frozenset(str(t) for t in raw["loss_chain"]["types"]),
         loss_min_share=float(slow_fast["loss_min_share"]),
         same_count_tolerance=float(slow_fast["same_count_tolerance"]),
+        min_extra_ratio=float(slow_fast["min_extra_ratio"]),
         slow_fast_top=int(slow_fast["top"]),
         aicpu_top=int(aicpu["top"]),
         fallback_dtypes=frozenset(str(d).upper() for d in aicpu["fallback_dtypes"]),
