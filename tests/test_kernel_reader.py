@@ -1,5 +1,5 @@
 """kernel_details.csv's per-row shortcuts give what the plain per-row work gives: a kernel's
-start cut as trace_view.json's reader cuts it, and the pipe ratios remembered by their cells."""
+start cut as trace_view.json's reader cuts it, and the ratio cells' values remembered."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ _HEADER = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),"
 _HEADER += "aic_mac_ratio,aic_mte2_ratio,aiv_vec_ratio,aiv_mte2_ratio\n"
 
 
-def test_pipe_ratios_remembered_by_their_cells_count_as_read_row_by_row(
+def test_remembered_ratio_cells_count_as_read_row_by_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same cells on many rows; a ratio out of range is reported on each row holding it.

@@ -277,17 +277,6 @@ class _PipeReader:
         self.mte2_bound = limits.mte2_bound_min_ratio
         self.compute_used = limits.compute_well_used_ratio
         self.values: dict[str, float | _OutOfRange | None] = {}
-        # what a row's four ratio cells make of it, by the cells (they repeat: a model runs
-        # few kernel shapes): (compute, mte2, memory-bound), or None for no pipe data
-        present = [
-            at
-            for at in (columns.aic_mac, columns.aic_mte2, columns.aiv_vec, columns.aiv_mte2)
-            if at >= 0
-        ]
-        self.cells_of: Callable[[list[str]], object] = (
-            itemgetter(*present) if len(present) > 1 else itemgetter(present[0])
-        )
-        self.verdicts: dict[object, tuple[float, float, bool] | None] = {}
 
     def value(self, cell: str) -> float | _OutOfRange | None:
         """A ratio cell's value, learnt once (cells repeat)."""
@@ -297,35 +286,18 @@ class _PipeReader:
         return known
 
     def add(self, row: list[str], group: KernelGroup, duration: float) -> None:
-        cells = self.cells_of(row)
-        known = self.verdicts.get(cells, _UNSEEN)
-        verdict = self._verdict(row, cells) if known is _UNSEEN else known
-        if verdict is None:
-            return
-        compute, mte2, bound = cast(tuple[float, float, bool], verdict)
-        group.pmu_us += duration
-        group.compute_pipe_us += duration * compute
-        group.mte2_pipe_us += duration * mte2
-        if bound:
-            group.mte2_bound_us += duration
-
-    def _verdict(self, row: list[str], cells: object) -> tuple[float, float, bool] | None:
-        """What the row's ratio cells say, remembered by the cells; a cell out of range is
-        reported for each row that holds it, so that verdict is not remembered."""
         columns = self.columns
         found = self._pair(row, columns.aic_mac, columns.aic_mte2)
         if found is None:
             found = self._pair(row, columns.aiv_vec, columns.aiv_mte2)
-        if found is _OUT_OF_RANGE:
-            return None
-        verdict = None
-        if isinstance(found, tuple):
-            compute, mte2 = found
-            bound = mte2 > compute and mte2 >= self.mte2_bound and compute < self.compute_used
-            verdict = (compute, mte2, bound)
-        if len(self.verdicts) < _CELLS_MAX:
-            self.verdicts[cells] = verdict
-        return verdict
+        if found is None or found is _OUT_OF_RANGE:
+            return
+        compute, mte2 = found  # type: ignore[misc]
+        group.pmu_us += duration
+        group.compute_pipe_us += duration * compute
+        group.mte2_pipe_us += duration * mte2
+        if mte2 > compute and mte2 >= self.mte2_bound and compute < self.compute_used:
+            group.mte2_bound_us += duration
 
     def _pair(
         self, row: list[str], compute_at: int, mte2_at: int
