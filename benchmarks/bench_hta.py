@@ -34,7 +34,7 @@ from advisor.app.pipeline import profile_facts
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, MEMORY, LaunchIndex
-from advisor.parsers.kineto.events import extract
+from advisor.parsers.kineto.extract import extract
 from advisor.parsers.kineto.stream import KinetoStream
 from advisor.parsers.traces.intervals import Intervals, clipped_sum, merge_unsorted, overlap_sum
 from benchmarks.bench_facts import _generate_kineto

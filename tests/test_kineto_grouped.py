@@ -18,7 +18,7 @@ import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto import events as kineto_events
+from advisor.parsers.kineto import extract as kineto_extract
 from advisor.parsers.kineto import grouped as kineto_grouped
 from advisor.parsers.kineto import spill as kineto_spill
 from advisor.parsers.kineto import start_groups
@@ -197,7 +197,7 @@ def test_decoding_writes_its_rows_out_as_they_grow(
     monkeypatch.setattr(budget, "FLUSH_BYTES", 4096)
     trace = json.loads(path.read_text())["traceEvents"]
     small = [trace[i : i + 50] for i in range(0, len(trace), 50)]
-    events = kineto_events.extract(
+    events = kineto_extract.extract(
         small, default_taxonomy(), path, BadValues(), spill=tmp_path / "rows"
     )
     assert not len(events.ops) and not events.launch_keys  # none held in memory
@@ -207,7 +207,7 @@ def test_decoding_writes_its_rows_out_as_they_grow(
         1 for e in trace if e["cat"] in ("kernel", "gpu_memcpy")
     )
     # a small trace never writes: its rows stay in memory and no file is left
-    few = kineto_events.extract(small[:2], default_taxonomy(), path, spill=tmp_path / "few")
+    few = kineto_extract.extract(small[:2], default_taxonomy(), path, spill=tmp_path / "few")
     assert not few.spilled and not (tmp_path / "few").exists()
 
 

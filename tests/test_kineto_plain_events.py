@@ -13,7 +13,9 @@ import pytest
 
 from advisor.inputs.taxonomy import default_taxonomy
 from advisor.parsers.bounds import BadValues
-from advisor.parsers.kineto.events import Extractor, KinetoEvents, extract
+from advisor.parsers.kineto.decoded import KinetoEvents
+from advisor.parsers.kineto.events import Extractor
+from advisor.parsers.kineto.extract import extract
 from advisor.parsers.kineto.stream import KinetoEvent
 from tests.synth.kineto_file import kineto_trace
 

@@ -13,9 +13,6 @@ bytes a kernel, 20 a launch; see columns.py), strings by their index, never as a
 from __future__ import annotations
 
 import contextlib
-from array import array
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +20,6 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import MAX_DURATION_US, BadValues
 from advisor.parsers.kineto.collectives import (
     Launchers,
-    Spans,
-    join_launches,
-    join_spilled,
-    name_collectives,
 )
 from advisor.parsers.kineto.columns import (
     COMMUNICATION,
@@ -34,17 +27,13 @@ from advisor.parsers.kineto.columns import (
     MEMORY,
     NO_CORRELATION,
     NO_GROUP,
-    DeviceOps,
-    Strings,
 )
-from advisor.parsers.kineto.device_steps import HostWindow, distinct_steps
-from advisor.parsers.kineto.memory_events import MemorySamples
-from advisor.parsers.kineto.spill import SpilledRows, spilling
+from advisor.parsers.kineto.decoded import KinetoEvents
+from advisor.parsers.kineto.device_steps import HostWindow
 from advisor.parsers.kineto.stream import UNSET, KinetoArgs, KinetoEvent
 from advisor.parsers.kineto.values import (
     INTERNED_CORRELATION,
     MAX_SPAN_US,
-    center_of,
     collective_name,
     interned_correlation,
     process_group,
@@ -52,43 +41,11 @@ from advisor.parsers.kineto.values import (
     timeline_span,
     typed_event,
 )
-from advisor.parsers.traces.blocking import BlockingEvents
-from advisor.parsers.traces.host_calls import HostCallColumns
-from advisor.parsers.traces.phases import HostRanges, RangeReader
+from advisor.parsers.traces.phases import RangeReader
 
 # runtime calls the host-side measures count, as stored per call name
 _LAUNCH_ONLY, _SYNC, _MALLOC, _FREE, _COPY = 0, 1, 2, 3, 4
 _COLLECTIVE = -1  # an operation whose signature its arguments decide (a collective's)
-
-
-@dataclass
-class KinetoEvents:
-    ops: DeviceOps = field(default_factory=DeviceOps)
-    strings: Strings = field(default_factory=Strings)
-    # host launches: correlation key, host time and thread (Strings id), in trace order
-    launch_keys: array[int] = field(default_factory=lambda: array("q"))
-    launch_ts: array[float] = field(default_factory=lambda: array("d"))
-    launch_thread: array[int] = field(default_factory=lambda: array("i"))
-    steps: list[HostWindow] = field(default_factory=list)
-    host: HostCallColumns = field(default_factory=HostCallColumns)
-    blocking: BlockingEvents = field(default_factory=BlockingEvents)
-    # a device allocator's `[memory]` instant events (profile_memory=True)
-    memory: MemorySamples = field(default_factory=MemorySamples)
-    # the ranges naming a phase of the step, and the garbage collections
-    host_ranges: HostRanges = field(default_factory=HostRanges)
-    events: int = 0
-    dropped: int = 0
-    # group key -> (description, ranks) learnt from collective kernels' arguments
-    kernel_groups: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
-    # the host ranges naming a collective, by thread; the correlation ids of collective
-    # kernels; once all is read, the collective each such kernel's launch was made under
-    collective_spans: dict[int, Spans] = field(default_factory=dict)
-    comm_keys: array[int] = field(default_factory=lambda: array("q"))
-    launch_collectives: dict[int, int] = field(default_factory=dict)
-    # correlation ids that are not plain non-negative integers, by their typed text
-    odd_correlations: dict[str, int] = field(default_factory=dict)
-    # operation and launch rows written out while decoding (then none are held in `ops`)
-    spilled: list[SpilledRows] = field(default_factory=list)
 
 
 class Extractor:
@@ -410,43 +367,3 @@ class Extractor:
         if key not in self.out.kernel_groups and (found := process_group(args, key)):
             self.out.kernel_groups[key] = found
         return self.out.strings.id(key)
-
-
-def extract(
-    blocks: Iterable[list[Any]],
-    taxonomy: Taxonomy,
-    path: Path,
-    bad: BadValues | None = None,
-    spill: Path | None = None,
-) -> KinetoEvents:
-    """The events the facts need, from the trace's event blocks (stream.py). With `spill`,
-    the operation and launch rows go to that file once they pass FLUSH_BYTES (then all of
-    them: `spilled`), and the operations are left for the reduction to order."""
-    extractor = Extractor(taxonomy, path, bad or BadValues())
-    center: float | None = None
-    index = -1
-    out = extractor.out
-    launches = (out.launch_keys, out.launch_ts, out.launch_thread)
-    with spilling(out.ops, launches, out.spilled, spill) as writer:
-        for block in blocks:
-            if center is None:
-                center = center_of(block)
-            index = extractor.block(block, center, index)
-            if writer is not None:
-                writer.flush_if_large()
-    if out.spilled:
-        join_spilled(out.collective_spans, out.comm_keys, out.spilled, out.launch_collectives)
-        out.steps = distinct_steps(out.steps)
-        return out
-    return finish(out)
-
-
-def finish(out: KinetoEvents) -> KinetoEvents:
-    """Collectives by their host range's name, operations in time order, one window per step."""
-    launches = zip(out.launch_keys, out.launch_ts, out.launch_thread, strict=True)
-    join_launches(out.collective_spans, out.comm_keys, launches, out.launch_collectives)
-    out.launch_thread = array("i")
-    name_collectives(out.ops, out.launch_collectives)
-    out.ops.sort()
-    out.steps = distinct_steps(out.steps)
-    return out

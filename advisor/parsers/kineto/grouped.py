@@ -39,6 +39,7 @@ from advisor.parsers.kineto.columns import (
     LaunchIndex,
     Signatures,
 )
+from advisor.parsers.kineto.decoded import KinetoEvents
 from advisor.parsers.kineto.device_steps import (
     STEPLESS_NUMBER,
     DeviceWindow,
@@ -46,7 +47,6 @@ from advisor.parsers.kineto.device_steps import (
     launch_times_in_place,
     stepless,
 )
-from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.kineto.kernel_tables import finish_rank
 from advisor.parsers.kineto.spill import (
     Segment,

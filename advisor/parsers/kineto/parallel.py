@@ -20,8 +20,9 @@ from advisor.model import InputError
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto.collectives import join_spilled
 from advisor.parsers.kineto.columns import NO_GROUP
+from advisor.parsers.kineto.decoded import KinetoEvents
 from advisor.parsers.kineto.device_steps import distinct_steps
-from advisor.parsers.kineto.events import Extractor, KinetoEvents
+from advisor.parsers.kineto.events import Extractor
 from advisor.parsers.kineto.spill import spilling
 from advisor.parsers.kineto.stream import KinetoStream, events_span
 from advisor.parsers.kineto.values import center_of

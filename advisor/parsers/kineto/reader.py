@@ -26,7 +26,8 @@ from advisor.inputs import progress
 from advisor.inputs.taxonomy import Taxonomy
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.kineto import step_model
-from advisor.parsers.kineto.events import KinetoEvents, extract
+from advisor.parsers.kineto.decoded import KinetoEvents
+from advisor.parsers.kineto.extract import extract
 from advisor.parsers.kineto.parallel import extract_in_parallel
 from advisor.parsers.kineto.stream import KinetoStream
 from advisor.parsers.kineto.values import short_name

@@ -18,6 +18,7 @@ from advisor.model import InputError
 from advisor.parsers.kineto import grouped
 from advisor.parsers.kineto.collectives import collective_kinds
 from advisor.parsers.kineto.columns import COMMUNICATION, MEMORY, LaunchIndex
+from advisor.parsers.kineto.decoded import KinetoEvents
 from advisor.parsers.kineto.device_steps import (
     STEPLESS_NUMBER,
     DeviceWindow,
@@ -27,7 +28,6 @@ from advisor.parsers.kineto.device_steps import (
     launch_times_in_place,
     stepless,
 )
-from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.kineto.kernel_tables import StepOps, add_step_ops, finish_rank
 from advisor.parsers.kineto.window import (
     Measured,

@@ -17,8 +17,8 @@ from itertools import compress
 from typing import Protocol
 
 from advisor.parsers.kineto.columns import COMMUNICATION, COMPUTE, MEMORY, DeviceOps
+from advisor.parsers.kineto.decoded import KinetoEvents
 from advisor.parsers.kineto.device_steps import DeviceWindow
-from advisor.parsers.kineto.events import KinetoEvents
 from advisor.parsers.profile_data import CommStep, StepRow
 from advisor.parsers.traces.blocking import blocking_calls
 from advisor.parsers.traces.host_calls import HostCalls
