@@ -94,12 +94,17 @@ class Extractor:
         counted = 0
         for event in events:
             index += 1
-            if event.__class__ is KinetoEvent and (args := event.args) is not None:
-                ts, dur, corr = event.ts, event.dur, args.correlation
+            # a host operator (most events of a real trace) has no correlation id: it leaves
+            # at the first test after its arguments
+            if (
+                event.__class__ is KinetoEvent
+                and (args := event.args) is not None
+                and (corr := args.correlation).__class__ is int
+            ):
+                ts, dur = event.ts, event.dur
                 if (
                     ts.__class__ is float
                     and dur.__class__ is float
-                    and corr.__class__ is int
                     and 0.0 <= dur <= MAX_DURATION_US
                     and near_low <= ts <= near_high
                     and 0 <= corr < INTERNED_CORRELATION
