@@ -122,7 +122,11 @@ def _race_peer(args: argparse.Namespace, directory: Path, ours: Run) -> None:
         else:
             name = "msprof-analyze advisor all"
             exe = msprof_exe(args.peer_venv / "msprof")
-            command = [str(exe), "advisor", "all", "-d", str(directory.resolve())]
+            # one rank is given as its own folder: msprof-analyze's advisor looks for the
+            # operator files there (given the parent, it runs its cluster analyses only)
+            ranks = sorted(directory.glob("*_ascend_pt"))
+            target = ranks[0] if len(ranks) == 1 else directory
+            command = [str(exe), "advisor", "all", "-d", str(target.resolve())]
             command += ["-o", scratch, "-l", "en"]
         print(f"peer: {name}, stopped after {args.peer_limit:.0f} s")
         peer = run_limited(command, args.peer_limit, cwd=Path(scratch))
