@@ -33,7 +33,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.peers import HTA_SCRIPT, Run, hta_python, msprof_exe, run_limited
+from benchmarks.peers import (
+    HTA_SCRIPT,
+    Run,
+    hta_python,
+    msprof_advisor_command,
+    msprof_exe,
+    run_limited,
+)
 from tests.synth import PRESETS, write_profile
 from tests.synth.db_file import write_profile_db
 
@@ -122,12 +129,7 @@ def _race_peer(args: argparse.Namespace, directory: Path, ours: Run) -> None:
         else:
             name = "msprof-analyze advisor all"
             exe = msprof_exe(args.peer_venv / "msprof")
-            # one rank is given as its own folder: msprof-analyze's advisor looks for the
-            # operator files there (given the parent, it runs its cluster analyses only)
-            ranks = sorted(directory.glob("*_ascend_pt"))
-            target = ranks[0] if len(ranks) == 1 else directory
-            command = [str(exe), "advisor", "all", "-d", str(target.resolve())]
-            command += ["-o", scratch, "-l", "en"]
+            command = msprof_advisor_command(exe, directory, Path(scratch))
         print(f"peer: {name}, stopped after {args.peer_limit:.0f} s")
         peer = run_limited(command, args.peer_limit, cwd=Path(scratch))
     print(peer.line(name))

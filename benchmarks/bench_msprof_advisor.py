@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.peers import msprof_exe
+from benchmarks.peers import msprof_advisor_command, msprof_exe
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("ascend-qwen3-pp2-4rank", "ascend-ddp-2rank-text", "ascend-ddp-2rank-db")
@@ -62,14 +62,10 @@ def stage(real: Path, scratch: Path) -> list[Path]:
 
 
 def run_msprof(exe: Path, folder: Path, out: Path) -> tuple[float, list[tuple[str, str]]]:
-    # a single rank is given as its own folder: msprof-analyze's advisor looks for the
-    # operator files there (given the parent, it runs only its cluster analyses)
-    ranks = sorted(folder.glob("*_ascend_pt"))
-    target = ranks[0] if len(ranks) == 1 else folder
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     ran = subprocess.run(
-        [str(exe), "advisor", "all", "-d", str(target), "-o", str(out), "-l", "en"],
+        msprof_advisor_command(exe, folder, out),
         capture_output=True,
         text=True,
         timeout=1800,

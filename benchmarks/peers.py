@@ -63,6 +63,15 @@ def msprof_exe(where: Path) -> Path:
     return exe
 
 
+def msprof_advisor_command(exe: Path, folder: Path, out: Path) -> list[str]:
+    """msprof-analyze's `advisor all` on a job folder, its findings in English under `out`."""
+    # a single rank is given as its own folder: msprof-analyze's advisor looks for the
+    # operator files there (given the parent, it runs only its cluster analyses)
+    ranks = sorted(folder.glob("*_ascend_pt"))
+    target = ranks[0] if len(ranks) == 1 else folder
+    return [str(exe), "advisor", "all", "-d", str(target.resolve()), "-o", str(out), "-l", "en"]
+
+
 def tree_rss_kb(pid: int) -> int:
     """Resident memory of a process and all its descendants, from /proc (Linux)."""
     total = 0
