@@ -13,9 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.inputs.taxonomy import Taxonomy
-from advisor.parsers.bounds import MAX_DURATION_US
+from advisor.parsers.trace_view.deferred import PendingRows, duration
 from advisor.parsers.trace_view.events import ARGS_DECODER, TraceEvent
-from advisor.parsers.trace_view.names import NOTHING_SEEN, EventNames
+from advisor.parsers.trace_view.names import (
+    CALL_DROPPED,
+    CALL_KEPT,
+    NOTHING_SEEN,
+    PLAIN_KERNEL,
+    EventNames,
+)
 from advisor.parsers.trace_view.schema import (
     DEVICE_LANE,
     FLOW_PREFERENCE,
@@ -33,10 +39,10 @@ FLOW_CATEGORIES = FLOW_PREFERENCE
 HOST = "host"  # the first part of the host-call columns' keys
 BEST = FLOW_PREFERENCE[0]
 # the categories read once the best pairs: it, and the operator flows the phases place by
-KEPT_FLOWS = frozenset((BEST, OPERATOR_FLOW))
+KEPT_ORDER = (BEST, OPERATOR_FLOW)
+KEPT_FLOWS = frozenset(KEPT_ORDER)
 # flow ids remembered to find the best category's first start/finish pair (see _probe)
 PROBE_MAX = 1 << 16
-_INT64 = 1 << 63  # a flow id that is a signed 64-bit integer is its own key (flow_key)
 
 
 class BadEvent(ValueError):
@@ -84,6 +90,8 @@ class Accumulator:
     probe_finishes: set[int] = field(default_factory=set)
     # what each event name asks for, looked up once per name
     names: EventNames | None = None
+    # a batch's kernels and kept flow ends, as raw values until the end of the batch
+    pending: PendingRows = field(default_factory=lambda: PendingRows(KEPT_ORDER))
 
     def merge(self, other: Accumulator) -> None:
         """Append another accumulator's data (a later byte range of the same file)."""
@@ -191,61 +199,64 @@ class Accumulator:
 
     def _add(self, batch: list[TraceEvent], names: EventNames) -> None:
         # the hot loop of the reader: millions of events, most of them host operators and
-        # launches no measure reads, so what a name asks for is looked up once per name, and
-        # a kernel of a process already seen goes straight to its arrays
-        host_kinds, runtime_kinds, plain = names.host, names.runtime, names.plain
-        starts_by_pid, ends_by_pid = self.starts, self.ends
-        ts = self.ts.__call__
+        # launches no measure reads, so what a name asks for is looked up once per name; a
+        # kernel of a process already seen, and a launch flow once the best category pairs,
+        # leave their raw values in lists, turned into numbers together after the loop
+        host_kinds, uncategorised = names.host, names.uncategorised
+        starts_by_pid = self.starts
+        pending = self.pending
+        kernel_ts, kernel_dur, kernel_pid = pending.kernel_ts, pending.kernel_dur, pending.pid
+        flow_lists = pending.flows
         for e in batch:
             ph = e.ph
             if ph == "X":
-                name = e.name
                 cat = e.cat
                 if cat:
+                    name = e.name
                     kept = host_kinds.get(cat, NOTHING_SEEN).get(name)
                     if kept is None:
                         kept = names.learn_host(cat, name)
                     if kept:
                         self._host_side(e, name)
-                elif name.startswith("AscendCL@"):
-                    kept = runtime_kinds.get(name)
-                    if kept is None:
-                        kept = names.learn_runtime(name)
-                    if kept:
-                        self._runtime_call(e, name)
-                elif name in plain and e.pid in starts_by_pid:
-                    start = ts(e.ts)
-                    dur = e.dur
-                    if dur.__class__ is not float or not 0.0 <= dur <= MAX_DURATION_US:
-                        dur = _dur(dur)
-                    starts_by_pid[e.pid].append(start)
-                    ends_by_pid[e.pid].append(start + dur)
-                else:
-                    self._device_event(e, name)
+                    continue
+                kind = uncategorised.get(e.name)
+                if kind == PLAIN_KERNEL and e.pid in starts_by_pid:
+                    kernel_ts.append(e.ts)
+                    kernel_dur.append(e.dur)
+                    kernel_pid.append(e.pid)
+                elif kind != CALL_DROPPED:
+                    self._uncategorised(e, kind)
             elif ph == "s" or ph == "f":
                 if not self.best_paired:
                     self._flow(e, ph == "s")
-                elif e.cat in KEPT_FLOWS:  # once the best pairs, the others are not read
-                    self._kept_flow(e, ph == "s")
+                    continue
+                lists = flow_lists.get(e.cat)  # once the best pairs, the others are not read
+                if lists is not None:
+                    end = 0 if ph == "s" else 2
+                    lists[end].append(e.id)
+                    lists[end + 1].append(e.ts)
             elif ph == "M" and e.name == "process_name":
-                args = ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
-                self.process_names[e.pid] = str(args.get("name", ""))
-                self._drop_unused(e.pid)
+                self._process_name(e)
+        pending.settle(self.ts, self.starts, self.ends, self.scratch_starts, self.flows)
         del self.scratch_starts[:], self.scratch_ends[:]
 
-    def _kept_flow(self, e: TraceEvent, start: bool) -> None:
-        """One end of a flow of a kept category once the best pairs: _flow's work without
-        its tests (flow_key's common cases inline)."""
-        key = e.id
-        if isinstance(key, str) and len(key) <= 18 and key.isdigit():
-            key = int(key)
-        elif not isinstance(key, int) or not -_INT64 <= key < _INT64:
-            key = flow_key(key)
-        cat = e.cat
-        table = self.flows.get(cat)
-        if table is None:
-            table = self.flows[cat] = FlowTable()
-        table.add(start, key, self.ts(e.ts))
+    def _uncategorised(self, e: TraceEvent, kind: int | None) -> None:
+        """An event without a category that is not a plain kernel of a process seen: an
+        AscendCL call kept or not looked at yet, or any other device event."""
+        name = e.name
+        if kind == CALL_KEPT:
+            self._runtime_call(e, name)
+        elif kind is None and name.startswith("AscendCL@"):
+            assert self.names is not None
+            if self.names.learn_runtime(name):
+                self._runtime_call(e, name)
+        else:
+            self._device_event(e, name)
+
+    def _process_name(self, e: TraceEvent) -> None:
+        args = ARGS_DECODER.decode(e.args) if bytes(e.args) != b"null" else {}
+        self.process_names[e.pid] = str(args.get("name", ""))
+        self._drop_unused(e.pid)
 
     def _host_side(self, e: TraceEvent, name: str) -> None:
         """A host-side event: most are operators, which no measure reads (cheap substring
@@ -257,7 +268,7 @@ class Accumulator:
         if "item" in name or "_scalar" in name or e.cat == "user_annotation":
             start = self.ts(e.ts)
             self.blocking.annotation(
-                e.cat, name, start, start + _dur(e.dur), self.taxonomy.blocking_ops
+                e.cat, name, start, start + duration(e.dur), self.taxonomy.blocking_ops
             )
         elif e.cat == "cpu_op" and ("#" in name or " " in name or "." in name):
             self._user_range(e, name)
@@ -270,20 +281,20 @@ class Accumulator:
             m = self.taxonomy.step.fullmatch(name)
             if m:
                 start = self.ts(e.ts)
-                self.steps.append(StepWindow(int(m.group(1)), start, start + _dur(e.dur)))
+                self.steps.append(StepWindow(int(m.group(1)), start, start + duration(e.dur)))
         elif ("DataLoader" in name or "dataset" in name) and self.taxonomy.dataloader.fullmatch(
             name
         ):
             start = self.ts(e.ts)
             self.host.loader_start.append(start)
-            self.host.loader_end.append(start + _dur(e.dur))
+            self.host.loader_end.append(start + duration(e.dur))
 
     def _user_range(self, e: TraceEvent, name: str) -> None:
         """A host range named by the user or a module (torch_npu files them as cpu_op): where
         a blocking call sits."""
         if self.taxonomy.user_ranges.fullmatch(name):
             start = self.ts(e.ts)
-            self.blocking.ranges.append((start, start + _dur(e.dur), name))
+            self.blocking.ranges.append((start, start + duration(e.dur), name))
 
     def _host_range(self, e: TraceEvent, name: str) -> None:
         """A range naming a phase of the step (nn.Module, autograd, Optimizer.step...), or a
@@ -293,7 +304,7 @@ class Accumulator:
             self.range_reader = RangeReader(tax.phase_ranges, tax.gc_ranges, tax.fsdp_ranges)
         if self.range_reader.kind(name) != NEITHER:
             start = self.ts(e.ts)
-            self.range_reader.add(self.host_ranges, name, start, start + _dur(e.dur))
+            self.range_reader.add(self.host_ranges, name, start, start + duration(e.dur))
 
     def _runtime_call(self, e: TraceEvent, name: str) -> None:
         """An AscendCL call: synchronisations, allocations and frees are kept."""
@@ -301,17 +312,17 @@ class Accumulator:
         # cheap substring tests first: most runtime calls are kernel launches
         if "Synchron" in name and tax.sync_calls.fullmatch(name):
             at = self.ts(e.ts)
-            end = at + _dur(e.dur)
+            end = at + duration(e.dur)
             self.host.sync_start.append(at)
             self.host.sync_end.append(end)
             self.blocking.waits.append((at, end, name))
         elif "Memcpy" in name and tax.blocking_calls.fullmatch(name):
             at = self.ts(e.ts)
-            self.blocking.waits.append((at, at + _dur(e.dur), name))
+            self.blocking.waits.append((at, at + duration(e.dur), name))
         elif "Malloc" in name and tax.malloc_calls.fullmatch(name):
             at = self.ts(e.ts)
             self.host.malloc_start.append(at)
-            self.host.malloc_end.append(at + _dur(e.dur))
+            self.host.malloc_end.append(at + duration(e.dur))
         elif "Free" in name and tax.free_calls.fullmatch(name):
             self.host.free.append(self.ts(e.ts))
 
@@ -319,7 +330,7 @@ class Accumulator:
         """A step marker without its category, an overlap lane's interval, or a kernel (a
         collective's also in its kind's lane)."""
         start = self.ts(e.ts)
-        end = start + _dur(e.dur)
+        end = start + duration(e.dur)
         if name.startswith("ProfilerStep#"):  # some exporters omit the cpu_op category
             m = self.taxonomy.step.fullmatch(name)
             if m:
@@ -334,12 +345,11 @@ class Accumulator:
         elif self.names is not None:
             self.names.learn_plain(name)  # next time straight to the arrays
         pid = e.pid
-        starts = self.starts.get(pid)
-        if starts is None:
-            starts = self.starts[pid] = array("d")
+        if pid not in self.starts:
+            self.starts[pid] = array("d")
             self.ends[pid] = array("d")
-        starts.append(start)
-        self.ends[pid].append(end)
+        # in its process's arrays with the batch's other kernels
+        self.pending.kernel(e.ts, e.dur, pid)
 
     def _collective_size(self, e: TraceEvent, name: str) -> None:
         """The collective task's element count and data type, where its args hold them."""
@@ -375,11 +385,3 @@ def _append_interval(
         lane = lanes[name] = [array("d"), array("d")]
     lane[0].append(start)
     lane[1].append(end)
-
-
-def _dur(value: float | str) -> float:
-    number = value if value.__class__ is float else float(value)
-    # one chained comparison: also false for NaN
-    if not 0.0 <= number <= MAX_DURATION_US:
-        raise ValueError(f"dur {value!r} is not a duration in [0, {MAX_DURATION_US:g}] us")
-    return number

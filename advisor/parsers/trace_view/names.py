@@ -12,6 +12,11 @@ from advisor.parsers.traces.phases import HOST_KINDS_MAX, NEITHER, RangeReader
 
 NOTHING_SEEN: dict[str, bool] = {}  # a category none of whose names was looked at yet
 
+# what an event without a category is, by its name (EventNames.uncategorised)
+PLAIN_KERNEL = 0  # a device event neither a step marker, an overlap lane nor a collective
+CALL_KEPT = 1  # an AscendCL call the reader keeps (a synchronisation, allocation, free...)
+CALL_DROPPED = 2  # any other AscendCL call (a launch)
+
 
 class EventNames:
     """Whether a host event (by category and name) or an AscendCL call (by name) is read,
@@ -20,9 +25,8 @@ class EventNames:
     def __init__(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy
         self.host: dict[str, dict[str, bool]] = {}
-        self.runtime: dict[str, bool] = {}
-        # device events neither a step marker, an overlap lane nor a collective
-        self.plain: set[str] = set()
+        # the events without a category, AscendCL calls and kernels alike: one lookup each
+        self.uncategorised: dict[str, int] = {}
         self._ranges = RangeReader(taxonomy.phase_ranges, taxonomy.gc_ranges, taxonomy.fsdp_ranges)
 
     def learn_host(self, cat: str, name: str) -> bool:
@@ -34,13 +38,13 @@ class EventNames:
 
     def learn_runtime(self, name: str) -> bool:
         kept = self._runtime_kept(name)
-        if len(self.runtime) < HOST_KINDS_MAX:
-            self.runtime[name] = kept
+        if len(self.uncategorised) < HOST_KINDS_MAX:
+            self.uncategorised[name] = CALL_KEPT if kept else CALL_DROPPED
         return kept
 
     def learn_plain(self, name: str) -> None:
-        if len(self.plain) < HOST_KINDS_MAX:
-            self.plain.add(name)
+        if len(self.uncategorised) < HOST_KINDS_MAX:
+            self.uncategorised[name] = PLAIN_KERNEL
 
     def _host_kept(self, cat: str, name: str) -> bool:
         """Whether the accumulator's _host_side does anything with such an event (keeps it,
