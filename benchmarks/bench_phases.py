@@ -40,6 +40,9 @@ def _cpu() -> tuple[float, float]:
 class Phases:
     def __init__(self) -> None:
         self.rows: list[tuple[str, float, float, float]] = []
+        # the parent's CPU seconds when it began to wait for the decoding workers: all it did
+        # before (the CSV and JSON files of the export) ran while they decoded
+        self.parent_before_wait: float | None = None
 
     @contextlib.contextmanager
     def timed(self, label: str) -> Iterator[None]:
@@ -68,6 +71,8 @@ class Phases:
             collect = real(*args, **kwargs)
 
             def timed_collect() -> Any:
+                if self.parent_before_wait is None:
+                    self.parent_before_wait = _cpu()[0]
                 with self.timed(label):
                     return collect()
 
@@ -91,13 +96,16 @@ def _instrument(phases: Phases) -> None:
 
 
 def _idle_estimate(
-    measured: list[tuple[str, float, float, float]], total: tuple[str, float, float, float]
+    measured: list[tuple[str, float, float, float]],
+    total: tuple[str, float, float, float],
+    before_wait: float | None,
 ) -> None:
     """The wall time two idle cores would take, from CPU seconds (the wall time of a loaded
     machine measures its other users). torch_npu text exports: the CSV files the parent reads
     while the workers decode share the two cores with them; the rest of the parent's work
-    (merge, reduction, facts, rendering) comes after, alone. Start-up (interpreter and imports,
-    ~0.3 s) is not in these figures."""
+    (merge, reduction, facts, rendering) comes after, alone. `before_wait`: the parent's CPU
+    seconds until it waited for the workers (kernel_details.csv and the export's other files).
+    Start-up (interpreter and imports, ~0.3 s) is not in these figures."""
     by_label = {label: (own, children) for label, _, own, children in measured}
     if "kineto: decoding (workers)" in by_label:
         _kineto_idle_estimate(measured, total)
@@ -106,13 +114,13 @@ def _idle_estimate(
     if csv is None:
         return
     workers = sum(children for _, _, _, children in measured)
-    concurrent = csv[0]
+    concurrent = csv[0] if before_wait is None else before_wait
     serial = total[2] - concurrent
     parallel = max((workers + concurrent) / 2, workers / 2, concurrent)
     print(
         f"on two idle cores: ~{parallel + serial:.2f} s after start-up"
-        f" ((workers {workers:.2f} + parent's CSV {concurrent:.2f}) / 2 + the parent's"
-        f" serial {serial:.2f}; CPU seconds, inflated by the machine's load)"
+        f" ((workers {workers:.2f} + the parent's reading meanwhile {concurrent:.2f}) / 2"
+        f" + the parent's serial {serial:.2f}; CPU seconds, inflated by the machine's load)"
     )
 
 
@@ -145,6 +153,7 @@ def main() -> None:
     sys.argv = ["advisor", "facts", str(args.profile), "--format", "json"]
     profiler = cProfile.Profile() if args.cprofile else None
     load_before = os.getloadavg()[0]
+    cpu_before = _cpu()[0]
     with phases.timed("advisor facts, in all"), contextlib.redirect_stdout(io.StringIO()):
         if profiler is not None:
             profiler.enable()
@@ -173,7 +182,8 @@ def main() -> None:
         f"machine load {load_before:.2f} -> {os.getloadavg()[0]:.2f} (1-minute load average on "
         f"{os.cpu_count()} cores, before -> after; CPU seconds are the reader's, wall seconds noisy)"
     )
-    _idle_estimate(measured, total)
+    before_wait = phases.parent_before_wait
+    _idle_estimate(measured, total, None if before_wait is None else before_wait - cpu_before)
     if profiler is not None:
         # forked workers inherit the profiler: only this process's numbers are read here
         out = io.StringIO()
