@@ -207,15 +207,19 @@ class Accumulator:
         pending = self.pending
         kernel_ts, kernel_dur, kernel_pid = pending.kernel_ts, pending.kernel_dur, pending.pid
         flow_lists = pending.flows
+        host_cat, by_name = "", NOTHING_SEEN
         for e in batch:
             ph = e.ph
             if ph == "X":
                 cat = e.cat
                 if cat:
+                    if cat != host_cat:  # host events come in runs of one category
+                        host_cat, by_name = cat, host_kinds.get(cat, NOTHING_SEEN)
                     name = e.name
-                    kept = host_kinds.get(cat, NOTHING_SEEN).get(name)
+                    kept = by_name.get(name)
                     if kept is None:
                         kept = names.learn_host(cat, name)
+                        by_name = host_kinds[cat]
                     if kept:
                         self._host_side(e, name)
                     continue
