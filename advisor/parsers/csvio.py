@@ -43,7 +43,6 @@ class CsvTable:
         except OSError as exc:
             raise InputError(str(path), f"cannot read: {exc.strerror}") from None
         self._reader = csv.reader(self._handle)
-        self.line = 1  # the file line of the row last yielded, for errors that name it
         try:
             header = next(self._reader)
         except StopIteration:
@@ -80,16 +79,23 @@ class CsvTable:
             self._refuse_twice(name)
         return [self._index[n] for n in names]
 
+    @property
+    def line(self) -> int:
+        """The file line of the row last read, for errors that name it."""
+        return self._reader.line_num
+
     def rows(self) -> Iterator[list[str]]:
         width = len(self.header)
+        short = max(width, 2)  # a row of one cell may be a blank line
         try:
             with self._handle:
                 for row in self._reader:
-                    self.line = self._reader.line_num
-                    if not row or (len(row) == 1 and not row[0].strip()):
-                        continue
-                    if len(row) < width:
-                        row = row + [""] * (width - len(row))
+                    # a full row costs one comparison; a short one is a blank line or padded
+                    if len(row) < short:
+                        if not row or (len(row) == 1 and not row[0].strip()):
+                            continue
+                        if len(row) < width:
+                            row = row + [""] * (width - len(row))
                     yield row
         except (csv.Error, UnicodeDecodeError) as exc:
             raise InputError(str(self.path), f"unreadable CSV content: {exc}") from None
