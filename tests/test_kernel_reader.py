@@ -10,7 +10,8 @@ import pytest
 
 from advisor.inputs.thresholds import reader_thresholds
 from advisor.parsers.ascend import kernels
-from advisor.parsers.ascend.kernels import _add_type, read_kernels
+from advisor.parsers.ascend.kernel_starts import add_type
+from advisor.parsers.ascend.kernels import read_kernels
 from advisor.parsers.bounds import BadValues
 from advisor.parsers.trace_view.timestamps import KEPT_INTEGER_DIGITS
 
@@ -35,7 +36,7 @@ def test_a_start_cell_is_cut_as_the_trace_reader_cuts_it() -> None:
         point = rng.choice(["", ".", "." + fraction]) if fraction else rng.choice(["", "."])
         cells.append(rng.choice(["", " ", "\t"]) + digits + point + rng.choice(["", "\t", " "]))
     for cell in cells:
-        found = _add_type({}, cell, "MatMul")
+        found = add_type({}, cell, "MatMul")
         assert found is not None
         expected = _cut_as_before(cell)
         assert found == ({} if expected is None else {expected: "MatMul"}), repr(cell)

@@ -14,17 +14,16 @@ from pathlib import Path
 from advisor.inputs.thresholds import ReaderThresholds
 from advisor.model import InputError
 from advisor.parsers.ascend.kernel_columns import KernelColumns, PipeReader
+from advisor.parsers.ascend.kernel_starts import KernelStarts
 from advisor.parsers.bounds import MAX_DURATION_US, NOT_AVAILABLE, BadValues
 from advisor.parsers.csvio import CsvTable, clean, integer
 from advisor.parsers.kernel_sequences import SequenceCounter
 from advisor.parsers.profile_data import (
-    KERNEL_TYPES_MAX,
     BlockDimGroup,
     KernelGroup,
     KernelTable,
     OpDetail,
 )
-from advisor.parsers.trace_view.timestamps import KEPT_INTEGER_DIGITS
 
 # how many distinct OP State cells are remembered (a handful in real files)
 _CELLS_MAX = 1 << 16
@@ -51,14 +50,14 @@ def read_kernels(
         rows=reader.rows,
         details=classes.details if columns.has_details else None,
         has_op_state=columns.op_state is not None,
-        step_spans=_spans(reader.step_spans),
+        step_spans=_spans(reader.starts.spans if reader.starts is not None else None),
         sequences=reader.sequences.counts,
         block_dims=(
             _block_dim_groups(path, classes.block_dims, bad)
             if columns.block_dim is not None
             else None
         ),
-        types_at=reader.types_at,
+        types_at=reader.starts.types_at if reader.starts is not None else None,
     )
 
 
@@ -143,18 +142,18 @@ class _KernelRows:
         self.pipes = PipeReader(columns, limits, bad, table) if columns.has_pmu else None
         self.sequences = SequenceCounter()
         self.rows = 0
-        has_start = columns.start is not None
-        self.step_spans: dict[str, list[float]] | None = (
-            {} if spans and columns.step is not None and has_start else None
+        # what the start column gives (None: the file has none)
+        self.starts = (
+            KernelStarts(True, spans and columns.step is not None)
+            if columns.start is not None
+            else None
         )
-        # None without a start column (see _add_type)
-        self.types_at: dict[float, str] | None = {} if has_start else None
 
     def read(self, table: CsvTable) -> None:
         duration_at, small_max = self.columns.duration, self.small_max
         start_at = self.columns.start if self.columns.start is not None else 0
         classes, of_row = self.classes.by_key, self.classes.of_row
-        pipes, sequences, spans = self.pipes, self.sequences, self.step_spans
+        pipes, sequences, starts = self.pipes, self.sequences, self.starts
         for row in table.rows():
             try:
                 duration = float(row[duration_at])
@@ -186,53 +185,11 @@ class _KernelRows:
             if block is not None:
                 block[0] += 1.0
                 block[1] += duration
-            if spans is not None:
-                _add_span(spans, row[start_at], kind.step, duration)
             sequences.add(group.step, group.op_type, duration)
-            self.types_at = _add_type(self.types_at, row[start_at], group.op_type)
-
-
-def _add_span(spans: dict[str, list[float]], cell: str, step: str, duration: float) -> None:
-    """Widen the step's [first start, last end] by the row (a start that is not a time is
-    left out: the kernel still counts in its group). The comparisons are min's and max's (a
-    NaN start widens nothing)."""
-    try:
-        start = float(cell)
-    except ValueError:
-        return
-    span = spans.get(step)
-    if span is None:
-        spans[step] = [start, start + duration]
-        return
-    if start < span[0]:
-        span[0] = start
-    end = start + duration
-    if end > span[1]:
-        span[1] = end
-
-
-def _add_type(
-    types_at: dict[float, str] | None, cell: str, op_type: str
-) -> dict[float, str] | None:
-    """Keep the kernel's type by its start as trace_view.json's reader parses the same time
-    (the shared epoch prefix cut off); None once more kernels than KERNEL_TYPES_MAX (or no
-    start column)."""
-    if types_at is None or len(types_at) >= KERNEL_TYPES_MAX:
-        return None
-    # the last KEPT_INTEGER_DIGITS digits before the point and the rest, cut from the cell as
-    # it is (float() ignores the blanks around it: torch_npu writes a TAB after each start)
-    dot = cell.find(".")
-    kept = (
-        cell[max(0, dot - KEPT_INTEGER_DIGITS) :]
-        if dot >= 0
-        else cell.strip()[-KEPT_INTEGER_DIGITS:]
-    )
-    try:
-        at = float(kept)
-    except ValueError:
-        return types_at  # an unreadable start: that kernel goes unnamed
-    types_at[at] = op_type
-    return types_at
+            if starts is not None:
+                starts.add(row[start_at], group.op_type, kind.step, duration)
+        if starts is not None:
+            starts.flush()
 
 
 def _block_dim_groups(
