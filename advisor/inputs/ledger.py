@@ -20,7 +20,7 @@ from typing import Any
 from advisor.core.text import require_regular
 from advisor.model import InputError, PatchOp
 
-# @2: a proposal may carry `predicted` (advisor/suggestion@3's recommendation.predicted), a
+# @2: a proposal may carry `predicted` (the suggestion's recommendation.predicted), a
 # kept/reverted verdict `predicted` and `measured`; @1 lines (without them) read the same
 LEDGER_SCHEMA = "advisor/ledger@2"
 STATUSES = ("proposed", "applied", "kept", "reverted", "rejected", "failed")
