@@ -18,10 +18,8 @@ def rank_scope(rank: int) -> str:
 
 @dataclass(frozen=True)
 class Fact:
-    """A number (or structured value) measured from an input, with its provenance.
-
-    Facts never carry judgements: `note` says how the value was computed, not whether it is good.
-    """
+    """A number (or structured value) measured from an input, with its provenance. Facts
+    never carry judgements: `note` says how the value was computed, not whether it is good."""
 
     id: str
     value: Any
@@ -335,6 +333,8 @@ class Bottleneck:
     evidence_level: str = ""
     lead: Lead | None = None  # set on the first bottleneck only
     runner_up: tuple[str, float] | None = None  # (id, cost_ratio) of the second, for costs-more
+    unmeasured: tuple[str, ...] = ()  # evidence not measured that can cost: cost a lower bound
+    runner_up_unmeasured: bool = False  # the second's cost is a lower bound too
 
 
 @dataclass(frozen=True)

@@ -276,3 +276,48 @@ def test_suggest_needs_data_hint_follows_why_the_fact_is_missing():
     assert isinstance(hints, tuple) and len(hints) == 1
     assert "profiler_metadata.json" in hints[0] and "level1" not in hints[0]
     assert plain.reason.values["hints"] != hints
+
+
+def test_a_cost_with_evidence_not_measured_is_a_lower_bound():
+    # a bottleneck costs the largest of its evidence's costs: evidence that could claim step
+    # time but was not measured makes its cost "at least"; risk-only evidence does not
+    from advisor.engine.rule_model import BottleneckRule
+    from advisor.render.words import cost_share, lead_sentence, step_cost
+
+    facts = {"step.comm_exposed_ratio": 0.25, "host.dispatch_bound_ratio": 0.10}
+    result = diagnose(GRAPH, Context(facts=facts))
+    timeless = {r.id for r in GRAPH.ruleset.of_type(SymptomRule) if r.cost.none}
+    unknown = {u.rule for u in result.unknown}
+    for found in result.bottlenecks:
+        rule = GRAPH.ruleset[found.id]
+        assert isinstance(rule, BottleneckRule)
+        expected = tuple(s for s in rule.evidence.ids if s in unknown and s not in timeless)
+        assert found.unmeasured == expected
+        assert ("at least" in found.message) == bool(expected) == ("at least" in step_cost(found))
+        assert cost_share(found).startswith(">=") == bool(expected)
+    main, second = result.bottlenecks[0], result.bottlenecks[1]
+    assert main.unmeasured == () and second.unmeasured  # both cases are exercised
+    assert main.runner_up_unmeasured
+    sentence = lead_sentence(main)
+    assert "costs 15.0% of the step" in sentence
+    assert "(at least 7.0%: evidence of it is not measured, so it may cost more)" in sentence
+    # every costing piece of evidence measured: the cost is what it is
+    more = facts | {f: 0.0 for f in _costing_facts(second.id) if f not in facts}
+    measured = diagnose(GRAPH, Context(facts=more))
+    host = next(b for b in measured.bottlenecks if b.id == second.id)
+    assert host.unmeasured == () and "at least" not in host.message
+
+
+def _costing_facts(bottleneck: str) -> set[str]:
+    """The measures of a bottleneck's evidence that can cost step time."""
+    from advisor.engine.rule_model import BottleneckRule
+
+    rule = GRAPH.ruleset[bottleneck]
+    assert isinstance(rule, BottleneckRule)
+    found = set()
+    for sid in rule.evidence.ids:
+        symptom = GRAPH.ruleset[sid]
+        assert isinstance(symptom, SymptomRule)
+        if not symptom.cost.none:
+            found.add(symptom.measure)
+    return found

@@ -94,7 +94,7 @@ def diagnose(
     output_format: Annotated[
         ReportFormat,
         typer.Option(
-            "--format", "-f", help="text, the advisor/diagnosis@1 JSON, or markdown (a PR comment)."
+            "--format", "-f", help="text, the advisor/diagnosis@3 JSON, or markdown (a PR comment)."
         ),
     ] = ReportFormat.text,
     settings: SettingsOpt = None,

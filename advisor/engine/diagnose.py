@@ -221,6 +221,7 @@ def _evaluate_bottleneck(
     fired: Mapping[str, Symptom],
     unknown: Mapping[str, Unknown],
     facts: Mapping[str, object],
+    timeless: frozenset[str] = frozenset(),
 ) -> tuple[Bottleneck | None, Unknown | None]:
     hits = [sid for sid in rule.evidence.ids if sid in fired]
     gap = _gap(rule, unknown)
@@ -234,14 +235,18 @@ def _evaluate_bottleneck(
     costed = [s.cost_level for s in symptoms if s.cost_level is not None]
     severity = max(costed, key=_RANK.__getitem__) if costed else LEVELS[0]
     detail = "; ".join(s.message for s in symptoms)
+    # evidence not measured that could claim step time (risk-only evidence claims none)
+    unmeasured = tuple(s for s in rule.evidence.ids if s in unknown and s not in timeless)
     if cost <= 0:
         # no time to template: the evidence speaks, and the rule's notes say what it risks
         notes = render(rule.docs.notes, facts=FactView(facts)) if rule.docs.notes else ""
         found = Bottleneck(rule.id, severity, cost, hits, detail, rule.title, notes)
     else:
-        message = render(rule.message, cost=f"{cost:.1%}", evidence=detail, facts=FactView(facts))
+        # evidence not measured could only raise the cost: the largest of the evidence's
+        shown = f"at least {cost:.1%}" if unmeasured else f"{cost:.1%}"
+        message = render(rule.message, cost=shown, evidence=detail, facts=FactView(facts))
         found = Bottleneck(rule.id, severity, cost, hits, message, rule.title)
-    return dataclasses.replace(found, evidence_level=evidence_level), gap
+    return dataclasses.replace(found, evidence_level=evidence_level, unmeasured=unmeasured), gap
 
 
 def _with_lead(ranked: list[Bottleneck]) -> list[Bottleneck]:
@@ -252,8 +257,13 @@ def _with_lead(ranked: list[Bottleneck]) -> list[Bottleneck]:
     if len(ranked) == 1:
         lead = dataclasses.replace(first, lead=Lead.only)
     elif first.cost_ratio > ranked[1].cost_ratio:
-        runner_up = (ranked[1].id, ranked[1].cost_ratio)
-        lead = dataclasses.replace(first, lead=Lead.costs_more, runner_up=runner_up)
+        second = ranked[1]
+        lead = dataclasses.replace(
+            first,
+            lead=Lead.costs_more,
+            runner_up=(second.id, second.cost_ratio),
+            runner_up_unmeasured=bool(second.unmeasured),
+        )
     else:
         lead = dataclasses.replace(first, lead=Lead.more_severe)
     return [lead, *ranked[1:]]
@@ -275,8 +285,9 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     result.symptoms = sorted(fired.values(), key=lambda s: (-_RANK[s.level], -s.cost_ratio, s.id))
     bottlenecks = []
     gaps = list(unknown.values())
+    timeless = frozenset(r.id for r in graph.ruleset.of_type(SymptomRule) if r.cost.none)
     for bottleneck in sorted(graph.ruleset.of_type(BottleneckRule), key=lambda r: r.id):
-        found, gap = _evaluate_bottleneck(bottleneck, fired, unknown, ctx.facts)
+        found, gap = _evaluate_bottleneck(bottleneck, fired, unknown, ctx.facts, timeless)
         if found:
             bottlenecks.append(found)
         if gap:

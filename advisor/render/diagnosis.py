@@ -1,4 +1,4 @@
-"""Render a diagnosis as text or as the advisor/diagnosis@2 JSON contract (why the main
+"""Render a diagnosis as text or as the advisor/diagnosis@3 JSON contract (why the main
 bottleneck leads is a code there; `message` is the sentence the text shows)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from advisor.render.unknown_words import (
     partly_measured,
     unknown_count,
 )
-from advisor.render.words import bottleneck_message, cost_share, how_to_collect
+from advisor.render.words import bottleneck_message, cost_share, how_to_collect, step_cost
 
-DIAGNOSIS_SCHEMA = "advisor/diagnosis@2"
+DIAGNOSIS_SCHEMA = "advisor/diagnosis@3"
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> str:
@@ -63,7 +63,11 @@ def _bottleneck_json(b: Bottleneck) -> dict[str, object]:
     if b.lead is not None:
         runner_up = None
         if b.runner_up is not None:
-            runner_up = {"id": b.runner_up[0], "cost_ratio": b.runner_up[1]}
+            runner_up = {
+                "id": b.runner_up[0],
+                "cost_ratio": b.runner_up[1],
+                "cost_is_lower_bound": b.runner_up_unmeasured,
+            }
         lead = {"code": b.lead.value, "runner_up": runner_up}
     return {
         "id": b.id,
@@ -71,6 +75,7 @@ def _bottleneck_json(b: Bottleneck) -> dict[str, object]:
         "evidence_level": b.evidence_level,
         "cost_ratio": b.cost_ratio,
         "evidence": b.evidence,
+        "unmeasured_evidence": list(b.unmeasured),
         "lead": lead,
         "message": bottleneck_message(b),
     }
@@ -116,7 +121,7 @@ def diagnosis_text(diagnosis: Diagnosis, costing: CostingEvidence | None = None)
         lines.append(no_bottleneck_line(diagnosis))
     else:
         grade = (
-            f"{main.severity}, {main.cost_ratio:.1%} of the step"
+            f"{main.severity}, {step_cost(main)}"
             if main.cost_ratio > 0
             else f"no measurable step time: evidence of a risk ({main.evidence_level} level), "
             "not of lost time"

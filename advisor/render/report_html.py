@@ -101,7 +101,7 @@ def _headline(
         flagged = any(s.level in ("warning", "error") for s in diagnosis.symptoms)
         cls = "note" if revert or flagged else "ok"
     else:
-        cost = f"{main.cost_ratio:.1%} of the step" if main.cost_ratio > 0 else "a risk"
+        cost = words.step_cost(main) if main.cost_ratio > 0 else "a risk"
         text = (
             f"Main bottleneck: {main.id.removeprefix('bottleneck.')} ({cost}). "
             f"{first_sentence(words.bottleneck_message(main))}"

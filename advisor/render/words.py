@@ -172,10 +172,12 @@ def lead_sentence(b: Bottleneck) -> str:
         why = "the only bottleneck found"
     elif b.lead is Lead.costs_more and b.runner_up is not None:
         other, other_cost = b.runner_up
-        why = (
-            f"it costs {b.cost_ratio:.1%} of the step beyond its fine threshold, more than "
-            f"{other} ({other_cost:.1%})"
+        theirs = (
+            f"at least {other_cost:.1%}: evidence of it is not measured, so it may cost more"
+            if b.runner_up_unmeasured
+            else f"{other_cost:.1%}"
         )
+        why = f"it costs {step_cost(b)} beyond its fine threshold, more than {other} ({theirs})"
     elif b.lead is Lead.more_severe:
         why = f"its evidence is the most severe ({b.evidence_level or b.severity}) at equal cost"
     else:
@@ -183,11 +185,17 @@ def lead_sentence(b: Bottleneck) -> str:
     return f" Leads: {why}."
 
 
+def step_cost(b: Bottleneck) -> str:
+    """'18.9% of the step', or 'at least 18.9% ...' where evidence of it is not measured."""
+    return ("at least " if b.unmeasured else "") + f"{b.cost_ratio:.1%} of the step"
+
+
 def cost_share(b: Bottleneck) -> str:
     """The bottleneck's cost as the lists show it: never a bare 0.0% beside a grade."""
     if b.cost_ratio <= 0:
         return "no step time"
-    return f"{b.cost_ratio:.1%}" if b.cost_ratio >= 0.0005 else "<0.1%"
+    share = f"{b.cost_ratio:.1%}" if b.cost_ratio >= 0.0005 else "<0.1%"
+    return f">={share}" if b.unmeasured else share
 
 
 def bottleneck_message(b: Bottleneck) -> str:
