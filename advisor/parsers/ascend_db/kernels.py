@@ -2,7 +2,8 @@
 
 The exports of long runs hold millions of tasks and tens of millions of PMU rows; the per-row
 work (step lookup, pipe ratios, bound test) is plain arithmetic that the database does faster
-than Python, and for large files it runs in a second process while the first reads the rest.
+than Python, and for large files it runs in two more processes (the kernel groups; the
+details, sequences, block dims and types by start) while the first reads the rest.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.inputs.thresholds import ReaderThresholds
@@ -31,20 +33,80 @@ from advisor.parsers.profile_data import (
 from advisor.parsers.traces.steps import StepWindow
 
 _PIPES = PMU_RATIOS
-# Above this size the kernel aggregation (SQLite's own work, single-threaded) runs in a second
-# process while this one reads the timeline tables; below it a process start costs more.
+# Above this size the kernel aggregation (SQLite's own work, single-threaded) runs in two worker
+# processes while this one reads the timeline tables; below it a process start costs more.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 
-def _kernels_of(
-    path: Path,
-    strings: dict[int, str],
-    origin: int,
-    windows: list[StepWindow],
-    limits: ReaderThresholds,
-) -> KernelTable:
+Job = tuple[Path, dict[int, str], int, list[StepWindow], ReaderThresholds]
+
+
+@dataclass
+class _Groups:
+    """The kernel groups (the query over the tasks and their pipe ratios)."""
+
+    groups: list[KernelGroup]
+    has_pmu: bool
+    has_step_ids: bool
+    rows: int
+
+
+@dataclass
+class _Extras:
+    """What the other queries read: operator details, unfused sequences, block dims, each
+    kernel's type and each task's kind by start."""
+
+    details: list[OpDetail] | None
+    sequences: dict[tuple[int | None, str], SequenceCount] | None
+    block_dims: list[BlockDimGroup] | None
+    types_at: dict[float, str] | None
+    task_kinds_at: dict[float, str] | None
+
+
+def _kernels_of(job: Job) -> KernelTable:
+    return _table(_groups_of(job), _extras_of(job))
+
+
+def _groups_of(job: Job) -> _Groups:
+    path, strings, origin, windows, limits = job
     with Database(path) as db:
-        return _kernels(db, strings, origin, windows, limits)
+        return _groups(db, strings, origin, windows, limits)
+
+
+def _extras_of(job: Job) -> _Extras:
+    path, strings, origin, windows, _ = job
+    with Database(path) as db:
+        _steps_table(db, origin, windows)
+        return _Extras(
+            _details(db, strings, origin),
+            _sequences(db, strings, origin, windows),
+            _block_dims(db, strings, origin),
+            _types_at(db, strings, origin),
+            _task_kinds_at(db, strings, origin),
+        )
+
+
+def _table(found: _Groups, extras: _Extras) -> KernelTable:
+    return KernelTable(
+        found.groups,
+        found.has_pmu,
+        has_step_ids=found.has_step_ids,
+        rows=found.rows,
+        details=extras.details,
+        sequences=extras.sequences,
+        block_dims=extras.block_dims,
+        types_at=extras.types_at,
+        task_kinds_at=extras.task_kinds_at,
+    )
+
+
+def _steps_table(db: Database, origin: int, windows: list[StepWindow]) -> None:
+    """The step windows as a temporary table the queries look each task's step up in."""
+    db.temp_table("advisor_steps", ["id INTEGER", "lo INTEGER", "hi INTEGER"], "lo")
+    db.insert(
+        "advisor_steps",
+        [(w.number, origin + round(w.start * 1000), origin + round(w.end * 1000)) for w in windows],
+    )
 
 
 def start_kernels(
@@ -59,7 +121,7 @@ def start_kernels(
     A worker that cannot start or dies falls back to this process, which then reports any
     problem of the file itself.
     """
-    args = (path, strings, origin, windows, limits)
+    job: Job = (path, strings, origin, windows, limits)
     try:
         large = path.stat().st_size >= PARALLEL_MIN_BYTES
     except OSError:
@@ -69,31 +131,33 @@ def start_kernels(
         or (os.cpu_count() or 1) < 2
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        return lambda: _kernels_of(*args)
+        return lambda: _kernels_of(job)
     try:
-        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
-        future = pool.submit(_kernels_of, *args)
+        # the kernel groups (the pipe ratios' pivot: most of the time) and the other queries,
+        # each SQLite's single-threaded work, in two processes
+        pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork"))
+        groups, extras = pool.submit(_groups_of, job), pool.submit(_extras_of, job)
     except OSError:
-        return lambda: _kernels_of(*args)
+        return lambda: _kernels_of(job)
 
     def collect() -> KernelTable:
         try:
-            return future.result()
+            return _table(groups.result(), extras.result())
         except (OSError, BrokenProcessPool):
-            return _kernels_of(*args)
+            return _kernels_of(job)
         finally:
             pool.shutdown(cancel_futures=True)
 
     return collect
 
 
-def _kernels(
+def _groups(
     db: Database,
     strings: dict[int, str],
     origin: int,
     windows: list[StepWindow],
     limits: ReaderThresholds,
-) -> KernelTable:
+) -> _Groups:
     """Kernels per (step, type, core), aggregated by SQLite itself: the exports of long runs hold
     millions of tasks, and the per-row work (step lookup, pipe ratios, bound test) is plain
     arithmetic that the database does faster than Python."""
@@ -103,11 +167,7 @@ def _kernels(
     has_pmu = db.has("TASK_PMU_INFO", "globalTaskId", "name", "value") and (
         "aic_mte2_ratio" in ids or "aiv_mte2_ratio" in ids
     )
-    db.temp_table("advisor_steps", ["id INTEGER", "lo INTEGER", "hi INTEGER"], "lo")
-    db.insert(
-        "advisor_steps",
-        [(w.number, origin + round(w.start * 1000), origin + round(w.end * 1000)) for w in windows],
-    )
+    _steps_table(db, origin, windows)
     sql = _KERNEL_SQL.format(
         pmu=_pmu_cte(ids) if has_pmu else "",
         pipes="pmu.mac, pmu.mte2, pmu.vec, pmu.vmte2" if has_pmu else "NULL, NULL, NULL, NULL",
@@ -150,19 +210,7 @@ def _kernels(
         groups.append(group)
     if rows == 0:
         raise InputError(str(db.path), "table COMPUTE_TASK_INFO has no kernels with device times")
-    details = _details(db, strings, origin)
-    sequences = _sequences(db, strings, origin, windows)
-    return KernelTable(
-        groups,
-        has_pmu,
-        has_step_ids=bool(windows),
-        rows=rows,
-        details=details,
-        sequences=sequences,
-        block_dims=_block_dims(db, strings, origin),
-        types_at=_types_at(db, strings, origin),
-        task_kinds_at=_task_kinds_at(db, strings, origin),
-    )
+    return _Groups(groups, has_pmu, bool(windows), rows)
 
 
 def _task_kinds_at(db: Database, strings: dict[int, str], origin: int) -> dict[float, str] | None:
