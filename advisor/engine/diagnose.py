@@ -249,6 +249,11 @@ def _evaluate_bottleneck(
     return dataclasses.replace(found, evidence_level=evidence_level, unmeasured=unmeasured), gap
 
 
+def timeless_symptoms(graph: RuleGraph) -> frozenset[str]:
+    """The symptoms that claim no step time (evidence of a risk only)."""
+    return frozenset(r.id for r in graph.ruleset.of_type(SymptomRule) if r.cost.none)
+
+
 def _with_lead(ranked: list[Bottleneck]) -> list[Bottleneck]:
     """The first bottleneck, marked with why it leads."""
     if not ranked:
@@ -285,7 +290,7 @@ def diagnose(graph: RuleGraph, ctx: Context) -> Diagnosis:
     result.symptoms = sorted(fired.values(), key=lambda s: (-_RANK[s.level], -s.cost_ratio, s.id))
     bottlenecks = []
     gaps = list(unknown.values())
-    timeless = frozenset(r.id for r in graph.ruleset.of_type(SymptomRule) if r.cost.none)
+    timeless = timeless_symptoms(graph)
     for bottleneck in sorted(graph.ruleset.of_type(BottleneckRule), key=lambda r: r.id):
         found, gap = _evaluate_bottleneck(bottleneck, fired, unknown, ctx.facts, timeless)
         if found:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from advisor.engine.diagnose import Diagnosis, Unknown
+from advisor.engine.diagnose import Diagnosis, Unknown, timeless_symptoms
 from advisor.engine.graph import RuleGraph
-from advisor.engine.rule_model import BottleneckRule, SymptomRule
+from advisor.engine.rule_model import BottleneckRule
 from advisor.render.words import collection_text
 
 # a rule whose missing values name no way to collect them (none in today's catalogue)
@@ -55,7 +55,7 @@ CostingEvidence = Mapping[str, frozenset[str]]
 
 def costing_evidence(graph: RuleGraph) -> CostingEvidence:
     """Which evidence of each bottleneck can claim step time, from the rules."""
-    timeless = {r.id for r in graph.ruleset.of_type(SymptomRule) if r.cost.none}
+    timeless = timeless_symptoms(graph)
     return {
         b.id: frozenset(s for s in b.evidence.ids if s not in timeless)
         for b in graph.ruleset.of_type(BottleneckRule)

@@ -19,11 +19,7 @@ from typing import Any
 
 from advisor.parsers.bounds import MAX_DURATION_US
 from advisor.parsers.trace_view.timestamps import TimestampParser
-from advisor.parsers.traces.flows import FlowTable, flow_key
-
-# a flow id of up to 18 digits is its own key (flow_key)
-ID_DIGITS_MAX = 18
-_INT64 = 1 << 63
+from advisor.parsers.traces.flows import ID_DIGITS_MAX, INT64, FlowTable, flow_key
 
 FlowLists = tuple[list[Any], list[Any], list[Any], list[Any]]
 
@@ -142,8 +138,8 @@ def flow_keys(values: list[int | str]) -> list[int]:
     except TypeError:  # not all strings
         if (
             all(map(int.__instancecheck__, values))
-            and min(values) >= -_INT64  # type: ignore[operator]
-            and max(values) < _INT64  # type: ignore[operator]
+            and min(values) >= -INT64  # type: ignore[operator]
+            and max(values) < INT64  # type: ignore[operator]
         ):
             return values  # type: ignore[return-value]
     return list(map(flow_key, values))

@@ -12,16 +12,17 @@ from advisor.parsers.traces.columns import last_per_key
 
 NAN = float("nan")
 
-_INT64 = 1 << 63
+INT64 = 1 << 63  # a flow id that is a signed 64-bit integer is its own key
+ID_DIGITS_MAX = 18  # and so is a string of this many digits or fewer
 
 
 def flow_key(value: int | str) -> int:
     """A flow id as a signed 64-bit integer: numbers as they are, other ids by a stable hash
     (the same in every worker process, unlike str hashes)."""
-    if isinstance(value, int) and -_INT64 <= value < _INT64:
+    if isinstance(value, int) and -INT64 <= value < INT64:
         return value
     text = str(value)
-    if text.isdigit() and len(text) <= 18:
+    if text.isdigit() and len(text) <= ID_DIGITS_MAX:
         return int(text)
     digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
