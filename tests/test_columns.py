@@ -33,6 +33,45 @@ def test_a_few_late_rows_are_merged_back_where_a_stable_sort_puts_them() -> None
             assert got == expected, (trial, first, tie)
 
 
+def test_runs_of_every_shape_sort_like_a_stable_sort() -> None:
+    """A few rows out of place in many (found run by run, placed by binary search), lanes
+    written one after the other and rows in no order (found and placed in one pass)."""
+    rng = random.Random(13)
+
+    def few_late(n: int) -> list[float]:
+        rows = [float(i // 3) for i in range(n)]
+        for _ in range(rng.randint(1, 8)):
+            rows[rng.randrange(n)] -= rng.randint(1, 40)
+        return rows
+
+    def lanes(n: int) -> list[float]:
+        half = n // 2
+        return sorted(float(rng.randint(0, 50)) for _ in range(half)) + sorted(
+            float(rng.randint(0, 50)) for _ in range(n - half)
+        )
+
+    def shuffled(n: int) -> list[float]:
+        return [float(rng.randint(0, 30)) for _ in range(n)]
+
+    for shape in (few_late, lanes, shuffled):
+        for _ in range(40):
+            n = rng.randint(2, 900)
+            first = shape(n)
+            second = [float(rng.randint(0, 3)) for _ in range(n)]
+            for tie in (second, None):
+                order = nearly_sorted_order(array("d", first), array("d", tie) if tie else None)
+                got = list(order) if order is not None else list(range(n))
+                assert got == _stable(first, tie), (shape.__name__, first, tie)
+
+
+def test_rows_with_a_nan_key_go_last_in_file_order() -> None:
+    nan = float("nan")
+    order = nearly_sorted_order(array("d", [3.0, nan, 1.0, 2.0, nan]))
+    assert order is not None and list(order) == [2, 3, 0, 1, 4]
+    order = nearly_sorted_order(array("d", [3.0, 1.0, 1.0]), array("d", [0.0, nan, 0.0]))
+    assert order is not None and list(order) == [2, 0, 1]
+
+
 def test_in_order_agrees_with_a_stable_sort_on_ties_and_single_rows() -> None:
     rng = random.Random(11)
     for _ in range(300):
