@@ -42,6 +42,9 @@ def build(hint: Any, value: Any) -> Any:
     origin = get_origin(hint)
     if value is None:
         return None
+    if isinstance(hint, type) and hasattr(hint, "__get__") and hasattr(hint, "__set__"):
+        # a descriptor field is given as the value it reads as
+        return build(get_type_hints(hint.__get__)["return"], value)
     if origin in (Union, types.UnionType):
         options = [a for a in get_args(hint) if a is not type(None)]
         return build(options[0], value) if len(options) == 1 else value

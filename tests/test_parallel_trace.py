@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 from pathlib import Path
 
@@ -69,6 +70,28 @@ def test_parallel_phases_equal_sequential(tmp_path: Path, monkeypatch: pytest.Mo
     assert parallel.phases is not None and sequential.phases is not None
     assert parallel.phases == sequential.phases
     assert parallel.phases.placement.by_operator > 0 == parallel.phases.placement.by_launch
+
+
+def test_phases_measured_aside_equal_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A trace split between workers has its phases measured in a forked process while the
+    windows are measured here; they are waited for when first read, and before the trace is
+    sent to another process."""
+    from advisor.parsers.traces import whole
+
+    written = write_profile(tmp_path, PRESETS["host-bound"].with_(steps=6, phase_ranges=True))
+    path = written.directory / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(whole, "ASIDE_MIN_KERNELS", 1)
+    parallel = trace_parallel.start_trace(path, default_taxonomy())()
+    assert callable(vars(parallel)["_phases"])  # still being measured
+    sequential = read_trace(path, default_taxonomy())
+    assert not callable(vars(sequential)["_phases"])
+    copied = pickle.loads(pickle.dumps(parallel))
+    assert not callable(vars(parallel)["_phases"])
+    assert parallel.phases is not None and parallel.phases == sequential.phases
+    assert copied.phases == sequential.phases
+    assert parallel.steps == sequential.steps
 
 
 def test_parallel_truncated_file_reports_like_sequential(

@@ -15,7 +15,8 @@ from advisor.parsers.trace_view.schema import DEVICE_LANE, OVERLAP_LANES, TRACE_
 from advisor.parsers.traces.blocking import BlockingEvents
 from advisor.parsers.traces.phases import NEITHER, RangeReader
 from advisor.parsers.traces.plain import PlainTrace
-from advisor.parsers.traces.steps import StepWindow, TraceData, reduce_steps
+from advisor.parsers.traces.steps import StepWindow, TraceData
+from advisor.parsers.traces.whole import reduce_steps
 
 # why a database export has no phases: its framework ranges (PYTORCH_API) name none
 DB_NO_PHASES = (

@@ -18,14 +18,10 @@ from advisor.inputs.taxonomy import Taxonomy
 from advisor.model import InputError
 from advisor.parsers.trace_view.accumulator import Accumulator, BadEvent
 from advisor.parsers.trace_view.events import ARRAY_DECODER, OBJECT_DECODER
-from advisor.parsers.trace_view.schema import (
-    TRACE_VIEW,
-)
+from advisor.parsers.trace_view.schema import TRACE_VIEW
 from advisor.parsers.traces.blocks import check_event_size, decode_error, find_cut
-from advisor.parsers.traces.steps import (
-    TraceData,
-    reduce_steps,
-)
+from advisor.parsers.traces.steps import TraceData
+from advisor.parsers.traces.whole import reduce_steps
 
 MIB = 1024 * 1024
 

@@ -22,7 +22,8 @@ from advisor.parsers.trace_view.schema import DEVICE_LANE, TRACE_VIEW
 from advisor.parsers.traces import budget, workers
 from advisor.parsers.traces.blocks import TAIL_WINDOW
 from advisor.parsers.traces.spill import SpillWriter, segments
-from advisor.parsers.traces.steps import TraceData, reduce_steps
+from advisor.parsers.traces.steps import TraceData
+from advisor.parsers.traces.whole import reduce_steps
 from advisor.parsers.traces.workers import split_points, start_parts, worker_count
 
 # the file's first string timestamp: every worker cuts the same epoch prefix from its times
@@ -201,7 +202,7 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
 
     def collect() -> TraceData:
         try:
-            return _reduce_parts(path, decoded(), spills)
+            return _reduce_parts(path, decoded(), spills, aside=True)
         except (InputError, OSError, BrokenProcessPool):
             return read_trace(path, taxonomy)
         finally:
@@ -210,9 +211,13 @@ def start_trace(path: Path, taxonomy: Taxonomy) -> Callable[[], TraceData]:
     return collect
 
 
-def _reduce_parts(path: Path, parts: list[Accumulator], spills: list[Path]) -> TraceData:
+def _reduce_parts(
+    path: Path, parts: list[Accumulator], spills: list[Path], aside: bool = False
+) -> TraceData:
     """The step reduction of the parts' rows (in file order): read back and merged, or, when
-    the kernels are too many to hold, measured a group of windows at a time from the files."""
+    the kernels are too many to hold, measured a group of windows at a time from the files.
+    `aside`: the trace was split between worker processes (the machine's cores are the
+    reader's), so the phases may be measured in one too."""
     names: dict[int | str, str] = {}
     for part in parts:
         names.update(part.process_names)
@@ -228,7 +233,7 @@ def _reduce_parts(path: Path, parts: list[Accumulator], spills: list[Path]) -> T
     if grouped:
         data = reduce_in_groups(path, acc, spills, rows, keys)
     else:
-        data = reduce_steps(path, acc, TRACE_VIEW)
+        data = reduce_steps(path, acc, TRACE_VIEW, aside=aside)
     data.collective_sizes = acc.collective_sizes
     return data
 

@@ -13,8 +13,8 @@ from typing import Protocol
 
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
 from advisor.parsers.traces.columns import nearly_sorted_order, permuted
-from advisor.parsers.traces.flows import NAN, FlowTable, operator_times
-from advisor.parsers.traces.fsdp_passes import AllGatherPasses, allgather_passes
+from advisor.parsers.traces.flows import FlowTable
+from advisor.parsers.traces.fsdp_passes import AllGatherPasses
 from advisor.parsers.traces.host_calls import BlockingCall, HostCallColumns, HostCalls
 from advisor.parsers.traces.idle_gaps import Gaps, idle_gaps
 from advisor.parsers.traces.intervals import (
@@ -27,11 +27,8 @@ from advisor.parsers.traces.intervals import (
     sorted_intervals,
 )
 from advisor.parsers.traces.phases import (
-    NO_PHASE_RANGES,
-    DeviceOps,
     HostRanges,
     PhaseTable,
-    phase_table,
 )
 from advisor.parsers.traces.queue import DeviceQueue
 
@@ -89,6 +86,25 @@ class TraceStep:
     launch_interval_us: float | None = None
 
 
+class _Awaited:
+    """A field holding a phase table, or the collector of one another process is measuring:
+    reading it waits for the table (once) and keeps it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, trace: object, owner: type | None = None) -> PhaseTable | None:
+        if trace is None:
+            return None  # the field's default
+        found = trace.__dict__.get(self.slot)
+        if callable(found):
+            found = trace.__dict__[self.slot] = found()
+        return found
+
+    def __set__(self, trace: object, value: PhaseTable | Callable[[], PhaseTable] | None) -> None:
+        trace.__dict__[self.slot] = value
+
+
 @dataclass
 class TraceData:
     path: Path
@@ -98,8 +114,6 @@ class TraceData:
     flow_category: str | None
     has_device_lane: bool
     lanes: list[str]
-    # each step's phases (forward, backward, optimizer...), or why the trace cannot give them
-    phases: PhaseTable | None = None
     # each collective's (name, element count, data type) where the trace's events carry them
     # (trace_view.json's hcom tasks); empty: not recorded
     collective_sizes: list[tuple[str, int, str]] = field(default_factory=list)
@@ -109,6 +123,13 @@ class TraceData:
     # the device operations with their launch times, for each operator's queue time (None:
     # the trace links no launches, or it was read in groups)
     queue: DeviceQueue | None = None
+    # each step's phases (forward, backward, optimizer...), or why the trace cannot give them
+    # (None: not read); while another process measures them, its collector, waited for on read
+    phases: _Awaited = _Awaited()
+
+    def __getstate__(self) -> dict[str, object]:
+        self.phases  # noqa: B018 -- sent to another process: the phases are waited for first
+        return self.__dict__
 
 
 class RawTrace(Protocol):
@@ -137,23 +158,6 @@ class RawTrace(Protocol):
     def blocking(self) -> BlockingEvents | None:
         """The calls the host waited in for the device (None: the source records none)."""
         ...
-
-
-def _launch_times(
-    raw: RawTrace, kernel_starts: Sequence[float], flows: tuple[str, ...]
-) -> tuple[str | None, array[float] | None]:
-    """Each kernel's host launch time (NaN: none), from the best available flow category."""
-    if raw.launch_pairs:
-        pairs = raw.launch_pairs
-        return flows[0], array("d", (pairs.get(s, NAN) for s in kernel_starts))
-    for cat in flows:
-        table = raw.flows.get(cat)
-        if table is None:
-            continue
-        launch_at, paired = table.launch_times(kernel_starts)
-        if paired:
-            return cat, launch_at
-    return None, None
 
 
 def first_start(starts: Sequence[float], lo: float, hi: float) -> float | None:
@@ -322,62 +326,3 @@ def trace_data(
         has_device_lane=has_device_lane,
         lanes=sorted(set(raw.process_names.values())),
     )
-
-
-def reduce_steps(
-    path: Path, raw: RawTrace, lanes: LaneNames, no_phases: str = NO_PHASE_RANGES
-) -> TraceData:
-    """The step measures of a trace whose kernels are held whole; `no_phases`: why the steps
-    have no phases when the trace holds no phase range."""
-    starts: array[float] = array("d")
-    ends: array[float] = array("d")
-    for pid in device_pids(raw, lanes.device):
-        starts.extend(raw.starts.get(pid, array("d")))
-        ends.extend(raw.ends.get(pid, array("d")))
-    kernel_starts, kernel_ends = sorted_by_start(starts, ends)
-    del starts, ends
-    flow_category, launch_at = _launch_times(raw, kernel_starts, lanes.flows)
-    ctx = step_context(raw)
-    linked = launch_at if flow_category and kernel_starts else None
-    steps = [
-        window_step(ctx, number, kernel_starts, kernel_ends, linked)
-        for number in sorted(ctx.windows)
-    ]
-    data = trace_data(path, raw, ctx, steps, flow_category, bool(kernel_starts))
-    windows = [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())]
-    if linked is not None:
-        data.queue = DeviceQueue(kernel_starts, kernel_ends, linked, ctx.collectives, windows)
-    # the trace's own lanes say which device time computes and which communication no
-    # compute hides (communication tasks run on the device lane under their own names)
-    computing = ctx.overlap.get("Computing")
-    exposed = ctx.overlap.get("Communication(Not Overlapped)")
-    gathers = raw.collectives.get("allgather")
-    data.allgather_passes = allgather_passes(
-        windows,
-        raw.host_ranges,
-        (gathers[0], gathers[1]) if gathers else None,
-        ctx.computing if len(ctx.computing) else None,
-        (kernel_starts, kernel_ends, linked) if linked is not None else None,
-    )
-    # the operator links only place kernels in phases: not paired when no range names one
-    enqueued = (
-        operator_times(raw.operator_pairs, raw.flows.get(lanes.operator_flow or ""), kernel_starts)
-        if len(raw.host_ranges.starts)
-        else None
-    )
-    data.phases = phase_table(
-        windows,
-        DeviceOps(
-            kernel_starts,
-            kernel_ends,
-            linked,
-            [False] * len(kernel_starts),
-            merged_intervals(computing.starts, computing.ends) if computing else None,
-            merged_intervals(exposed.starts, exposed.ends) if exposed else Intervals(),
-            enqueued,
-        ),
-        raw.host_ranges,
-        (raw.host.loader_start, raw.host.loader_end),
-        no_phases,
-    )
-    return data

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -89,14 +90,50 @@ def in_forked_workers(
     """`work(job)` of each job in a worker process of its own, the results in the jobs' order;
     the workers are forked, so `work` may be a closure over anything the caller holds. None
     where the platform cannot fork (the caller does the work itself)."""
+    collect = start_forked(label, work, jobs)
+    return None if collect is None else collect()
+
+
+def start_forked(
+    label: str, work: Callable[[Job], Part], jobs: Sequence[Job]
+) -> Callable[[], list[Part]] | None:
+    """As in_forked_workers, but the workers start now and the returned collector waits for
+    them (the caller works meanwhile). None where the platform cannot fork."""
     if pool_context().get_start_method() != "fork":
         return None
     global _FORKED
     _FORKED = work
     try:
-        return start_parts(label, _run_forked, jobs)()
+        # a fork pool starts its processes when the first job is submitted: they inherit
+        # `work` before it is cleared here
+        return start_parts(label, _run_forked, jobs)
     finally:
         _FORKED = None
+
+
+def aside(label: str, work: Callable[[], Part], worth: bool) -> Callable[[], Part]:
+    """`work()` started now in a forked process of its own when it is `worth` a process (the
+    caller has as much to do meanwhile, on a machine with a core to spare), and the collector
+    that waits for its result; otherwise done here and now. Where the process cannot start or
+    dies, the collector does the work itself; an error of the work propagates from it."""
+    collect = None
+    if worth and (os.cpu_count() or 1) >= 2:
+        try:
+            collect = start_forked(label, lambda _: work(), [None])
+        except OSError:  # no room for another process
+            collect = None
+    if collect is None:
+        done = work()
+        return lambda: done
+
+    def collected() -> Part:
+        assert collect is not None
+        try:
+            return collect()[0]
+        except (OSError, BrokenProcessPool):
+            return work()
+
+    return collected
 
 
 def _run_forked(job: Any) -> Any:
