@@ -226,6 +226,10 @@ def main() -> None:
     print(
         f"advisor facts peak  {ours.peak_mib:10.1f} MiB (sum of RSS over the process and its workers)"
     )
+    print(
+        f"advisor facts PSS   {ours.peak_pss_mib:10.1f} MiB"
+        " (sum of PSS: the pages forked workers share with the parent counted once)"
+    )
     print(f"largest process     {ours.largest_mib:10.1f} MiB (max RSS of one process)")
     if args.peer:
         _race_peer(args, directory, ours)

@@ -74,20 +74,39 @@ def msprof_advisor_command(exe: Path, folder: Path, out: Path) -> list[str]:
 
 def tree_rss_kb(pid: int) -> int:
     """Resident memory of a process and all its descendants, from /proc (Linux)."""
-    total = 0
+    return tree_memory_kb(pid)[0]
+
+
+def tree_memory_kb(pid: int) -> tuple[int, int]:
+    """Resident memory of a process and all its descendants, from /proc (Linux): the sum of
+    their RSS, and of their PSS (a page shared by n processes counts 1/n in each: forked
+    workers share their parent's pages, which the RSS sum counts once per process; 0 where
+    the kernel has no smaps_rollup)."""
+    rss = pss = 0
     pending = [pid]
     while pending:
         current = pending.pop()
         try:
             status = Path(f"/proc/{current}/status").read_text()
-            total += next(
+            rss += next(
                 int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
             )
+            pss += _pss_kb(current)
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending.extend(int(c) for c in (task / "children").read_text().split())
         except (OSError, StopIteration, ValueError):
             continue
-    return total
+    return rss, pss
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    return next(
+        (int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +115,8 @@ class Run:
 
     wall_s: float
     cpu_s: float
-    peak_mib: float
+    peak_mib: float  # the largest sum of RSS over the process tree
+    peak_pss_mib: float  # the largest sum of PSS over it (shared pages counted once)
     largest_mib: float  # max RSS of one process (the command or a child it waited for)
     finished: bool  # False: stopped at the limit
     returncode: int | None
@@ -130,17 +150,19 @@ def run_limited(
         proc = subprocess.Popen(
             command, stdout=out, stderr=err, text=True, cwd=cwd, env=env, start_new_session=True
         )
-        peak_kb = 0
+        peak_kb = peak_pss_kb = 0
         finished = True
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 proc.returncode = os.waitstatus_to_exitcode(status)
                 break
-            peak_kb = max(peak_kb, tree_rss_kb(proc.pid))
+            rss_kb, pss_kb = tree_memory_kb(proc.pid)
+            peak_kb, peak_pss_kb = max(peak_kb, rss_kb), max(peak_pss_kb, pss_kb)
             if time.perf_counter() - started > limit_s:
                 finished = False
-                peak_kb = max(peak_kb, tree_rss_kb(proc.pid))
+                rss_kb, pss_kb = tree_memory_kb(proc.pid)
+                peak_kb, peak_pss_kb = max(peak_kb, rss_kb), max(peak_pss_kb, pss_kb)
                 os.killpg(proc.pid, signal.SIGKILL)
                 _, status, usage = os.wait4(proc.pid, 0)
                 break
@@ -153,6 +175,7 @@ def run_limited(
             wall_s=wall,
             cpu_s=usage.ru_utime + usage.ru_stime,
             peak_mib=peak_kb / 1024,
+            peak_pss_mib=peak_pss_kb / 1024,
             largest_mib=usage.ru_maxrss / 1024,
             finished=finished,
             returncode=proc.returncode if finished else None,
