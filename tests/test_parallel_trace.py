@@ -27,7 +27,7 @@ def test_parallel_equals_sequential(trace_file: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 3)
     jobs = trace_parallel._plan_jobs(trace_file, default_taxonomy())
-    assert len(jobs) == 3  # really split
+    assert len(jobs) == 3 * trace_parallel.PARTS_PER_PROCESS  # really split
     parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
     sequential = read_trace(trace_file, default_taxonomy())
     assert parallel.events == sequential.events
@@ -52,7 +52,8 @@ def test_workers_cut_the_first_timestamp_s_prefix_wherever_their_range_starts(
     monkeypatch.setattr(workers, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
     jobs = trace_parallel._plan_jobs(trace_file, default_taxonomy())
-    assert len(jobs) == 2 and all(job[5] is not None for job in jobs)
+    assert len(jobs) == 2 * trace_parallel.PARTS_PER_PROCESS
+    assert all(job[5] is not None for job in jobs)
     parallel = trace_parallel.start_trace(trace_file, default_taxonomy())()
     sequential = read_trace(trace_file, default_taxonomy())
     assert parallel.steps == sequential.steps

@@ -63,12 +63,13 @@ def split_points(path: Path, begin: int, end: int, parts: int) -> list[int]:
 
 
 def start_parts(
-    label: str, decode: Callable[[Job], Part], jobs: Sequence[Job]
+    label: str, decode: Callable[[Job], Part], jobs: Sequence[Job], processes: int = 0
 ) -> Callable[[], list[Part]]:
-    """Each job handed to its own worker process now; the returned collector waits for the
-    results, in the jobs' order (the caller reads other files meanwhile). The workers are gone,
-    their memory back, when the collector returns; a worker's error propagates from it."""
-    pool = ProcessPoolExecutor(max_workers=len(jobs), mp_context=pool_context())
+    """The jobs handed to worker processes now: `processes` of them, each taking the next job
+    when done with one (0: a process per job); the returned collector waits for the results,
+    in the jobs' order (the caller reads other files meanwhile). The workers are gone, their
+    memory back, when the collector returns; a worker's error propagates from it."""
+    pool = ProcessPoolExecutor(max_workers=processes or len(jobs), mp_context=pool_context())
     futures = [pool.submit(decode, job) for job in jobs]
 
     def collect() -> list[Part]:
