@@ -112,6 +112,66 @@ def test_order_follows_what_reads_what_and_keeps_the_listed_order_otherwise() ->
     assert derivation_order([apart, writer, reader]) == ["apart", "writer", "reader"]
 
 
+def test_a_waiting_deriver_runs_last_and_its_facts_keep_the_plan_s_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deriver that may wait for another process runs after those that do not read its
+    facts; the facts and missing facts come out in the plan's order all the same."""
+    ran: list[str] = []
+
+    def toy(
+        name: str, reads: set[str], adds: list[str], misses: list[str], waits: bool = False
+    ) -> Deriver[JobInputs]:
+        def derive(_: JobInputs, out: Recorder) -> None:
+            ran.append(name)
+            for fact_id in adds:
+                out.add(fact_id, 1, name)
+            for fact_id in misses:
+                out.miss(fact_id, "not recorded")
+
+        return Deriver[JobInputs](
+            name,
+            Scope.JOB,
+            frozenset(),
+            frozenset(reads),
+            frozenset(adds + misses),
+            derive,
+            waits=waits,
+        )
+
+    first = toy("first", set(), ["step.time_ms"], ["comm.p2p_ratio"])
+    waiting = toy("waiting", set(), ["ops.top"], ["memory.reserved_peak_bytes"], waits=True)
+    after = toy(
+        "after", {"step.time_ms"}, ["ops.kernels_per_step"], ["memory.allocated_peak_bytes"]
+    )
+    monkeypatch.setattr(registry, "plan", lambda scope: (first, waiting, after))
+    out = Recorder(JOB_SCOPE)
+    out.add("memory.fragmentation_ratio", 1, "before the run")
+    registry.run(Scope.JOB, None, out)  # type: ignore[type-var]
+    assert ran == ["first", "after", "waiting"]
+    assert list(out.facts) == [
+        "memory.fragmentation_ratio",
+        "step.time_ms",
+        "ops.top",
+        "ops.kernels_per_step",
+    ]
+    assert list(out.missing) == [
+        "comm.p2p_ratio",
+        "memory.reserved_peak_bytes",
+        "memory.allocated_peak_bytes",
+    ]
+    # a later deriver reading the waiting one's facts keeps it in its place
+    reader = toy("reader", {"ops.top"}, ["ops.kernels_per_step"], [])
+    monkeypatch.setattr(registry, "plan", lambda scope: (first, waiting, reader))
+    assert [d.name for d in registry.execution(Scope.JOB)] == ["first", "waiting", "reader"]
+
+
+def test_the_phases_run_after_the_other_rank_facts() -> None:
+    """A large torch_npu trace's phases are measured in another process meanwhile
+    (traces/whole.py): the rank facts that do not need them are derived first."""
+    assert [d.name for d in registry.execution(Scope.RANK)][-1] == "phases"
+
+
 def test_a_cycle_in_the_declarations_names_the_derivers_on_it() -> None:
     one = _toy("one", {"step.time_ms"}, {"ops.top"})
     two = _toy("two", {"ops.top"}, {"step.time_ms"})

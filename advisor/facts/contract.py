@@ -108,6 +108,9 @@ class Deriver(Generic[InputsT]):
     derive: Callable[[InputsT, Recorder], None]
     # whether it runs for these inputs (a job of one rank has no spread between ranks)
     applies: Callable[[InputsT], bool] = field(default=_always)
+    # it reads what another process may still be measuring (a large trace's phases): it runs
+    # after the derivers that do not read its facts, which are recorded in the plan's order
+    waits: bool = False
 
     def declares(self, fact_id: str) -> bool:
         return fact_id in self.writes or any(

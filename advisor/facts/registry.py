@@ -92,14 +92,38 @@ def plan(scope: Scope) -> tuple[Deriver[Any], ...]:
     return tuple(by_name[name] for name in derivation_order(members))
 
 
+def execution(scope: Scope) -> tuple[Deriver[Any], ...]:
+    """The plan's derivers in the order they run: a deriver that waits runs after the others,
+    unless one after it in the plan reads its facts (then where the plan puts it)."""
+    planned = plan(scope)
+    last = [
+        d
+        for i, d in enumerate(planned)
+        if d.waits and not any(_depends(later, d) for later in planned[i + 1 :])
+    ]
+    return tuple(d for d in planned if d not in last) + tuple(last)
+
+
+def _depends(later: Deriver[Any], waiting: Deriver[Any]) -> bool:
+    """Whether `later` reads the waiting deriver's facts or writes some of the same."""
+    return waiting.writes_any(later.reads) or waiting.writes_any(later.writes)
+
+
 def run(scope: Scope, given: InputsT, out: Recorder, only: Collection[str] | None = None) -> None:
-    """Apply the derivers of `scope` (those named in `only`, when given) that apply to `given`."""
-    for deriver in plan(scope):
+    """Apply the derivers of `scope` (those named in `only`, when given) that apply to `given`;
+    their facts are recorded in the plan's order, whatever the order they ran in."""
+    planned, order = plan(scope), execution(scope)
+    earlier = set(out.facts) | set(out.missing)
+    touched: dict[str, list[str]] = {}
+    for deriver in order:
         if (only is None or deriver.name in only) and deriver.applies(given):
-            _run_one(deriver, given, out)
+            touched[deriver.name] = _run_one(deriver, given, out)
+    if order != planned:
+        _in_plan_order(out, earlier, [touched.get(d.name, []) for d in planned])
 
 
-def _run_one(deriver: Deriver[Any], given: object, out: Recorder) -> None:
+def _run_one(deriver: Deriver[Any], given: object, out: Recorder) -> list[str]:
+    """Run one deriver; the ids of the facts and missing facts it recorded, in order."""
     facts, missing = dict(out.facts), dict(out.missing)
     deriver.derive(given, out)
     touched = [k for k, f in out.facts.items() if facts.get(k) is not f]
@@ -109,6 +133,19 @@ def _run_one(deriver: Deriver[Any], given: object, out: Recorder) -> None:
         raise DeclarationError(
             f"deriver {deriver.name} wrote facts it does not declare: {', '.join(undeclared)}"
         )
+    return touched
+
+
+def _in_plan_order(out: Recorder, earlier: set[str], by_deriver: list[list[str]]) -> None:
+    """The facts and missing facts recorded before the run first (as they were), then each
+    deriver's in the plan's order (each fact is one deriver's: the declarations say which)."""
+    rank = {fact_id: i for i, fact_id in enumerate(k for ids in by_deriver for k in ids)}
+
+    def place(fact_id: str) -> tuple[int, int]:
+        return (0, 0) if fact_id in earlier else (1, rank.get(fact_id, len(rank)))
+
+    out.facts = {k: out.facts[k] for k in sorted(out.facts, key=place)}
+    out.missing = {k: out.missing[k] for k in sorted(out.missing, key=place)}
 
 
 def derive_log(log: TrainLog, taxonomy: Taxonomy, out: Recorder) -> None:
