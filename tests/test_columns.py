@@ -150,3 +150,24 @@ def test_last_per_key_keeps_the_last_value_and_reuses_ordered_columns() -> None:
     ordered, times = array("q", [1, 5, 9]), array("d", [0.5, 0.6, 0.7])
     same_keys, same_times = last_per_key(ordered, times)
     assert same_keys is ordered and same_times is times
+
+
+def test_a_permutation_copies_runs_or_rows_as_the_row_by_row_order_would() -> None:
+    """Long runs of consecutive rows are copied as slices, short ones row by row: the same
+    values either way, in every column's type."""
+    from advisor.parsers.traces.columns import Permutation
+
+    rng = random.Random(17)
+    for n, late, in_runs in ((2000, 5, True), (2000, 1500, False), (1, 0, False)):
+        first = [float(i) for i in range(n)]
+        for _ in range(late):
+            first[rng.randrange(n)] -= rng.randint(1, 500)
+        order = nearly_sorted_order(array("d", first)) or array("i", range(n))
+        by_rows = Permutation(order)
+        assert (by_rows.runs is not None) == in_runs
+        for column in (
+            array("d", first),
+            array("q", range(n)),
+            array("B", (i % 7 for i in range(n))),
+        ):
+            assert list(by_rows.apply(column)) == [column[i] for i in order]

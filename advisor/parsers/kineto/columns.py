@@ -9,7 +9,12 @@ import sys
 from array import array
 from bisect import bisect_left
 
-from advisor.parsers.traces.columns import in_order, last_per_key, nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import (
+    Permutation,
+    in_order,
+    last_per_key,
+    nearly_sorted_order,
+)
 
 # a device operation's kind, as stored in Signatures.kind
 COMPUTE, COMMUNICATION, MEMORY = 0, 1, 2
@@ -98,8 +103,9 @@ class DeviceOps:
         order = nearly_sorted_order(self.start, self.end)
         if order is None:
             return
+        rows = Permutation(order)
         for column in ("start", "end", "signature", "correlation"):
-            setattr(self, column, permuted(getattr(self, column), order))
+            setattr(self, column, rows.apply(getattr(self, column)))
 
 
 def consecutive(keys: array[int]) -> bool:

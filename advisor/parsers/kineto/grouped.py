@@ -68,7 +68,7 @@ from advisor.parsers.kineto.window import (
 )
 from advisor.parsers.profile_data import RankProfile
 from advisor.parsers.traces import workers
-from advisor.parsers.traces.columns import in_order, nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import Permutation, in_order, nearly_sorted_order
 from advisor.parsers.traces.ordered import (
     OrderedWriter,
     Rows,
@@ -153,9 +153,10 @@ class _Rows:
         if order is None:
             ops.start, ops.end, ops.signature = out.start, out.end, out.signature
             return ops, launch_at
-        ops.start, ops.end = permuted(out.start, order), permuted(out.end, order)
-        ops.signature = permuted(out.signature, order)
-        return ops, permuted(launch_at, order)
+        by_start = Permutation(order)
+        ops.start, ops.end = by_start.apply(out.start), by_start.apply(out.end)
+        ops.signature = by_start.apply(out.signature)
+        return ops, by_start.apply(launch_at)
 
 
 def _extend_picked(column: array[Any], values: array[Any], keep: slice | bytes) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate, compress, islice
-from operator import eq, gt, le, ne, not_
+from itertools import accumulate, compress, islice, pairwise, repeat
+from operator import eq, gt, le, ne, not_, sub
 from typing import Any
 
 # late rows are placed by binary search, and runs searched for them, while fewer than 1/16 of
@@ -146,9 +146,39 @@ def in_order(first: Sequence[float] | Sequence[int], second: Sequence[float] | N
     return all(second[i - 1] <= second[i] for i in ties)
 
 
-def permuted(values: array[Any], order: Sequence[int]) -> array[Any]:
+def permuted(values: array[Any], order: array[int]) -> array[Any]:
     """A new array of the values in `order`."""
-    return array(values.typecode, map(values.__getitem__, order))
+    return Permutation(order).apply(values)
+
+
+class Permutation:
+    """A row order applied to columns one at a time. A nearly sorted column's order is long
+    runs of consecutive rows: each run is copied as one slice (the runs found once for all
+    columns); an order of short runs is followed row by row."""
+
+    def __init__(self, order: array[int]) -> None:
+        self.order = order
+        self.runs = _runs(order)
+
+    def apply(self, column: array[Any]) -> array[Any]:
+        """A new array of the column's values in the order."""
+        if self.runs is None:
+            return array(column.typecode, map(column.__getitem__, self.order))
+        out: array[Any] = array(column.typecode)
+        for first, count in self.runs:
+            out.extend(column[first : first + count])
+        return out
+
+
+def _runs(order: array[int]) -> list[tuple[int, int]] | None:
+    """The order as (first row, row count) runs of consecutive rows, or None when the runs
+    are short (fewer than _SEARCH_MAX_SHARE rows each on average)."""
+    n = len(order)
+    steps = map(sub, islice(order, 1, None), order)
+    breaks = [0, *compress(range(1, n), map(ne, steps, repeat(1))), n]
+    if (len(breaks) - 1) * _SEARCH_MAX_SHARE > n:
+        return None
+    return [(order[a], b - a) for a, b in pairwise(breaks) if b > a]
 
 
 def last_per_key(keys: array[Any], values: array[float]) -> tuple[array[Any], array[float]]:

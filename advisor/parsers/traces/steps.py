@@ -12,7 +12,7 @@ from statistics import median
 from typing import Protocol
 
 from advisor.parsers.traces.blocking import BlockingEvents, blocking_calls
-from advisor.parsers.traces.columns import nearly_sorted_order, permuted
+from advisor.parsers.traces.columns import Permutation, nearly_sorted_order
 from advisor.parsers.traces.flows import FlowTable
 from advisor.parsers.traces.fsdp_passes import AllGatherPasses
 from advisor.parsers.traces.host_calls import BlockingCall, HostCallColumns, HostCalls
@@ -172,7 +172,8 @@ def sorted_by_start(starts: array[float], ends: array[float]) -> tuple[array[flo
     order = nearly_sorted_order(starts)
     if order is None:
         return starts, ends
-    return permuted(starts, order), permuted(ends, order)
+    rows = Permutation(order)
+    return rows.apply(starts), rows.apply(ends)
 
 
 def device_pids(raw: RawTrace, device: str) -> list[int | str]:
