@@ -142,7 +142,7 @@ class _Kernels:
             whole -= 1
         best, covered = float("nan"), 0.0
         for j in range(first, inside):
-            part = min(ends[j], hi) - max(starts[j], lo)
+            part = _clipped(starts[j], ends[j], lo, hi)
             if part > covered:
                 best, covered = starts[j], part
         if whole > inside:
@@ -151,10 +151,16 @@ class _Kernels:
                 j = self.durations.index(longest, inside, whole)
                 best, covered = starts[j], longest
         for j in range(whole, last):
-            part = min(ends[j], hi) - max(starts[j], lo)
+            part = _clipped(starts[j], ends[j], lo, hi)
             if part > covered:
                 best, covered = starts[j], part
         return best, covered
+
+
+def _clipped(start: float, end: float, lo: float, hi: float) -> float:
+    """The part of [start, end) inside [lo, hi), as min(end, hi) - max(start, lo) (the
+    builtins cost more than the comparisons for two numbers)."""
+    return (hi if hi < end else end) - (lo if lo > start else start)
 
 
 @dataclass
