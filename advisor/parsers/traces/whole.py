@@ -53,9 +53,9 @@ def reduce_steps(
     linked = launch_at if flow_category and kernel_starts else None
     windows = [(n, w.start, w.end) for n, w in sorted(ctx.windows.items())]
     kernels = (kernel_starts, kernel_ends, linked)
-    aside = aside and len(kernel_starts) >= ASIDE_MIN_KERNELS
+    forked = aside and len(kernel_starts) >= ASIDE_MIN_KERNELS
     phases = workers.aside(
-        "measuring phases", lambda: _phases(raw, lanes, ctx, windows, kernels, no_phases), aside
+        "measuring phases", lambda: _phases(raw, lanes, ctx, windows, kernels, no_phases), forked
     )
     steps = [
         window_step(ctx, number, kernel_starts, kernel_ends, linked)
@@ -73,7 +73,7 @@ def reduce_steps(
         (kernel_starts, kernel_ends, linked) if linked is not None else None,
     )
     # waited for when first read: facts derived meanwhile run beside the phases' process
-    data.phases = phases if aside else phases()
+    data.phases = phases if forked else phases()
     return data
 
 
